@@ -1,0 +1,40 @@
+# fuser: the two commands are `make demo` and `make test`; both set up .venv first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+WHEELS ?= .whl
+
+.PHONY: demo test lint pytest lit wheelhouse clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/fuser-opt examples/layer_norm.mlir
+	$(BIN)/python examples/layer_norm.py
+
+test: lint pytest lit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q
+
+lit: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -q lit_tests
+
+# Every dependency as a wheel for an offline GPU node (Python 3.12, x86-64), plus fuser itself.
+wheelhouse:
+	$(PYTHON) -m pip download -q --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d $(WHEELS) .
+	$(PYTHON) -m pip wheel -q --no-deps -w $(WHEELS) .
+
+clean:
+	rm -rf $(VENV) build *.egg-info lit_tests/**/Output
