@@ -5,15 +5,19 @@ its `fusion.output` terminator lists the outputs. Ops work on builtin ranked ten
 dynamic (`?`) dims, or on scalars of the same element types.
 
 Typing rules (checked by the verifiers, documented in the README):
-- Element types are f16, bf16, f32, f64, i32, i64 and i1.
+- Element types are f16, bf16, f32, f64, i32, i64 and i1. Tensors carry no encoding; the only
+  other type is `index`, for extents (`fusion.dim`, the `sizes` of `broadcast_in_dim`).
 - f16 and bf16 are *storage* types: only data movement (`cast`, `set`, `segment_set`,
   `broadcast_in_dim`, `where`) and `matmul` take them. Arithmetic, comparisons and reductions
-  need f32/f64 (or i32/i64 where integers make sense); the frontend casts half inputs to f32,
-  as nvFuser does.
+  need f32/f64 (or i32/i64 where integers make sense; comparisons also take i1); the frontend
+  casts half inputs to f32, as nvFuser does. Comparisons produce i1, which `where` selects on.
 - Operands of one op share one element type: there is no implicit promotion. A scalar operand
   must have the element type of the tensor operands.
 - There is no implicit broadcasting: tensor operands of a pointwise op have compatible shapes
-  (equal, or dynamic); `broadcast_in_dim` makes shapes agree.
+  (equal, or dynamic), and the result keeps their static dims; `broadcast_in_dim` makes shapes
+  agree.
+- Inputs of a `fusion.fusion` are tensors or scalars; its outputs are tensors.
+- Reduction axes are in range, unique, sorted ascending, and there is at least one.
 - A dynamic extent is never named in a type. Where an op creates a dynamic dim that its operand
   does not carry (`broadcast_in_dim` to a new `?` dim), the extent is an `index` operand, taken
   from an input with `fusion.dim`, as `tensor.empty` does in MLIR.
@@ -23,16 +27,14 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Sequence
-from typing import ClassVar
+from itertools import pairwise
+from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
-    ArrayAttr,
     BFloat16Type,
-    BoolAttr,
     DenseArrayBase,
-    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -41,17 +43,26 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    NoneAttr,
     StringAttr,
     TensorType,
     UnitAttr,
     i64,
 )
 from xdsl.dialects.utils import (
+    EnumAttribute,
     parse_func_op_like,
     print_func_op_like,
 )
-from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -111,39 +122,61 @@ def shape_of(t: Attribute) -> tuple[int, ...] | None:
 
 
 def dims_compatible(a: int, b: int) -> bool:
-    return a == DYNAMIC_INDEX or b == DYNAMIC_INDEX or a == b
+    """Whether two extents can be equal: a dynamic extent is compatible with any."""
+    return DYNAMIC_INDEX in (a, b) or a == b
 
 
 def shapes_compatible(a: Sequence[int], b: Sequence[int]) -> bool:
+    """Whether two shapes have one rank and compatible extents."""
     return len(a) == len(b) and all(dims_compatible(x, y) for x, y in zip(a, b, strict=True))
 
 
 def format_shape(shape: Sequence[int]) -> str:
+    """A shape for messages: `[?, 4]`."""
     return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape) + "]"
 
 
 def _check_element(op_name: str, what: str, t: Attribute, allowed: Sequence[Attribute]) -> None:
+    """The element type of `t` (a tensor or scalar type) is one of `allowed`."""
     if element_type(t) not in allowed:
         names = ", ".join(type_name(a) for a in allowed)
+        expected = f"one of {names}" if len(allowed) > 1 else names
         hint = ""
         if element_type(t) in STORAGE_TYPES:
             hint = " (f16/bf16 are storage types: cast to f32 first)"
         raise VerifyException(
             f"'{op_name}' {what} has element type {type_name(element_type(t))}, "
-            f"expected one of {names}{hint}"
+            f"expected {expected}{hint}"
         )
 
 
 def _check_value_type(op_name: str, what: str, t: Attribute) -> None:
-    """A value of the fusion dialect: a ranked tensor or scalar of an ELEMENT_TYPE."""
+    """A value of the fusion dialect: a ranked tensor (no encoding) or scalar of an ELEMENT_TYPE."""
     if element_type(t) not in ELEMENT_TYPES:
         raise VerifyException(
             f"'{op_name}' {what} has type {t}, expected a ranked tensor or scalar of "
             "f16, bf16, f32, f64, i32, i64 or i1"
         )
+    if isinstance(t, TensorType) and not isinstance(t.encoding, NoneAttr):
+        raise VerifyException(
+            f"'{op_name}' {what} has type {t}; tensors with an encoding are not supported"
+        )
+
+
+def _check_values(op: IRDLOperation) -> None:
+    """Each operand and result of `op`, other than `index` extents, is a fusion value."""
+    op_def = type(op).get_irdl_definition()
+    for name, _ in (*op_def.operands, *op_def.results):
+        field: SSAValue | Sequence[SSAValue] = getattr(op, name)
+        for v in field if isinstance(field, Sequence) else (field,):
+            if not isinstance(v.type, IndexType):
+                _check_value_type(op.name, name, v.type)
 
 
 def _check_axes(op_name: str, axes: Sequence[int], rank: int) -> None:
+    """Reduction axes: at least one, each in range, unique, sorted ascending."""
+    if not axes:
+        raise VerifyException(f"'{op_name}' needs at least one axis to reduce")
     for a in axes:
         if not 0 <= a < rank:
             raise VerifyException(f"'{op_name}' axis {a} is out of range for rank {rank}")
@@ -207,8 +240,6 @@ class FusionOp(IRDLOperation):
         body: Region | None = None,
     ):
         if body is None:
-            from xdsl.ir import Block
-
             body = Region(Block(arg_types=input_types))
         super().__init__(
             properties={
@@ -249,14 +280,18 @@ class FusionOp(IRDLOperation):
                 raise VerifyException(f"'{name}' output #{i} is a scalar; outputs are tensors")
 
     @classmethod
-    def parse(cls, parser: Parser) -> FusionOp:
+    def parse(cls, parser: Parser) -> Self:
+        start = parser.pos
         name, inputs, outputs, region, extra, arg_attrs, res_attrs = parse_func_op_like(
             parser, reserved_attr_names=("sym_name", "function_type")
         )
+        symbol_end = start + 1 + len(name)  # errors point at `@name`
         if arg_attrs is not None or res_attrs is not None:
-            parser.raise_error("fusion.fusion takes no argument or result attributes")
+            parser.raise_error(
+                "fusion.fusion takes no argument or result attributes", start, symbol_end
+            )
         if not region.blocks:
-            parser.raise_error("fusion.fusion needs a body")
+            parser.raise_error("fusion.fusion needs a body", start, symbol_end)
         op = cls(name, inputs, outputs, region)
         if extra is not None:
             op.attributes |= extra.data
@@ -316,16 +351,17 @@ class ConstantOp(IRDLOperation):
 
     @staticmethod
     def of(value: float | int | bool, type: Attribute) -> ConstantOp:
+        """A constant of a Python number in an element type (booleans for i1)."""
         if isinstance(type, IntegerType):
             if type.width.data == 1:
                 return ConstantOp(IntegerAttr(int(bool(value)), type))
             return ConstantOp(IntegerAttr(int(value), type))
-        assert isinstance(type, AnyFloat)
+        if not isinstance(type, AnyFloat):
+            raise ValueError(f"fusion.constant of type {type}: expected an integer or float type")
         return ConstantOp(FloatAttr(float(value), type))
 
     def verify_(self) -> None:
-        if self.value.type != self.result.type:
-            raise VerifyException("'fusion.constant' result type must be the value's type")
+        # The type constraint T already makes the result the value's type.
         _check_value_type(self.name, "value", self.result.type)
 
 
@@ -351,6 +387,7 @@ class DimOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        _check_values(self)
         rank = len(shape_of(self.input.type) or ())
         if not 0 <= self.axis.value.data < rank:
             raise VerifyException(
@@ -366,6 +403,7 @@ class DimOp(IRDLOperation):
 def _print_pointwise_types(
     printer: Printer, operands: Sequence[SSAValue], result: Attribute
 ) -> None:
+    """Prints `: T` when all operands and the result share T, else `: (Ta, Tb) -> Tr`."""
     types = [o.type for o in operands]
     printer.print_string(" : ")
     if all(t == result for t in types):
@@ -377,22 +415,28 @@ def _print_pointwise_types(
         printer.print_attribute(result)
 
 
-def _parse_pointwise(parser: Parser, arity: int) -> tuple[list[SSAValue], Attribute, dict]:
+def _parse_pointwise(
+    parser: Parser, arity: int
+) -> tuple[list[SSAValue], Attribute, dict[str, Attribute]]:
+    """Parses `%a, %b attr-dict : T` (all of type T) or `: (Ta, Tb) -> Tr`."""
     unresolved = [parser.parse_unresolved_operand()]
     for _ in range(arity - 1):
         parser.parse_punctuation(",")
         unresolved.append(parser.parse_unresolved_operand())
     attrs = parser.parse_optional_attr_dict()
     parser.parse_punctuation(":")
+    start = parser.pos
     if parser.parse_optional_punctuation("(") is not None:
         types = [parser.parse_type()]
         while parser.parse_optional_punctuation(",") is not None:
             types.append(parser.parse_type())
         parser.parse_punctuation(")")
+        if len(types) != arity:
+            parser.raise_error(
+                f"expected {arity} operand types, got {len(types)}", start, parser.pos
+            )
         parser.parse_punctuation("->")
         result = parser.parse_type()
-        if len(types) != arity:
-            parser.raise_error(f"expected {arity} operand types, got {len(types)}")
     else:
         result = parser.parse_type()
         types = [result] * arity
@@ -418,7 +462,7 @@ def _check_pointwise_shapes(op: IRDLOperation, operands: Sequence[SSAValue]) -> 
                 f"'{op.name}' operand #{i} has shape {format_shape(s)}, incompatible with "
                 f"result shape {format_shape(rshape)} (use broadcast_in_dim to broadcast)"
             )
-    for i, s in enumerate(tensor_shapes):
+    for s in tensor_shapes:
         for d, r in zip(s, rshape, strict=True):
             if d != DYNAMIC_INDEX and r == DYNAMIC_INDEX:
                 raise VerifyException(
@@ -444,7 +488,7 @@ class UnaryOp(IRDLOperation, ABC):
         super().__init__(operands=[input], result_types=[input.type])
 
     def verify_(self) -> None:
-        _check_value_type(self.name, "operand", self.input.type)
+        _check_values(self)
         _check_element(self.name, "operand", self.input.type, self.ALLOWED)
 
 
@@ -456,71 +500,99 @@ class NumericUnaryOp(UnaryOp, ABC):
 
 @irdl_op_definition
 class NegOp(NumericUnaryOp):
+    """`-x`."""
+
     name = "fusion.neg"
 
 
 @irdl_op_definition
 class AbsOp(NumericUnaryOp):
+    """`|x|`."""
+
     name = "fusion.abs"
 
 
 @irdl_op_definition
 class ReluOp(NumericUnaryOp):
+    """`max(x, 0)`."""
+
     name = "fusion.relu"
 
 
 @irdl_op_definition
 class ExpOp(UnaryOp):
+    """`e**x`."""
+
     name = "fusion.exp"
 
 
 @irdl_op_definition
 class LogOp(UnaryOp):
+    """The natural logarithm."""
+
     name = "fusion.log"
 
 
 @irdl_op_definition
 class SqrtOp(UnaryOp):
+    """The square root."""
+
     name = "fusion.sqrt"
 
 
 @irdl_op_definition
 class RsqrtOp(UnaryOp):
+    """`1 / sqrt(x)`."""
+
     name = "fusion.rsqrt"
 
 
 @irdl_op_definition
 class ReciprocalOp(UnaryOp):
+    """`1 / x`."""
+
     name = "fusion.reciprocal"
 
 
 @irdl_op_definition
 class SinOp(UnaryOp):
+    """The sine."""
+
     name = "fusion.sin"
 
 
 @irdl_op_definition
 class CosOp(UnaryOp):
+    """The cosine."""
+
     name = "fusion.cos"
 
 
 @irdl_op_definition
 class TanhOp(UnaryOp):
+    """The hyperbolic tangent."""
+
     name = "fusion.tanh"
 
 
 @irdl_op_definition
 class SigmoidOp(UnaryOp):
+    """`1 / (1 + exp(-x))`."""
+
     name = "fusion.sigmoid"
 
 
 @irdl_op_definition
 class ErfOp(UnaryOp):
+    """The error function."""
+
     name = "fusion.erf"
 
 
 @irdl_op_definition
 class SiluOp(UnaryOp):
+    """`x * sigmoid(x)`."""
+
     name = "fusion.silu"
 
 
@@ -547,6 +619,7 @@ class GeluOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        _check_values(self)
         _check_element(self.name, "operand", self.input.type, FLOAT_COMPUTE_TYPES)
 
 
@@ -566,8 +639,8 @@ class BinaryOp(IRDLOperation, ABC):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def verify_(self) -> None:
+        _check_values(self)
         for what, v in (("lhs", self.lhs), ("rhs", self.rhs)):
-            _check_value_type(self.name, what, v.type)
             _check_element(self.name, what, v.type, self.ALLOWED)
         le, re = element_type(self.lhs.type), element_type(self.rhs.type)
         if le != re:
@@ -592,7 +665,7 @@ class BinaryOp(IRDLOperation, ABC):
         _print_pointwise_types(printer, (self.lhs, self.rhs), self.result.type)
 
     @classmethod
-    def parse(cls, parser: Parser):
+    def parse(cls, parser: Parser) -> Self:
         (lhs, rhs), result, attrs = _parse_pointwise(parser, 2)
         op = cls(lhs, rhs, result)
         op.attributes |= attrs
@@ -601,16 +674,22 @@ class BinaryOp(IRDLOperation, ABC):
 
 @irdl_op_definition
 class AddOp(BinaryOp):
+    """`lhs + rhs`."""
+
     name = "fusion.add"
 
 
 @irdl_op_definition
 class SubOp(BinaryOp):
+    """`lhs - rhs`."""
+
     name = "fusion.sub"
 
 
 @irdl_op_definition
 class MulOp(BinaryOp):
+    """`lhs * rhs`."""
+
     name = "fusion.mul"
 
 
@@ -623,17 +702,23 @@ class DivOp(BinaryOp):
 
 @irdl_op_definition
 class PowOp(BinaryOp):
+    """`lhs ** rhs`, on floats."""
+
     name = "fusion.pow"
     ALLOWED: ClassVar[tuple[Attribute, ...]] = FLOAT_COMPUTE_TYPES
 
 
 @irdl_op_definition
 class MaximumOp(BinaryOp):
+    """The larger operand, pointwise."""
+
     name = "fusion.maximum"
 
 
 @irdl_op_definition
 class MinimumOp(BinaryOp):
+    """The smaller operand, pointwise."""
+
     name = "fusion.minimum"
 
 
@@ -646,31 +731,43 @@ class CompareOp(BinaryOp, ABC):
 
 @irdl_op_definition
 class EqOp(CompareOp):
+    """`lhs == rhs`."""
+
     name = "fusion.eq"
 
 
 @irdl_op_definition
 class NeOp(CompareOp):
+    """`lhs != rhs`."""
+
     name = "fusion.ne"
 
 
 @irdl_op_definition
 class LtOp(CompareOp):
+    """`lhs < rhs`."""
+
     name = "fusion.lt"
 
 
 @irdl_op_definition
 class LeOp(CompareOp):
+    """`lhs <= rhs`."""
+
     name = "fusion.le"
 
 
 @irdl_op_definition
 class GtOp(CompareOp):
+    """`lhs > rhs`."""
+
     name = "fusion.gt"
 
 
 @irdl_op_definition
 class GeOp(CompareOp):
+    """`lhs >= rhs`."""
+
     name = "fusion.ge"
 
 
@@ -693,9 +790,8 @@ class WhereOp(IRDLOperation):
         super().__init__(operands=[cond, on_true, on_false], result_types=[result_type])
 
     def verify_(self) -> None:
+        _check_values(self)
         _check_element(self.name, "condition", self.cond.type, (I1,))
-        for what, v in (("true value", self.on_true), ("false value", self.on_false)):
-            _check_value_type(self.name, what, v.type)
         te, fe = element_type(self.on_true.type), element_type(self.on_false.type)
         if te != fe or element_type(self.result.type) != te:
             raise VerifyException(
@@ -711,7 +807,7 @@ class WhereOp(IRDLOperation):
         _print_pointwise_types(printer, (self.cond, self.on_true, self.on_false), self.result.type)
 
     @classmethod
-    def parse(cls, parser: Parser) -> WhereOp:
+    def parse(cls, parser: Parser) -> Self:
         (c, t, f), result, attrs = _parse_pointwise(parser, 3)
         op = cls(c, t, f, result)
         op.attributes |= attrs
@@ -735,8 +831,7 @@ class CastOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
-        _check_value_type(self.name, "operand", self.input.type)
-        _check_value_type(self.name, "result", self.result.type)
+        _check_values(self)
         _check_pointwise_shapes(self, (self.input,))
 
 
@@ -755,7 +850,7 @@ class CopyOp(IRDLOperation, ABC):
         super().__init__(operands=[input], result_types=[input.type])
 
     def verify_(self) -> None:
-        _check_value_type(self.name, "operand", self.input.type)
+        _check_values(self)
 
 
 @irdl_op_definition
@@ -813,6 +908,7 @@ class BroadcastInDimOp(IRDLOperation):
 
     @property
     def dims(self) -> tuple[int, ...]:
+        """The result dim each operand dim maps to."""
         return tuple(self.broadcast_dims.get_values())
 
     def sized_dims(self) -> list[int]:
@@ -821,15 +917,16 @@ class BroadcastInDimOp(IRDLOperation):
         out_shape = shape_of(self.result.type) or ()
         source = {o: in_shape[i] for i, o in enumerate(self.dims)}
         return [
-            d
-            for d, ext in enumerate(out_shape)
-            if ext == DYNAMIC_INDEX and source.get(d, 1) == 1
+            d for d, ext in enumerate(out_shape) if ext == DYNAMIC_INDEX and source.get(d, 1) == 1
         ]
 
     def verify_(self) -> None:
-        _check_value_type(self.name, "operand", self.input.type)
-        if element_type(self.input.type) != element_type(self.result.type):
-            raise VerifyException(f"'{self.name}' must keep the element type")
+        _check_values(self)
+        in_el, out_el = element_type(self.input.type), element_type(self.result.type)
+        if in_el != out_el:
+            raise VerifyException(
+                f"'{self.name}' must keep the element type: operand {in_el}, result {out_el}"
+            )
         in_shape = shape_of(self.input.type) or ()
         out_shape = shape_of(self.result.type) or ()
         dims = self.dims
@@ -840,10 +937,9 @@ class BroadcastInDimOp(IRDLOperation):
             )
         if any(not 0 <= d < len(out_shape) for d in dims):
             raise VerifyException(
-                f"'{self.name}' broadcast dims {list(dims)} out of range for rank "
-                f"{len(out_shape)}"
+                f"'{self.name}' broadcast dims {list(dims)} out of range for rank {len(out_shape)}"
             )
-        if any(b <= a for a, b in zip(dims, dims[1:])):
+        if any(b <= a for a, b in pairwise(dims)):
             raise VerifyException(
                 f"'{self.name}' broadcast dims {list(dims)} must be strictly increasing"
             )
@@ -885,9 +981,7 @@ class ReductionOp(IRDLOperation, ABC):
         "$input $axes (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)"
     )
 
-    def __init__(
-        self, input: SSAValue, axes: Sequence[int], keepdim: bool, result_type: Attribute
-    ):
+    def __init__(self, input: SSAValue, axes: Sequence[int], keepdim: bool, result_type: Attribute):
         super().__init__(
             operands=[input],
             properties={
@@ -899,20 +993,29 @@ class ReductionOp(IRDLOperation, ABC):
 
     @property
     def reduction_axes(self) -> tuple[int, ...]:
+        """The reduced axes, ascending."""
         return tuple(self.axes.get_values())
 
     def verify_(self) -> None:
+        _check_values(self)
         _check_element(self.name, "operand", self.input.type, NUMERIC_TYPES)
+        _check_same_element(self, self.result)
         shape = shape_of(self.input.type) or ()
         _check_axes(self.name, self.reduction_axes, len(shape))
         _check_reduced_result(self, shape, self.result.type, self.keepdim is not None)
-        if element_type(self.result.type) != element_type(self.input.type):
-            raise VerifyException(f"'{self.name}' must keep the element type")
+
+
+def _check_same_element(op: IRDLOperation, result: SSAValue) -> None:
+    """A reduction's `result` keeps the element type of the operand `op.input`."""
+    el, got = element_type(op.operands[0].type), element_type(result.type)
+    if got != el:
+        raise VerifyException(f"'{op.name}' must keep the element type: operand {el}, result {got}")
 
 
 def _check_reduced_result(
     op: IRDLOperation, shape: Sequence[int], result_t: Attribute, keepdim: bool
 ) -> None:
+    """`result_t` has the shape a reduction of `shape` over `op.axes` leaves."""
     expected = reduced_shape(shape, tuple(op.axes.get_values()), keepdim)
     got = shape_of(result_t) or ()
     if not shapes_compatible(expected, got):
@@ -924,16 +1027,22 @@ def _check_reduced_result(
 
 @irdl_op_definition
 class SumOp(ReductionOp):
+    """The sum over `axes`."""
+
     name = "fusion.sum"
 
 
 @irdl_op_definition
 class MaxOp(ReductionOp):
+    """The maximum over `axes`."""
+
     name = "fusion.max"
 
 
 @irdl_op_definition
 class MinOp(ReductionOp):
+    """The minimum over `axes`."""
+
     name = "fusion.min"
 
 
@@ -969,16 +1078,17 @@ class WelfordOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        _check_values(self)
         _check_element(self.name, "operand", self.input.type, FLOAT_COMPUTE_TYPES)
-        shape = shape_of(self.input.type) or ()
-        _check_axes(self.name, tuple(self.axes.get_values()), len(shape))
-        for r in (self.avg, self.var_sum, self.count):
-            _check_reduced_result(self, shape, r.type, False)
         el = element_type(self.input.type)
         if element_type(self.avg.type) != el or element_type(self.var_sum.type) != el:
             raise VerifyException(f"'{self.name}' avg and var_sum must have element type {el}")
         if element_type(self.count.type) != I64:
             raise VerifyException(f"'{self.name}' count must have element type i64")
+        shape = shape_of(self.input.type) or ()
+        _check_axes(self.name, tuple(self.axes.get_values()), len(shape))
+        for r in (self.avg, self.var_sum, self.count):
+            _check_reduced_result(self, shape, r.type, False)
 
 
 @irdl_op_definition
@@ -1024,15 +1134,18 @@ class VarMeanOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        _check_values(self)
         _check_element(self.name, "operand", self.input.type, FLOAT_COMPUTE_TYPES)
+        for r in (self.var, self.mean):
+            _check_same_element(self, r)
+        if self.correction.value.data < 0:
+            raise VerifyException(
+                f"'{self.name}' correction must be non-negative, got {self.correction.value.data}"
+            )
         shape = shape_of(self.input.type) or ()
         _check_axes(self.name, tuple(self.axes.get_values()), len(shape))
         for r in (self.var, self.mean):
             _check_reduced_result(self, shape, r.type, self.keepdim is not None)
-            if element_type(r.type) != element_type(self.input.type):
-                raise VerifyException(f"'{self.name}' must keep the element type")
-        if self.correction.value.data < 0:
-            raise VerifyException(f"'{self.name}' correction must be non-negative")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1056,20 +1169,22 @@ class MatmulOp(IRDLOperation):
 
     traits = traits_def(Pure())
 
-    assembly_format = (
-        "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
-    )
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def verify_(self) -> None:
+        _check_values(self)
         allowed = (F16, BF16, F32, F64)
         _check_element(self.name, "lhs", self.lhs.type, allowed)
         _check_element(self.name, "rhs", self.rhs.type, allowed)
-        el = element_type(self.lhs.type)
-        if element_type(self.rhs.type) != el or element_type(self.result.type) != el:
-            raise VerifyException(f"'{self.name}' operands and result must share one element type")
+        el, rel, resl = (element_type(v.type) for v in (self.lhs, self.rhs, self.result))
+        if rel != el or resl != el:
+            raise VerifyException(
+                f"'{self.name}' operands and result must share one element type, got "
+                f"{el}, {rel} -> {resl}"
+            )
         a, b, r = (shape_of(v.type) or () for v in (self.lhs, self.rhs, self.result))
         if len(a) < 2 or len(a) != len(b):
             raise VerifyException(

@@ -4,6 +4,7 @@ The public Python API: `FusionDefinition` builds a fusion, `DataType` names elem
 the errors in `fuser.errors` report a user's mistakes.
 """
 
+from fuser.dtypes import DataType, ParallelType
 from fuser.errors import (
     CompilationError,
     CudaError,
@@ -12,12 +13,20 @@ from fuser.errors import (
     InputError,
     VerificationError,
 )
+from fuser.frontend import Extent, FusionDefinition, FusionOps, Scalar, Tensor
 
 __all__ = [
     "CompilationError",
     "CudaError",
+    "DataType",
     "DefinitionError",
+    "Extent",
     "FuserError",
+    "FusionDefinition",
+    "FusionOps",
     "InputError",
+    "ParallelType",
+    "Scalar",
+    "Tensor",
     "VerificationError",
 ]

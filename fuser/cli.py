@@ -8,6 +8,7 @@ ends in a one-line diagnostic and a non-zero exit, never a Python traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from typing import IO
@@ -30,12 +31,13 @@ from fuser.transforms import get_all_passes
 class LocatedParser(Parser):
     """A parser that remembers where each operation starts, for located diagnostics."""
 
-    def __init__(self, *args, spans: dict[Operation, Span], **kwargs):
+    def __init__(self, *args, spans: dict[Operation, Span], line_offset: int = 0, **kwargs):
         super().__init__(*args, **kwargs)
         self.spans = spans
+        self.line_offset = line_offset
 
     def parse_operation(self) -> Operation:
-        start = self._current_token.span
+        start = dataclasses.replace(self._current_token.span, line_offset=self.line_offset)
         op = super().parse_operation()
         self.spans[op] = start
         return op
@@ -65,6 +67,7 @@ class FuserOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         self.spans: dict[Operation, Span] = {}
+        self.line_offset = 0
         super().__init__(description="fuser modular optimizer driver", args=args)
 
     def register_all_dialects(self) -> None:
@@ -82,11 +85,21 @@ class FuserOptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
             parser = LocatedParser(
-                self.ctx, io.read().decode(), self.get_input_name(), spans=self.spans
+                self.ctx,
+                io.read().decode(),
+                self.get_input_name(),
+                spans=self.spans,
+                line_offset=self.line_offset,
             )
             return parser.parse_module(not self.args.no_implicit_module)
 
         self.available_frontends["mlir"] = parse_mlir
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        self.line_offset = start_offset  # --split-input-file: lines before this chunk
+        return super().parse_chunk(chunk, file_extension, start_offset)
 
     def apply_passes(self, prog: ModuleOp) -> None:
         if not self.args.disable_verify:
@@ -116,8 +129,10 @@ def run_tool(make: Callable[[], xDSLOptMain], name: str) -> int:
         return 1
     except (DiagnosticException, FuserError) as e:
         text = str(e).strip()
-        print(text if ": error: " in text.split("\n", 1)[0] else f"{name}: error: {text}",
-              file=sys.stderr)
+        print(
+            text if ": error: " in text.split("\n", 1)[0] else f"{name}: error: {text}",
+            file=sys.stderr,
+        )
         return 1
     except FileNotFoundError as e:
         print(f"{name}: error: {e.strerror}: {e.filename}", file=sys.stderr)

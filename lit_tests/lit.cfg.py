@@ -1,4 +1,4 @@
-"""lit configuration: every .mlir file under lit_tests/ is a test, run with fuser-opt and filecheck."""
+"""lit configuration: each .mlir file under lit_tests/ is a test of fuser-opt and filecheck."""
 
 import os
 import sys

@@ -1,0 +1,706 @@
+"""The `host` dialect: the program around kernels, as the host runs it over CUDA streams.
+
+A `host.program` takes and returns builtin ranked tensors (static or `?` dims) and scalars. Its
+body allocates device tensors (`host.allocate`, `host.deallocate`), computes grid sizes from
+extents (`host.dim`, then `arith` on `index`), launches kernels (`host.launch`), loops
+(`host.for`), and takes views (`host.alias_select`). A tensor value is a device buffer with
+sizes and strides (in elements): the evaluator passes it to a kernel as the `Tensor<T, N>`
+struct of a `!kernel.tensor<T, N>` parameter.
+
+Work is issued on the *current stream*, a piece of evaluator state: `host.get_current_stream`,
+`host.set_current_stream`, `host.stream %i` (a stream of the evaluator's pool) and
+`host.synchronize %s` (the current stream waits for the work issued so far on `%s`, through an
+event; the host does not block) let a program spread independent launches over streams. A
+launch may also name its stream with `on %s`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    FlatSymbolRefAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    MemoryAllocEffect,
+    MemoryFreeEffect,
+    Pure,
+    RecursiveMemoryEffect,
+    SingleBlockImplicitTerminator,
+    SymbolOpInterface,
+    SymbolTable,
+    ensure_terminator,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from fuser.dialects.fusion import ELEMENT_TYPES, format_shape
+from fuser.dialects.kernel import FuncOp as KernelFuncOp
+from fuser.dialects.kernel import TensorParamType
+
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+
+# --------------------------------------------------------------------------------------------
+# Types and the rules on values
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class StreamType(ParametrizedAttribute, TypeAttribute):
+    """A CUDA stream of the evaluator: `!host.stream`."""
+
+    name = "host.stream"
+
+
+def _is_tensor(t: Attribute) -> bool:
+    return isinstance(t, TensorType) and t.element_type in ELEMENT_TYPES
+
+
+def _is_scalar(t: Attribute) -> bool:
+    return t in ELEMENT_TYPES or isinstance(t, IndexType)
+
+
+def _check_tensor(op_name: str, what: str, t: Attribute) -> None:
+    if not _is_tensor(t):
+        raise VerifyException(
+            f"'{op_name}' {what} has type {t}, expected a ranked tensor of f16, bf16, f32, "
+            "f64, i32, i64 or i1"
+        )
+
+
+def _constant_index(value: SSAValue) -> int | None:
+    """The value of an integer `arith.constant`, or None."""
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The program: host.program and host.return
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """A host program: its arguments and results are tensors and scalars.
+
+    `host.program @name(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) { ... }`
+    """
+
+    name = "host.program"
+
+    sym_name = prop_def(StringAttr)
+    function_type = prop_def(FunctionType)
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (SymbolOpInterface(), IsolatedFromAbove()))
+
+    def __init__(
+        self,
+        name: str,
+        input_types: Sequence[Attribute],
+        output_types: Sequence[Attribute],
+        body: Region | None = None,
+    ):
+        if body is None:
+            body = Region(Block(arg_types=input_types))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "function_type": FunctionType.from_lists(input_types, output_types),
+            },
+            regions=[body],
+        )
+
+    @property
+    def args(self) -> Sequence[SSAValue]:
+        return self.body.block.args
+
+    def verify_(self) -> None:
+        name = f"host.program @{self.sym_name.data}"
+        block = self.body.block
+        inputs = self.function_type.inputs.data
+        if tuple(a.type for a in block.args) != tuple(inputs):
+            raise VerifyException(f"'{name}' block argument types do not match its signature")
+        for what, types in (("argument", inputs), ("result", self.function_type.outputs.data)):
+            for i, t in enumerate(types):
+                if not _is_tensor(t) and not _is_scalar(t):
+                    raise VerifyException(
+                        f"'{name}' {what} #{i} has type {t}, expected a ranked tensor or a "
+                        "scalar of f16, bf16, f32, f64, i32, i64, i1 or index"
+                    )
+        if not isinstance(block.last_op, ReturnOp):
+            raise VerifyException(f"'{name}' must end with a 'host.return'")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProgramOp:
+        name, inputs, outputs, region, extra, arg_attrs, res_attrs = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type")
+        )
+        if arg_attrs is not None or res_attrs is not None:
+            parser.raise_error("host.program takes no argument or result attributes")
+        if not region.blocks:
+            parser.raise_error("host.program needs a body")
+        op = cls(name, inputs, outputs, region)
+        if extra is not None:
+            op.attributes |= extra.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        print_func_op_like(
+            printer,
+            self.sym_name,
+            self.function_type,
+            self.body,
+            self.attributes,
+            reserved_attr_names=("sym_name", "function_type"),
+        )
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """Ends a `host.program` with its results: `host.return %y : tensor<?x?xf32>`."""
+
+    name = "host.return"
+
+    values = var_operand_def()
+
+    traits = traits_def(IsTerminator(), HasParent(ProgramOp))
+
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
+        super().__init__(operands=[values])
+
+    def verify_(self) -> None:
+        program = self.parent_op()
+        assert isinstance(program, ProgramOp)
+        got = tuple(v.type for v in self.values)
+        expected = tuple(program.function_type.outputs.data)
+        if got != expected:
+            raise VerifyException(
+                f"'{self.name}' types ({', '.join(map(str, got))}) do not match the results of "
+                f"@{program.sym_name.data} ({', '.join(map(str, expected))})"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors: extents, allocation, views
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class DimOp(IRDLOperation):
+    """The runtime extent of one dim of a tensor: `%n = host.dim %x[1] : tensor<?x?xf32>`."""
+
+    name = "host.dim"
+
+    input = operand_def(base(TensorType))
+    axis = prop_def(IntegerAttr.constr(i64))
+    result = result_def(IndexType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$input `[` $axis `]` attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, axis: int):
+        super().__init__(
+            operands=[input],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[IndexType()],
+        )
+
+    def verify_(self) -> None:
+        assert isinstance(self.input.type, TensorType)
+        rank = self.input.type.get_num_dims()
+        axis = self.axis.value.data
+        if not 0 <= axis < rank:
+            raise VerifyException(f"'{self.name}' axis {axis} is out of range for rank {rank}")
+
+
+@irdl_op_definition
+class AllocateOp(IRDLOperation):
+    """A new contiguous (row-major) device tensor, uninitialized.
+
+    `%t = host.allocate(%d0, %d1) : tensor<?x?xf32>`, one `index` extent per dynamic dim, in
+    order. The allocation is ordered on the current stream.
+    """
+
+    name = "host.allocate"
+
+    dynamic_sizes = var_operand_def(IndexType)
+    result = result_def(base(TensorType))
+
+    traits = traits_def(MemoryAllocEffect())
+
+    assembly_format = "`(` $dynamic_sizes `)` attr-dict `:` type($result)"
+
+    def __init__(self, result_type: TensorType, dynamic_sizes: Sequence[SSAValue] = ()):
+        super().__init__(operands=[dynamic_sizes], result_types=[result_type])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        _check_tensor(self.name, "result", t)
+        assert isinstance(t, TensorType)
+        dynamic = sum(1 for d in t.get_shape() if d == DYNAMIC_INDEX)
+        if len(self.dynamic_sizes) != dynamic:
+            raise VerifyException(
+                f"'{self.name}' needs one size operand per dynamic dim of {t}: expected "
+                f"{dynamic}, got {len(self.dynamic_sizes)}"
+            )
+
+
+@irdl_op_definition
+class DeallocateOp(IRDLOperation):
+    """Frees a tensor made by `host.allocate`, ordered on the current stream.
+
+    `host.deallocate %t : tensor<?x?xf32>`
+    """
+
+    name = "host.deallocate"
+
+    input = operand_def(base(TensorType))
+
+    traits = traits_def(MemoryFreeEffect())
+
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input])
+
+
+@irdl_op_definition
+class AliasSelectOp(IRDLOperation):
+    """A view of `input` at position `index` along `axis`, sharing its memory (`x.select(axis,
+    i)` in PyTorch): the result drops that dim and keeps the other sizes and strides.
+
+    `%v = host.alias_select %t[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>`
+    """
+
+    name = "host.alias_select"
+
+    input = operand_def(base(TensorType))
+    index = operand_def(IndexType)
+    axis = prop_def(IntegerAttr.constr(i64))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$input `[` $index `]` `axis` $axis attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, index: SSAValue, axis: int):
+        t = input.type
+        assert isinstance(t, TensorType)
+        shape = [d for i, d in enumerate(t.get_shape()) if i != axis]
+        super().__init__(
+            operands=[input, index],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[TensorType(t.element_type, shape)],
+        )
+
+    def verify_(self) -> None:
+        t, r = self.input.type, self.result.type
+        assert isinstance(t, TensorType) and isinstance(r, TensorType)
+        shape = t.get_shape()
+        axis = self.axis.value.data
+        if not 0 <= axis < len(shape):
+            raise VerifyException(
+                f"'{self.name}' axis {axis} is out of range for rank {len(shape)}"
+            )
+        expected = tuple(d for i, d in enumerate(shape) if i != axis)
+        if tuple(r.get_shape()) != expected or r.element_type != t.element_type:
+            raise VerifyException(
+                f"'{self.name}' result type {r} must be the operand's without dim {axis}: "
+                f"{format_shape(expected)} of {t.element_type}"
+            )
+        i = _constant_index(self.index)
+        if i is not None and shape[axis] != DYNAMIC_INDEX and not 0 <= i < shape[axis]:
+            raise VerifyException(
+                f"'{self.name}' constant index {i} is out of range for extent {shape[axis]}"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Launching kernels
+# --------------------------------------------------------------------------------------------
+
+
+def _lookup(op: Operation, symbol: SymbolRefAttr) -> Operation | None:
+    """The op `symbol` names in the nearest enclosing symbol table, or None (also when there is
+    no symbol table)."""
+    anchor = op.parent_op()
+    while anchor is not None and not anchor.has_trait(SymbolTable):
+        anchor = anchor.parent_op()
+    if anchor is None:
+        return None
+    return SymbolTable.lookup_symbol(anchor, symbol)
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Launches a kernel on the current stream, or on `%s` with `on %s`.
+
+    `host.launch @k grid(%gx, %gy, %gz) block [128, 1, 1] smem 0 ins(%a, %b : T1, T2)
+    outs(%c : T3) on %s`
+
+    `grid` is three `index` values; `block` three static extents (at most 1024 threads, z at
+    most 64); `smem` the bytes of dynamic shared memory. The kernel's parameters are `ins`
+    then `outs`, in order: tensors (passed as `Tensor<T, N>` with their sizes and strides) or
+    scalars; `outs` are the tensors the kernel writes.
+
+    When the enclosing symbol table (the module) holds a `kernel.func` of that name, the
+    verifier checks the operands against its parameters and the block against its
+    `max_threads`. A name it does not hold is allowed: the kernel may be compiled elsewhere
+    (the evaluator resolves it when the program runs).
+    """
+
+    name = "host.launch"
+
+    kernel = prop_def(SymbolRefAttr)
+    block = prop_def(DenseArrayBase.constr(i64))
+    smem = prop_def(IntegerAttr.constr(i64))
+    grid_x = operand_def(IndexType)
+    grid_y = operand_def(IndexType)
+    grid_z = operand_def(IndexType)
+    ins = var_operand_def()
+    outs = var_operand_def()
+    stream = opt_operand_def(StreamType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "$kernel `grid` `(` $grid_x `,` $grid_y `,` $grid_z `)` `block` $block `smem` $smem "
+        "(`ins` `(` $ins^ `:` type($ins) `)`)? (`outs` `(` $outs^ `:` type($outs) `)`)? "
+        "(`on` $stream^)? attr-dict"
+    )
+
+    def __init__(
+        self,
+        kernel: str | SymbolRefAttr,
+        grid: Sequence[SSAValue],
+        block: Sequence[int],
+        ins: Sequence[SSAValue],
+        outs: Sequence[SSAValue],
+        smem: int = 0,
+        stream: SSAValue | None = None,
+    ):
+        if isinstance(kernel, str):
+            kernel = FlatSymbolRefAttr(kernel)
+        gx, gy, gz = grid
+        super().__init__(
+            operands=[gx, gy, gz, ins, outs, [] if stream is None else [stream]],
+            properties={
+                "kernel": kernel,
+                "block": DenseArrayBase.from_list(i64, block),
+                "smem": IntegerAttr(smem, i64),
+            },
+        )
+
+    @property
+    def grid(self) -> tuple[SSAValue, SSAValue, SSAValue]:
+        return self.grid_x, self.grid_y, self.grid_z
+
+    @property
+    def block_dims(self) -> tuple[int, ...]:
+        return tuple(self.block.get_values())
+
+    @property
+    def params(self) -> tuple[SSAValue, ...]:
+        """The kernel's arguments: `ins` then `outs`."""
+        return (*self.ins, *self.outs)
+
+    def verify_(self) -> None:
+        block = self.block_dims
+        if len(block) != 3:
+            raise VerifyException(f"'{self.name}' block must have 3 extents, got {len(block)}")
+        for axis, (n, most) in enumerate(zip(block, MAX_BLOCK_DIMS, strict=True)):
+            if not 1 <= n <= most:
+                raise VerifyException(
+                    f"'{self.name}' block extent {'xyz'[axis]} = {n} must be between 1 and {most}"
+                )
+        threads = block[0] * block[1] * block[2]
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise VerifyException(
+                f"'{self.name}' block {list(block)} has {threads} threads, more than "
+                f"{MAX_THREADS_PER_BLOCK}"
+            )
+        if self.smem.value.data < 0:
+            raise VerifyException(f"'{self.name}' smem {self.smem.value.data} is negative")
+        for i, v in enumerate(self.ins):
+            if not _is_tensor(v.type) and v.type not in ELEMENT_TYPES:
+                raise VerifyException(
+                    f"'{self.name}' input #{i} has type {v.type}, expected a ranked tensor or "
+                    "a scalar of f16, bf16, f32, f64, i32, i64 or i1"
+                )
+        for i, v in enumerate(self.outs):
+            _check_tensor(self.name, f"output #{i}", v.type)
+        self._verify_against_kernel(threads)
+
+    def _verify_against_kernel(self, threads: int) -> None:
+        callee = _lookup(self, self.kernel)
+        if callee is None:
+            return  # compiled elsewhere
+        sym = str(self.kernel)  # @name, or @module::@name
+        if not isinstance(callee, KernelFuncOp):
+            raise VerifyException(f"'{self.name}' {sym} is a '{callee.name}', not a kernel.func")
+        params = callee.function_type.inputs.data
+        args = self.params
+        if len(args) != len(params):
+            raise VerifyException(
+                f"'{self.name}' passes {len(args)} arguments to {sym}, which takes {len(params)}"
+            )
+        for i, (a, p) in enumerate(zip(args, params, strict=True)):
+            t = a.type
+            if isinstance(t, TensorType):
+                ok = p == TensorParamType(t.element_type, t.get_num_dims())
+            else:
+                ok = p == t
+            if not ok:
+                raise VerifyException(
+                    f"'{self.name}' argument #{i} of type {t} does not match parameter #{i} "
+                    f"of {sym} ({p})"
+                )
+        if callee.max_threads is not None and threads > callee.max_threads.value.data:
+            raise VerifyException(
+                f"'{self.name}' block of {threads} threads exceeds max_threads "
+                f"{callee.max_threads.value.data} of {sym}"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Loops
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends the body of a `host.for` (implicit in the custom syntax)."""
+
+    name = "host.yield"
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ForOp)))
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class ForOp(IRDLOperation):
+    """A host loop over `index` values: `host.for %i = %lb to %ub step %s { ... }`.
+
+    The body runs for `%i = lb, lb + step, ...` while `%i < ub`; it carries no values (its
+    effects are launches and allocations).
+    """
+
+    name = "host.for"
+
+    lb = operand_def(IndexType)
+    ub = operand_def(IndexType)
+    step = operand_def(IndexType)
+    body = region_def("single_block")
+
+    traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
+
+    def __init__(
+        self,
+        lb: SSAValue | Operation,
+        ub: SSAValue | Operation,
+        step: SSAValue | Operation,
+        body: Region | Block | None = None,
+    ):
+        """Without `body`, the loop gets an empty block with the induction variable: build
+        its ops and end it with a `host.yield`, as for `scf.for`."""
+        if body is None:
+            body = Block(arg_types=[IndexType()])
+        if isinstance(body, Block):
+            body = Region(body)
+        super().__init__(operands=[lb, ub, step], regions=[body])
+
+    @property
+    def induction_var(self) -> SSAValue:
+        return self.body.block.args[0]
+
+    def verify_(self) -> None:
+        args = self.body.block.args
+        if len(args) != 1 or not isinstance(args[0].type, IndexType):
+            raise VerifyException(
+                f"'{self.name}' body must have one index argument, the induction variable"
+            )
+        step = _constant_index(self.step)
+        if step is not None and step <= 0:
+            raise VerifyException(f"'{self.name}' constant step {step} must be positive")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.induction_var)
+        printer.print_string(" = ")
+        printer.print_operand(self.lb)
+        printer.print_string(" to ")
+        printer.print_operand(self.ub)
+        printer.print_string(" step ")
+        printer.print_operand(self.step)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_block_terminators=False)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForOp:
+        iv = parser.parse_argument(expect_type=False)
+        parser.parse_punctuation("=")
+        lb = parser.parse_operand(IndexType())
+        parser.parse_keyword("to")
+        ub = parser.parse_operand(IndexType())
+        parser.parse_keyword("step")
+        step = parser.parse_operand(IndexType())
+        body = parser.parse_region((iv.resolve(IndexType()),))
+        op = cls(lb, ub, step, body)
+        ensure_terminator(op, SingleBlockImplicitTerminator(YieldOp))
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+# --------------------------------------------------------------------------------------------
+# Streams
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class GetCurrentStreamOp(IRDLOperation):
+    """The stream work is issued on now: `%s = host.get_current_stream : !host.stream`."""
+
+    name = "host.get_current_stream"
+
+    result = result_def(StreamType)
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self):
+        super().__init__(result_types=[StreamType()])
+
+
+@irdl_op_definition
+class SetCurrentStreamOp(IRDLOperation):
+    """Issues the following work on `%s`: `host.set_current_stream %s`."""
+
+    name = "host.set_current_stream"
+
+    stream = operand_def(StreamType)
+
+    assembly_format = "$stream attr-dict"
+
+    def __init__(self, stream: SSAValue):
+        super().__init__(operands=[stream])
+
+
+@irdl_op_definition
+class StreamOp(IRDLOperation):
+    """Stream number `%i` of the evaluator's pool: `%s = host.stream %i`.
+
+    `%i` must be non-negative; the evaluator maps it into its pool modulo the pool size, so a
+    loop may pass its induction variable (or `%i mod n`, computed with `arith`, to use `n`
+    streams).
+    """
+
+    name = "host.stream"
+
+    index = operand_def(IndexType)
+    result = result_def(StreamType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$index attr-dict"
+
+    def __init__(self, index: SSAValue):
+        super().__init__(operands=[index], result_types=[StreamType()])
+
+    def verify_(self) -> None:
+        i = _constant_index(self.index)
+        if i is not None and i < 0:
+            raise VerifyException(f"'{self.name}' constant index {i} is negative")
+
+
+@irdl_op_definition
+class SynchronizeOp(IRDLOperation):
+    """The current stream waits for the work issued so far on `%s` (an event recorded on `%s`,
+    `cudaStreamWaitEvent` on the current stream); the host does not block.
+
+    `host.synchronize %s`
+    """
+
+    name = "host.synchronize"
+
+    stream = operand_def(StreamType)
+
+    assembly_format = "$stream attr-dict"
+
+    def __init__(self, stream: SSAValue):
+        super().__init__(operands=[stream])
+
+
+Host = Dialect(
+    "host",
+    [
+        ProgramOp,
+        ReturnOp,
+        DimOp,
+        AllocateOp,
+        DeallocateOp,
+        AliasSelectOp,
+        LaunchOp,
+        ForOp,
+        YieldOp,
+        GetCurrentStreamOp,
+        SetCurrentStreamOp,
+        StreamOp,
+        SynchronizeOp,
+    ],
+    [StreamType],
+)

@@ -1,0 +1,989 @@
+"""The `kernel` dialect: one CUDA kernel, close enough to CUDA C++ that each op prints as a few
+lines of it.
+
+A `kernel.func` is a `__global__` function. Its parameters are scalars or `!kernel.tensor<T, N>`,
+the CUDA struct `Tensor<T, N> { T* data; int64_t size[N]; int64_t stride[N]; }` (sizes and
+strides in elements), so one compiled kernel serves tensors of any extents and strides. The body
+uses xDSL's `arith`, `math` and `scf` for scalar math and control flow, with i32 or i64 integers
+as indices (there is no `index` type inside a kernel), and this dialect's ops for what is
+specific to a GPU:
+
+- thread geometry: `kernel.thread_id`, `block_id`, `block_dim`, `grid_dim` (`threadIdx.x`, ...);
+- tensor parameters: `kernel.size`, `kernel.stride`, `kernel.load`, `kernel.store`, addressed by
+  an element offset that the kernel computes from strides with `arith`;
+- arrays: `kernel.alloc` of a `!kernel.array<NxT, local|shared>` (registers or `__shared__`),
+  `kernel.array_load`, `kernel.array_store`;
+- cooperation: `kernel.barrier` (`__syncthreads()`), warp/block/grid reductions and Welford
+  combines;
+- `kernel.comment`, a `//` line naming the fusion op the following code comes from.
+
+Vector accesses: a load may return, and a store may take, a `vector<NxT>` of N consecutive
+elements (N in {2, 4, 8}, at most 16 bytes), one 32/64/128-bit memory transaction. Vectors are
+moved, not computed on: they travel between `kernel.load`/`kernel.array_load` and
+`kernel.store`/`kernel.array_store` (typically global memory <-> a local array), and arithmetic
+works on scalars read from the array. The offset of a vector access must be a multiple of N, and
+the tensor's data suitably aligned; that is a precondition the generated code does not check.
+
+Cooperative ops (`barrier`, `block_reduce`, `block_welford`, `grid_reduce`) must be reached by
+every thread of the block; warp ops by every lane of the warp (full mask). Verifiers check what
+the CUDA emitter relies on; they cannot check uniform control flow.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    FunctionType,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    VectorType,
+    i64,
+)
+from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    ParametrizedAttribute,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarConstraint,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    MemoryAllocEffect,
+    MemoryReadEffect,
+    MemoryWriteEffect,
+    Pure,
+    SymbolOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from fuser.dialects.fusion import (
+    BF16,
+    ELEMENT_TYPES,
+    F16,
+    F32,
+    F64,
+    I1,
+    I32,
+    I64,
+    type_name,
+)
+
+# --------------------------------------------------------------------------------------------
+# Element types
+# --------------------------------------------------------------------------------------------
+
+INDEX_TYPES: tuple[Attribute, ...] = (I32, I64)
+"""The integer types that index tensors and arrays inside a kernel."""
+
+REDUCE_TYPES: tuple[Attribute, ...] = (F32, F64, I32, I64)
+"""The types warp and block reductions combine."""
+
+WELFORD_TYPES: tuple[Attribute, ...] = (F32, F64)
+"""The types of Welford states (mean, M2 and the count, all floats)."""
+
+MAX_THREADS_PER_BLOCK = 1024
+MAX_STATIC_SHARED_BYTES = 48 * 1024
+MAX_VECTOR_BYTES = 16
+VECTOR_WIDTHS = (2, 4, 8)
+
+_BYTES: dict[Attribute, int] = {F16: 2, BF16: 2, F32: 4, F64: 8, I32: 4, I64: 8, I1: 1}
+
+
+def byte_size(t: Attribute) -> int:
+    """The size in bytes of an element type in CUDA (`i1` is a 1-byte `bool`)."""
+    return _BYTES[t]
+
+
+def _names(types: Sequence[Attribute]) -> str:
+    return ", ".join(type_name(t) for t in types)
+
+
+def _check_type_in(op_name: str, what: str, t: Attribute, allowed: Sequence[Attribute]) -> None:
+    if t not in allowed:
+        raise VerifyException(f"'{op_name}' {what} has type {t}, expected one of {_names(allowed)}")
+
+
+# --------------------------------------------------------------------------------------------
+# Attributes and types
+# --------------------------------------------------------------------------------------------
+
+
+class Dimension(StrEnum):
+    """A component of CUDA's dim3 built-ins (`threadIdx.x`, ...)."""
+
+    X = "x"
+    Y = "y"
+    Z = "z"
+
+
+@irdl_attr_definition
+class DimensionAttr(EnumAttribute[Dimension], SpacedOpaqueSyntaxAttribute):
+    """Which component of a dim3: `#kernel<dim x>`, bare `x` in ops' custom syntax."""
+
+    name = "kernel.dim"
+
+
+class ReduceKind(StrEnum):
+    """The combining function of a reduction."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    """The combining function of a reduction: `#kernel<reduce_kind sum>`."""
+
+    name = "kernel.reduce_kind"
+
+
+class MemorySpace(StrEnum):
+    """Where a `kernel.alloc` array lives: per-thread registers or block shared memory."""
+
+    LOCAL = "local"
+    SHARED = "shared"
+
+
+@irdl_attr_definition
+class MemorySpaceAttr(EnumAttribute[MemorySpace], SpacedOpaqueSyntaxAttribute):
+    """The memory space of a `!kernel.array`: `#kernel<memory_space shared>`."""
+
+    name = "kernel.memory_space"
+
+
+def _element_type_error(type_name: str, t: Attribute) -> str | None:
+    """Why `t` cannot be the element type of a `!kernel.tensor` or `!kernel.array`, or None."""
+    if t in ELEMENT_TYPES:
+        return None
+    return f"!{type_name} element type {t} is not one of {_names(ELEMENT_TYPES)}"
+
+
+_ARRAY_SIZE_ERROR = "!kernel.array size {} must be at least 1"
+
+
+@irdl_attr_definition
+class TensorParamType(ParametrizedAttribute, TypeAttribute):
+    """A tensor kernel parameter, `!kernel.tensor<f32, 2>`: element type and rank.
+
+    In CUDA it is `Tensor<T, N> { T* data; int64_t size[N]; int64_t stride[N]; }` passed by
+    value; extents and strides are runtime values (`kernel.size`, `kernel.stride`), so one
+    compiled kernel serves any shape and layout of that rank. Rank 0 is a scalar in memory
+    (only `data`).
+    """
+
+    name = "kernel.tensor"
+
+    element_type: Attribute
+    rank: IntAttr
+
+    def __init__(self, element_type: Attribute, rank: int | IntAttr):
+        super().__init__(element_type, IntAttr(rank) if isinstance(rank, int) else rank)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.element_type)
+            printer.print_string(", ")
+            printer.print_int(self.rank.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, IntAttr]:
+        with parser.in_angle_brackets():
+            start = parser.pos
+            element_type = parser.parse_type()
+            if (error := _element_type_error(cls.name, element_type)) is not None:
+                parser.raise_error(error, start, parser.pos)
+            parser.parse_punctuation(",")
+            rank = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return element_type, IntAttr(rank)
+
+    def verify(self) -> None:
+        if (error := _element_type_error(self.name, self.element_type)) is not None:
+            raise VerifyException(error)
+        if self.rank.data < 0:
+            raise VerifyException(f"!kernel.tensor rank {self.rank.data} is negative")
+
+
+@irdl_attr_definition
+class ArrayType(ParametrizedAttribute, TypeAttribute):
+    """A fixed-size array made by `kernel.alloc`: `!kernel.array<8xf32, local>`.
+
+    `local` arrays are per-thread (`T a[8];`, in registers when indexed by constants after
+    unrolling); `shared` arrays are one per block (`__shared__ T a[1024];`). Both are declared
+    16-byte aligned so vector accesses are legal.
+    """
+
+    name = "kernel.array"
+
+    size: IntAttr
+    element_type: Attribute
+    memory_space: MemorySpaceAttr
+
+    def __init__(
+        self, size: int, element_type: Attribute, memory_space: MemorySpace | MemorySpaceAttr
+    ):
+        if isinstance(memory_space, MemorySpace):
+            memory_space = MemorySpaceAttr(memory_space)
+        super().__init__(IntAttr(size), element_type, memory_space)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.size.data * byte_size(self.element_type)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_int(self.size.data)
+            printer.print_string("x")
+            printer.print_attribute(self.element_type)
+            printer.print_string(", ")
+            printer.print_string(self.memory_space.data.value)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[IntAttr, Attribute, MemorySpaceAttr]:
+        with parser.in_angle_brackets():
+            start = parser.pos
+            size = parser.parse_shape_dimension(allow_dynamic=False)
+            if size < 1:
+                parser.raise_error(_ARRAY_SIZE_ERROR.format(size), start, parser.pos)
+            parser.parse_shape_delimiter()
+            start = parser.pos
+            element_type = parser.parse_type()
+            if (error := _element_type_error(cls.name, element_type)) is not None:
+                parser.raise_error(error, start, parser.pos)
+            parser.parse_punctuation(",")
+            space = MemorySpaceAttr(MemorySpaceAttr.parse_parameter(parser))
+        return IntAttr(size), element_type, space
+
+    def verify(self) -> None:
+        if (error := _element_type_error(self.name, self.element_type)) is not None:
+            raise VerifyException(error)
+        if self.size.data < 1:
+            raise VerifyException(_ARRAY_SIZE_ERROR.format(self.size.data))
+
+
+# --------------------------------------------------------------------------------------------
+# The kernel: kernel.func and kernel.return
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class FuncOp(IRDLOperation):
+    """A `__global__` function.
+
+    `kernel.func @name(%x: !kernel.tensor<f32, 2>, %eps: f32) attributes {max_threads = 256}`
+
+    Parameters are `!kernel.tensor` or scalars of the fusion element types; outputs are tensor
+    parameters the kernel stores to, so there are no results. `max_threads` (a property, shown in
+    the `attributes` dict of the custom syntax) is the block size the kernel is compiled for:
+    `__launch_bounds__(max_threads)`, which also caps registers per thread; launches must not
+    exceed it.
+    """
+
+    name = "kernel.func"
+
+    sym_name = prop_def(StringAttr)
+    function_type = prop_def(FunctionType)
+    max_threads = opt_prop_def(IntegerAttr.constr(i64))
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (SymbolOpInterface(), IsolatedFromAbove()))
+
+    def __init__(
+        self,
+        name: str,
+        input_types: Sequence[Attribute],
+        body: Region | None = None,
+        max_threads: int | None = None,
+    ):
+        if body is None:
+            body = Region(Block(arg_types=input_types))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "function_type": FunctionType.from_lists(input_types, []),
+                "max_threads": None if max_threads is None else IntegerAttr(max_threads, i64),
+            },
+            regions=[body],
+        )
+
+    @property
+    def args(self) -> Sequence[SSAValue]:
+        return self.body.block.args
+
+    def verify_(self) -> None:
+        name = f"kernel.func @{self.sym_name.data}"
+        inputs = self.function_type.inputs.data
+        if self.function_type.outputs.data:
+            raise VerifyException(
+                f"'{name}' has results; a kernel writes its outputs through tensor parameters"
+            )
+        block = self.body.block
+        if tuple(a.type for a in block.args) != tuple(inputs):
+            raise VerifyException(f"'{name}' block argument types do not match its signature")
+        for i, t in enumerate(inputs):
+            if not isinstance(t, TensorParamType) and t not in ELEMENT_TYPES:
+                raise VerifyException(
+                    f"'{name}' parameter #{i} has type {t}, expected a !kernel.tensor or a "
+                    f"scalar of {_names(ELEMENT_TYPES)}"
+                )
+        if not isinstance(block.last_op, ReturnOp):
+            raise VerifyException(f"'{name}' must end with a 'kernel.return'")
+        if self.max_threads is not None:
+            n = self.max_threads.value.data
+            if not 1 <= n <= MAX_THREADS_PER_BLOCK:
+                raise VerifyException(
+                    f"'{name}' max_threads {n} must be between 1 and {MAX_THREADS_PER_BLOCK}"
+                )
+        shared = sum(
+            op.result.type.size_in_bytes
+            for op in self.walk()
+            if isinstance(op, AllocOp)
+            and isinstance(op.result.type, ArrayType)
+            and op.result.type.memory_space.data == MemorySpace.SHARED
+        )
+        if shared > MAX_STATIC_SHARED_BYTES:
+            raise VerifyException(
+                f"'{name}' allocates {shared} bytes of shared arrays, more than the "
+                f"{MAX_STATIC_SHARED_BYTES} bytes of static shared memory a block may have"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FuncOp:
+        name, inputs, outputs, region, extra, arg_attrs, res_attrs = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type")
+        )
+        if arg_attrs is not None or res_attrs is not None:
+            parser.raise_error("kernel.func takes no argument or result attributes")
+        if outputs:
+            parser.raise_error("kernel.func has no results")
+        if not region.blocks:
+            parser.raise_error("kernel.func needs a body")
+        op = cls(name, inputs, region)
+        if extra is not None:
+            attrs = dict(extra.data)
+            max_threads = attrs.pop("max_threads", None)
+            if max_threads is not None:
+                if not isinstance(max_threads, IntegerAttr):
+                    parser.raise_error("kernel.func max_threads must be an integer")
+                op.max_threads = IntegerAttr(max_threads.value.data, i64)
+            op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        attributes = dict(self.attributes)
+        if self.max_threads is not None:
+            attributes["max_threads"] = self.max_threads
+        print_func_op_like(
+            printer,
+            self.sym_name,
+            self.function_type,
+            self.body,
+            attributes,
+            reserved_attr_names=("sym_name", "function_type"),
+            print_empty_outputs=False,
+        )
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """Ends a `kernel.func` (`return;`)."""
+
+    name = "kernel.return"
+
+    traits = traits_def(IsTerminator(), HasParent(FuncOp))
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+# --------------------------------------------------------------------------------------------
+# Thread geometry
+# --------------------------------------------------------------------------------------------
+
+
+class GeometryOp(IRDLOperation, ABC):
+    """A component of a CUDA built-in, as i32 or i64: `%i = kernel.thread_id x : i32`."""
+
+    dimension = prop_def(DimensionAttr)
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$dimension attr-dict `:` type($result)"
+
+    def __init__(self, dimension: Dimension, result_type: Attribute = I32):
+        super().__init__(
+            properties={"dimension": DimensionAttr(dimension)}, result_types=[result_type]
+        )
+
+    def verify_(self) -> None:
+        _check_type_in(self.name, "result", self.result.type, INDEX_TYPES)
+
+
+@irdl_op_definition
+class ThreadIdOp(GeometryOp):
+    """`threadIdx.<dim>`."""
+
+    name = "kernel.thread_id"
+
+
+@irdl_op_definition
+class BlockIdOp(GeometryOp):
+    """`blockIdx.<dim>`."""
+
+    name = "kernel.block_id"
+
+
+@irdl_op_definition
+class BlockDimOp(GeometryOp):
+    """`blockDim.<dim>`."""
+
+    name = "kernel.block_dim"
+
+
+@irdl_op_definition
+class GridDimOp(GeometryOp):
+    """`gridDim.<dim>`."""
+
+    name = "kernel.grid_dim"
+
+
+# --------------------------------------------------------------------------------------------
+# Tensor parameters
+# --------------------------------------------------------------------------------------------
+
+
+class TensorInfoOp(IRDLOperation, ABC):
+    """An extent or stride (in elements) of a tensor parameter, as i64."""
+
+    tensor = operand_def(TensorParamType)
+    axis = prop_def(IntegerAttr.constr(i64))
+    result = result_def(I64)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$tensor `[` $axis `]` attr-dict `:` type($tensor)"
+
+    def __init__(self, tensor: SSAValue, axis: int):
+        super().__init__(
+            operands=[tensor],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[I64],
+        )
+
+    def verify_(self) -> None:
+        t = self.tensor.type
+        assert isinstance(t, TensorParamType)
+        axis = self.axis.value.data
+        if not 0 <= axis < t.rank.data:
+            raise VerifyException(
+                f"'{self.name}' axis {axis} is out of range for rank {t.rank.data}"
+            )
+
+
+@irdl_op_definition
+class SizeOp(TensorInfoOp):
+    """`%n = kernel.size %t[1] : !kernel.tensor<f32, 2>` is `t.size[1]`."""
+
+    name = "kernel.size"
+
+
+@irdl_op_definition
+class StrideOp(TensorInfoOp):
+    """`%s = kernel.stride %t[1] : !kernel.tensor<f32, 2>` is `t.stride[1]`."""
+
+    name = "kernel.stride"
+
+
+def _check_index(op_name: str, index: SSAValue) -> None:
+    _check_type_in(op_name, "index", index.type, INDEX_TYPES)
+
+
+def _check_access(op_name: str, what: str, value_type: Attribute, element_type: Attribute) -> int:
+    """Checks a loaded or stored value against its container's element type; returns its width
+    (1 for a scalar)."""
+    if isinstance(value_type, VectorType):
+        shape = value_type.get_shape()
+        if len(shape) != 1 or value_type.get_num_scalable_dims() != 0:
+            raise VerifyException(
+                f"'{op_name}' {what} type {value_type} must be a 1-d, fixed-size vector"
+            )
+        if value_type.element_type != element_type:
+            raise VerifyException(
+                f"'{op_name}' {what} type {value_type} does not match element type {element_type}"
+            )
+        n = shape[0]
+        if n not in VECTOR_WIDTHS:
+            raise VerifyException(
+                f"'{op_name}' vector width {n} must be one of {', '.join(map(str, VECTOR_WIDTHS))}"
+            )
+        if n * byte_size(element_type) > MAX_VECTOR_BYTES:
+            raise VerifyException(
+                f"'{op_name}' vector {value_type} is {n * byte_size(element_type)} bytes, "
+                f"more than {MAX_VECTOR_BYTES}"
+            )
+        return n
+    if value_type != element_type:
+        raise VerifyException(
+            f"'{op_name}' {what} type {value_type} does not match element type {element_type}"
+        )
+    return 1
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """Reads the element at `offset` of a tensor parameter, or `N` consecutive ones as a vector.
+
+    `%v = kernel.load %t[%off] : !kernel.tensor<f32, 2>, i64 -> f32` is `t.data[off]`.
+    """
+
+    name = "kernel.load"
+
+    tensor = operand_def(TensorParamType)
+    offset = operand_def()
+    result = result_def()
+
+    traits = traits_def(MemoryReadEffect())
+
+    assembly_format = (
+        "$tensor `[` $offset `]` attr-dict `:` type($tensor) `,` type($offset) `->` type($result)"
+    )
+
+    def __init__(self, tensor: SSAValue, offset: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            assert isinstance(tensor.type, TensorParamType)
+            result_type = tensor.type.element_type
+        super().__init__(operands=[tensor, offset], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_index(self.name, self.offset)
+        t = self.tensor.type
+        assert isinstance(t, TensorParamType)
+        _check_access(self.name, "result", self.result.type, t.element_type)
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """Writes a value (or vector) at element `offset` of a tensor parameter.
+
+    `kernel.store %v, %t[%off] : f32, !kernel.tensor<f32, 2>, i64` is `t.data[off] = v`.
+    """
+
+    name = "kernel.store"
+
+    value = operand_def()
+    tensor = operand_def(TensorParamType)
+    offset = operand_def()
+
+    traits = traits_def(MemoryWriteEffect())
+
+    assembly_format = (
+        "$value `,` $tensor `[` $offset `]` attr-dict `:` type($value) `,` type($tensor) `,` "
+        "type($offset)"
+    )
+
+    def __init__(self, value: SSAValue, tensor: SSAValue, offset: SSAValue):
+        super().__init__(operands=[value, tensor, offset])
+
+    def verify_(self) -> None:
+        _check_index(self.name, self.offset)
+        t = self.tensor.type
+        assert isinstance(t, TensorParamType)
+        _check_access(self.name, "value", self.value.type, t.element_type)
+
+
+# --------------------------------------------------------------------------------------------
+# Arrays
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """Declares an array: `%a = kernel.alloc : !kernel.array<8xf32, local>`.
+
+    `alignas(16) T a[8];`, or `__shared__ alignas(16) T a[8];` for `shared`. Shared arrays of a
+    kernel add up to at most 48 KiB (checked by `kernel.func`).
+    """
+
+    name = "kernel.alloc"
+
+    result = result_def(ArrayType)
+
+    traits = traits_def(MemoryAllocEffect())
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, array_type: ArrayType):
+        super().__init__(result_types=[array_type])
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    """The value of an integer `arith.constant`, or None."""
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def _check_array_bounds(op_name: str, array: ArrayType, index: SSAValue, width: int) -> None:
+    i = _constant_int(index)
+    if i is not None and not (i >= 0 and i + width <= array.size.data):
+        span = f"[{i}, {i + width})" if width > 1 else str(i)
+        raise VerifyException(
+            f"'{op_name}' constant index {span} is out of bounds for {array.size.data} elements"
+        )
+
+
+@irdl_op_definition
+class ArrayLoadOp(IRDLOperation):
+    """Reads element `index` of an array, or `N` consecutive ones as a vector.
+
+    `%v = kernel.array_load %a[%i] : !kernel.array<8xf32, local>, i32 -> f32`
+    """
+
+    name = "kernel.array_load"
+
+    array = operand_def(ArrayType)
+    index = operand_def()
+    result = result_def()
+
+    traits = traits_def(MemoryReadEffect())
+
+    assembly_format = (
+        "$array `[` $index `]` attr-dict `:` type($array) `,` type($index) `->` type($result)"
+    )
+
+    def __init__(self, array: SSAValue, index: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            assert isinstance(array.type, ArrayType)
+            result_type = array.type.element_type
+        super().__init__(operands=[array, index], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_index(self.name, self.index)
+        a = self.array.type
+        assert isinstance(a, ArrayType)
+        n = _check_access(self.name, "result", self.result.type, a.element_type)
+        _check_array_bounds(self.name, a, self.index, n)
+
+
+@irdl_op_definition
+class ArrayStoreOp(IRDLOperation):
+    """Writes a value (or vector) at element `index` of an array.
+
+    `kernel.array_store %v, %a[%i] : f32, !kernel.array<8xf32, local>, i32`
+    """
+
+    name = "kernel.array_store"
+
+    value = operand_def()
+    array = operand_def(ArrayType)
+    index = operand_def()
+
+    traits = traits_def(MemoryWriteEffect())
+
+    assembly_format = (
+        "$value `,` $array `[` $index `]` attr-dict `:` type($value) `,` type($array) `,` "
+        "type($index)"
+    )
+
+    def __init__(self, value: SSAValue, array: SSAValue, index: SSAValue):
+        super().__init__(operands=[value, array, index])
+
+    def verify_(self) -> None:
+        _check_index(self.name, self.index)
+        a = self.array.type
+        assert isinstance(a, ArrayType)
+        n = _check_access(self.name, "value", self.value.type, a.element_type)
+        _check_array_bounds(self.name, a, self.index, n)
+
+
+# --------------------------------------------------------------------------------------------
+# Cooperation between threads
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """`__syncthreads()`: every thread of the block must reach it."""
+
+    name = "kernel.barrier"
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+def _check_along(op_name: str, along: DimensionAttr, allowed: Sequence[Dimension]) -> None:
+    if along.data not in allowed:
+        names = " or ".join(d.value for d in allowed)
+        raise VerifyException(f"'{op_name}' reduces along {names}, not {along.data.value}")
+
+
+class ReduceOp(IRDLOperation, ABC):
+    """Combines `value` over a set of threads with `kind`; its threads all get the result."""
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    kind = prop_def(ReduceKindAttr)
+    value = operand_def(T)
+    result = result_def(T)
+
+    def verify_(self) -> None:
+        _check_type_in(self.name, "operand", self.value.type, REDUCE_TYPES)
+
+
+@irdl_op_definition
+class WarpReduceOp(ReduceOp):
+    """Reduces over the 32 lanes of a warp (`__shfl_xor_sync` butterfly, full mask).
+
+    `%r = kernel.warp_reduce sum %v : f32`
+    """
+
+    name = "kernel.warp_reduce"
+
+    assembly_format = "$kind $value attr-dict `:` type($value)"
+
+    def __init__(self, kind: ReduceKind, value: SSAValue):
+        super().__init__(
+            operands=[value],
+            properties={"kind": ReduceKindAttr(kind)},
+            result_types=[value.type],
+        )
+
+
+BLOCK_DIMENSIONS = (Dimension.X, Dimension.Y)
+
+
+@irdl_op_definition
+class BlockReduceOp(ReduceOp):
+    """Reduces across `threadIdx.<along>` (x or y), separately for each group of threads that
+    share the other thread indices; every thread of a group gets its group's result.
+
+    `%r = kernel.block_reduce sum %v along x : f32`
+
+    The emitter implements it with warp shuffles and a shared scratch buffer it declares
+    itself; every thread of the block must reach it.
+    """
+
+    name = "kernel.block_reduce"
+
+    along = prop_def(DimensionAttr)
+
+    assembly_format = "$kind $value `along` $along attr-dict `:` type($value)"
+
+    def __init__(self, kind: ReduceKind, value: SSAValue, along: Dimension = Dimension.X):
+        super().__init__(
+            operands=[value],
+            properties={"kind": ReduceKindAttr(kind), "along": DimensionAttr(along)},
+            result_types=[value.type],
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_along(self.name, self.along, BLOCK_DIMENSIONS)
+
+
+class WelfordCombineOp(IRDLOperation, ABC):
+    """Combines Welford partial states (mean, M2 = sum of squared deviations, count as a float)
+    over a set of threads; each of them gets the combined state. A thread without data holds
+    count 0 (with mean and M2 0)."""
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    avg = operand_def(T)
+    m2 = operand_def(T)
+    count = operand_def(T)
+    result_avg = result_def(T)
+    result_m2 = result_def(T)
+    result_count = result_def(T)
+
+    def verify_(self) -> None:
+        _check_type_in(self.name, "state", self.avg.type, WELFORD_TYPES)
+
+
+@irdl_op_definition
+class WarpWelfordOp(WelfordCombineOp):
+    """Combines Welford states over the 32 lanes of a warp.
+
+    `%avg2, %m2_2, %n2 = kernel.warp_welford %avg, %m2, %n : f32`
+    """
+
+    name = "kernel.warp_welford"
+
+    assembly_format = "$avg `,` $m2 `,` $count attr-dict `:` type($avg)"
+
+    def __init__(self, avg: SSAValue, m2: SSAValue, count: SSAValue):
+        super().__init__(operands=[avg, m2, count], result_types=[avg.type] * 3)
+
+
+@irdl_op_definition
+class BlockWelfordOp(WelfordCombineOp):
+    """Combines Welford states across `threadIdx.<along>` (x or y), per group of threads that
+    share the other thread indices, as `kernel.block_reduce` does.
+
+    `%avg2, %m2_2, %n2 = kernel.block_welford %avg, %m2, %n along x : f32`
+    """
+
+    name = "kernel.block_welford"
+
+    along = prop_def(DimensionAttr)
+
+    assembly_format = "$avg `,` $m2 `,` $count `along` $along attr-dict `:` type($avg)"
+
+    def __init__(
+        self, avg: SSAValue, m2: SSAValue, count: SSAValue, along: Dimension = Dimension.X
+    ):
+        super().__init__(
+            operands=[avg, m2, count],
+            properties={"along": DimensionAttr(along)},
+            result_types=[avg.type] * 3,
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_along(self.name, self.along, BLOCK_DIMENSIONS)
+
+
+@irdl_op_definition
+class GridReduceOp(IRDLOperation):
+    """Combines the values of the blocks that share the other block indices across
+    `blockIdx.<along>`, through a global work buffer and a semaphore.
+
+    `%r, %last = kernel.grid_reduce sum %v, %work, %sem along x : f32`
+
+    Each block writes its partial value to `work` (`!kernel.tensor<T, 1>`) and counts itself
+    in `sem` (`!kernel.tensor<i32, 1>`, one counter per group of blocks, zero before the
+    launch and reset by the last block). `%last` is true in the one block of a group that
+    arrives last; there `%r` is the group's result, elsewhere it is undefined. Every thread of
+    every block must reach it.
+    """
+
+    name = "kernel.grid_reduce"
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    kind = prop_def(ReduceKindAttr)
+    along = prop_def(DimensionAttr)
+    value = operand_def(T)
+    work = operand_def(TensorParamType)
+    semaphore = operand_def(TensorParamType)
+    result = result_def(T)
+    last = result_def(I1)
+
+    assembly_format = (
+        "$kind $value `,` $work `,` $semaphore `along` $along attr-dict `:` type($value) `,` "
+        "type($work) `,` type($semaphore)"
+    )
+
+    def __init__(
+        self,
+        kind: ReduceKind,
+        value: SSAValue,
+        work: SSAValue,
+        semaphore: SSAValue,
+        along: Dimension = Dimension.X,
+    ):
+        super().__init__(
+            operands=[value, work, semaphore],
+            properties={"kind": ReduceKindAttr(kind), "along": DimensionAttr(along)},
+            result_types=[value.type, I1],
+        )
+
+    def verify_(self) -> None:
+        t = self.value.type
+        _check_type_in(self.name, "operand", t, REDUCE_TYPES)
+        if self.work.type != TensorParamType(t, 1):
+            raise VerifyException(
+                f"'{self.name}' work buffer has type {self.work.type}, expected "
+                f"{TensorParamType(t, 1)}"
+            )
+        if self.semaphore.type != TensorParamType(I32, 1):
+            raise VerifyException(
+                f"'{self.name}' semaphore has type {self.semaphore.type}, expected "
+                f"{TensorParamType(I32, 1)}"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Comments
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CommentOp(IRDLOperation):
+    """A `//` line in the CUDA source: `kernel.comment "fusion.var_mean %var"` names the fusion
+    op that the following code comes from."""
+
+    name = "kernel.comment"
+
+    text = prop_def(StringAttr)
+
+    assembly_format = "$text attr-dict"
+
+    def __init__(self, text: str):
+        super().__init__(properties={"text": StringAttr(text)})
+
+    def verify_(self) -> None:
+        if "\n" in self.text.data or "\r" in self.text.data:
+            raise VerifyException(f"'{self.name}' text must be a single line")
+
+
+Kernel = Dialect(
+    "kernel",
+    [
+        FuncOp,
+        ReturnOp,
+        ThreadIdOp,
+        BlockIdOp,
+        BlockDimOp,
+        GridDimOp,
+        SizeOp,
+        StrideOp,
+        LoadOp,
+        StoreOp,
+        AllocOp,
+        ArrayLoadOp,
+        ArrayStoreOp,
+        BarrierOp,
+        WarpReduceOp,
+        BlockReduceOp,
+        WarpWelfordOp,
+        BlockWelfordOp,
+        GridReduceOp,
+        CommentOp,
+    ],
+    [DimensionAttr, ReduceKindAttr, MemorySpaceAttr, TensorParamType, ArrayType],
+)

@@ -1,0 +1,143 @@
+"""Element types of the Python API, and the type promotion the frontend applies.
+
+Users come from nvFuser and torch, so `DataType` keeps nvFuser's names (`DataType.BFloat16`)
+and maps each to the element type of the fusion dialect. The dialect itself never promotes:
+operands of one op share one element type. The frontend therefore decides every result type
+here, with torch's rules, and inserts the casts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+
+from xdsl.ir import Attribute
+
+from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64
+
+
+class DataType(Enum):
+    """The element type of a tensor or scalar; each member's value is its MLIR spelling."""
+
+    Float = "f32"
+    Double = "f64"
+    Half = "f16"
+    BFloat16 = "bf16"
+    Int = "i64"
+    Int32 = "i32"
+    Bool = "i1"
+
+    @property
+    def element_type(self) -> Attribute:
+        """The xDSL element type of the fusion dialect (`DataType.Float` -> `f32`)."""
+        return _ELEMENT_TYPES[self]
+
+    @staticmethod
+    def from_element_type(t: Attribute) -> DataType:
+        """The DataType of a fusion-dialect element type; ValueError for any other type."""
+        for dtype, el in _ELEMENT_TYPES.items():
+            if el == t:
+                return dtype
+        raise ValueError(f"{t} is not an element type of the fusion dialect")
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self in (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Double)
+
+    @property
+    def is_half(self) -> bool:
+        """f16 and bf16: storage types whose arithmetic the frontend computes in f32."""
+        return self in (DataType.Half, DataType.BFloat16)
+
+    @property
+    def is_integral(self) -> bool:
+        """Int and Int32 (Bool is not counted: it has its own rules)."""
+        return self in (DataType.Int, DataType.Int32)
+
+
+class ParallelType(Enum):
+    """How a fusion may spread its work beyond one kernel launch.
+
+    `Serial` runs on one CUDA stream; `Stream` lets a later version of fuser split a fusion
+    across streams. The enum is exported now so user code can name it; nothing reads it yet.
+    """
+
+    Serial = "serial"
+    Stream = "stream"
+
+
+_ELEMENT_TYPES: dict[DataType, Attribute] = {
+    DataType.Float: F32,
+    DataType.Double: F64,
+    DataType.Half: F16,
+    DataType.BFloat16: BF16,
+    DataType.Int: I64,
+    DataType.Int32: I32,
+    DataType.Bool: I1,
+}
+
+_FLOAT_RANK = {DataType.Half: 0, DataType.BFloat16: 0, DataType.Float: 1, DataType.Double: 2}
+_INT_RANK = {DataType.Bool: 0, DataType.Int32: 1, DataType.Int: 2}
+
+
+def promote_types(a: DataType, b: DataType) -> DataType:
+    """torch.promote_types on fuser's types: the smallest type holding both."""
+    if a == b:
+        return a
+    if a.is_floating_point and b.is_floating_point:
+        if {a, b} == {DataType.Half, DataType.BFloat16}:
+            return DataType.Float
+        return a if _FLOAT_RANK[a] > _FLOAT_RANK[b] else b
+    if a.is_floating_point:
+        return a
+    if b.is_floating_point:
+        return b
+    return a if _INT_RANK[a] > _INT_RANK[b] else b
+
+
+def _promote_all(dtypes: Iterable[DataType]) -> DataType | None:
+    result: DataType | None = None
+    for d in dtypes:
+        result = d if result is None else promote_types(result, d)
+    return result
+
+
+def _combine_categories(higher: DataType | None, lower: DataType | None) -> DataType | None:
+    """torch's rule between priority levels: a lower level only wins by a higher category."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating_point:
+        return higher
+    if higher == DataType.Bool or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
+
+
+def number_dtype(value: bool | int | float) -> DataType:
+    """The type a Python number has in promotion: Bool, Int, or Float (torch's default)."""
+    if isinstance(value, bool):
+        return DataType.Bool
+    if isinstance(value, int):
+        return DataType.Int
+    return DataType.Float
+
+
+def result_type(
+    tensors: Iterable[DataType], scalars: Iterable[DataType], numbers: Iterable[DataType]
+) -> DataType:
+    """The type torch gives a pointwise op of tensors, 0-dim scalars and Python numbers.
+
+    Tensors decide within their category (f16 + 2.0 -> f16, i32 + 1 -> i32); a scalar or a
+    number changes the type only by a higher category (i32 + 2.5 -> f32, bool + 1 -> i64).
+    """
+    result = _combine_categories(
+        _promote_all(tensors), _combine_categories(_promote_all(scalars), _promote_all(numbers))
+    )
+    if result is None:
+        raise ValueError("result_type needs at least one operand")
+    return result
+
+
+def compute_dtype(dtype: DataType) -> DataType:
+    """The type arithmetic on `dtype` runs in: f32 for the half types, else `dtype` itself."""
+    return DataType.Float if dtype.is_half else dtype

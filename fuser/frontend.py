@@ -1,0 +1,1164 @@
+"""The Python API: define a fusion the way nvFuser users do, and get fusion-dialect IR.
+
+```python
+with FusionDefinition() as fd:
+    x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+    y = fd.ops.relu(fd.ops.cast(x, DataType.Float))
+    fd.add_output(y)
+print(fd.fusion_ir())
+```
+
+The fusion dialect is strict (no implicit promotion or broadcasting, f16/bf16 only as storage
+types), so that later passes see every conversion. This module is where the friendliness
+lives: it applies torch's type promotion, computes half-precision math in f32, normalizes
+dims, and reports a user's mistake as a `DefinitionError` naming the op and the argument,
+before any IR is verified.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+from collections.abc import Callable, Sequence
+from enum import Enum, auto
+from io import StringIO
+from typing import Any, NoReturn, TypeVar
+
+from xdsl.builder import Builder
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.printer import Printer
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import VerifyException
+
+from fuser.dialects.fusion import (
+    I1,
+    AbsOp,
+    AddOp,
+    BinaryOp,
+    BroadcastInDimOp,
+    CastOp,
+    ConstantOp,
+    CosOp,
+    DimOp,
+    DivOp,
+    EqOp,
+    ErfOp,
+    ExpOp,
+    FusionOp,
+    GeluApproximation,
+    GeluOp,
+    GeOp,
+    GtOp,
+    LeOp,
+    LogOp,
+    LtOp,
+    MatmulOp,
+    MaximumOp,
+    MaxOp,
+    MinimumOp,
+    MinOp,
+    MulOp,
+    NegOp,
+    NeOp,
+    OutputOp,
+    PowOp,
+    ReciprocalOp,
+    ReductionOp,
+    ReluOp,
+    RsqrtOp,
+    SegmentSetOp,
+    SetOp,
+    SigmoidOp,
+    SiluOp,
+    SinOp,
+    SqrtOp,
+    SubOp,
+    SumOp,
+    TanhOp,
+    VarMeanOp,
+    WelfordOp,
+    WhereOp,
+    dims_compatible,
+    element_type,
+    format_shape,
+    reduced_shape,
+)
+from fuser.dtypes import DataType, compute_dtype, number_dtype, result_type
+from fuser.errors import DefinitionError, VerificationError
+
+Number = bool | int | float
+
+# --------------------------------------------------------------------------------------------
+# Handles
+# --------------------------------------------------------------------------------------------
+
+
+class Extent:
+    """The runtime extent of one dim of a tensor, from `t.size(i)` or `t.shape()`.
+
+    Extents size the new dims of `fd.ops.broadcast_in_dim`. A static dim gives a static
+    extent (`static` holds it); a dynamic one becomes a `fusion.dim` op when first used.
+    """
+
+    def __init__(self, tensor: Tensor, axis: int):
+        self.tensor = tensor
+        self.axis = axis
+
+    @property
+    def static(self) -> int | None:
+        """The extent when the dim is static, else None."""
+        ext = self.tensor._shape[self.axis]
+        return None if ext == DYNAMIC_INDEX else ext
+
+    def _ssa(self) -> SSAValue:
+        return self.tensor._fd._extent_value(self.tensor, self.axis)
+
+    def __repr__(self) -> str:
+        ext = "?" if self.static is None else self.static
+        return f"Extent({self.tensor.name}[{self.axis}] = {ext})"
+
+
+class _Value:
+    """A value of a FusionDefinition (a tensor or a scalar), with Python operators."""
+
+    def __init__(self, fd: FusionDefinition, value: SSAValue):
+        self._fd = fd
+        self._value = value
+
+    @property
+    def dtype(self) -> DataType:
+        return DataType.from_element_type(element_type(self._value.type))
+
+    @property
+    def name(self) -> str:
+        """The name of the value in the IR (`t0`, `s1`), nvFuser's T0, S1."""
+        return self._value.name_hint or "?"
+
+    def __add__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.add(self, other)
+
+    def __radd__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.add(other, self)
+
+    def __sub__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.sub(self, other)
+
+    def __rsub__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.sub(other, self)
+
+    def __mul__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.mul(self, other)
+
+    def __rmul__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.mul(other, self)
+
+    def __truediv__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.truediv(self, other)
+
+    def __rtruediv__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.truediv(other, self)
+
+    def __pow__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.pow(self, other)
+
+    def __rpow__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.pow(other, self)
+
+    def __neg__(self) -> Tensor | Scalar:
+        return self._fd.ops.neg(self)
+
+    def __abs__(self) -> Tensor | Scalar:
+        return self._fd.ops.abs(self)
+
+    def __lt__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.lt(self, other)
+
+    def __le__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.le(self, other)
+
+    def __gt__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.gt(self, other)
+
+    def __ge__(self, other: Any) -> Tensor | Scalar:
+        return self._fd.ops.ge(self, other)
+
+    def eq(self, other: Any) -> Tensor | Scalar:
+        """Pointwise `==` (a method: `==` on handles stays identity, as Python needs)."""
+        return self._fd.ops.eq(self, other)
+
+    def ne(self, other: Any) -> Tensor | Scalar:
+        """Pointwise `!=`."""
+        return self._fd.ops.ne(self, other)
+
+    def __bool__(self) -> NoReturn:
+        raise DefinitionError(
+            f"{type(self).__name__} {self.name} has no truth value while a fusion is defined "
+            "(use fd.ops.where to select)"
+        )
+
+
+class Tensor(_Value):
+    """A tensor of a FusionDefinition: an input, or the result of an `fd.ops` call."""
+
+    @property
+    def _shape(self) -> tuple[int, ...]:
+        t = self._value.type
+        assert isinstance(t, TensorType)
+        return tuple(t.get_shape())
+
+    @property
+    def static_shape(self) -> tuple[int, ...]:
+        """The shape as `define_tensor` takes it: -1 for a dynamic dim."""
+        return tuple(-1 if d == DYNAMIC_INDEX else d for d in self._shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def size(self, dim: int) -> Extent:
+        """The extent of dim `dim` (negative counts from the end)."""
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            raise DefinitionError(f"Tensor.size: argument 'dim' must be an int, got {dim!r}")
+        if not -self.ndim <= dim < self.ndim:
+            raise DefinitionError(
+                f"Tensor.size: argument 'dim' is {dim}, out of range for rank {self.ndim}"
+            )
+        return Extent(self, int(dim) % self.ndim)
+
+    def shape(self) -> list[Extent]:
+        """The extents of all dims, as nvFuser's `Tensor.shape()`."""
+        return [Extent(self, i) for i in range(self.ndim)]
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name}: {self._value.type})"
+
+
+class Scalar(_Value):
+    """A scalar of a FusionDefinition: an input, a constant, or a scalar op's result."""
+
+    def __repr__(self) -> str:
+        return f"Scalar({self.name}: {self._value.type})"
+
+
+_Operand = Tensor | Scalar | bool | int | float
+
+# --------------------------------------------------------------------------------------------
+# Argument checking of the public entry points
+# --------------------------------------------------------------------------------------------
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _signature_text(fn: Callable[..., Any]) -> tuple[inspect.Signature, str]:
+    """A method's signature, and its parameters as users read them: `(t, dims, keepdim=False)`."""
+    sig = inspect.signature(fn)
+    parts: list[str] = []
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind == inspect.Parameter.KEYWORD_ONLY and "*" not in parts:
+            parts.append("*")
+        if p.default is inspect.Parameter.empty:
+            parts.append(p.name)
+        elif isinstance(p.default, Enum):
+            parts.append(f"{p.name}={type(p.default).__name__}.{p.default.name}")
+        else:
+            parts.append(f"{p.name}={p.default!r}")
+    return sig, "(" + ", ".join(parts) + ")"
+
+
+def _api(fn: _F) -> _F:
+    """Checks that the definition is open and turns a bad call into a DefinitionError."""
+    sig, shown = _signature_text(fn)
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        qual = f"{self._prefix}{fn.__name__}"
+        self._definition._check_open(qual)
+        try:
+            sig.bind(self, *args, **kwargs)
+        except TypeError as e:
+            text = str(e)
+            if "unexpected keyword" in text or "multiple values" in text:
+                detail = text if text.startswith("got ") else f"got {text}"
+                raise DefinitionError(f"{qual} {detail}; it takes {shown}") from None
+            n = len(args) + len(kwargs)
+            raise DefinitionError(
+                f"{qual} takes {shown}, got {n} argument{'' if n == 1 else 's'}"
+            ) from None
+        return fn(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _fail(op: str, message: str) -> NoReturn:
+    raise DefinitionError(f"{op}: {message}")
+
+
+def _type(dtype: DataType | Attribute, shape: Sequence[int] | None) -> Attribute:
+    el = dtype.element_type if isinstance(dtype, DataType) else dtype
+    return el if shape is None else TensorType(el, shape)
+
+
+def _shape_of(x: object) -> tuple[int, ...] | None:
+    return x._shape if isinstance(x, Tensor) else None
+
+
+_INT_RANGES = {DataType.Int32: (-(2**31), 2**31), DataType.Int: (-(2**63), 2**63)}
+
+# --------------------------------------------------------------------------------------------
+# fd.ops
+# --------------------------------------------------------------------------------------------
+
+
+class FusionOps:
+    """`fd.ops`: every fusion-dialect op under nvFuser's name, with torch's type promotion.
+
+    Binary and ternary ops promote as torch does (f16 + f32 -> f32, i32 + 2.5 -> f32); half
+    (f16/bf16) math runs in f32 and is cast back. Python numbers are accepted wherever a
+    value is. Each call appends ops to the fusion and returns a `Tensor` or `Scalar`.
+    """
+
+    _prefix = "fd.ops."
+
+    def __init__(self, fd: FusionDefinition):
+        self._definition = fd
+
+    # ---- helpers -----------------------------------------------------------------------
+
+    def _operand(
+        self, op: str, arg: str, x: object, *, numbers_ok: bool = True, scalars_ok: bool = True
+    ) -> _Operand:
+        fd = self._definition
+        if isinstance(x, Tensor | Scalar):
+            if x._fd is not fd:
+                _fail(op, f"argument '{arg}' is a {type(x).__name__} of another FusionDefinition")
+            if isinstance(x, Scalar) and not scalars_ok:
+                _fail(op, f"argument '{arg}' must be a Tensor, got a Scalar")
+            return x
+        expected = "a Tensor" if not scalars_ok else "a Tensor or Scalar"
+        if numbers_ok:
+            expected += " or a Python number"
+        if isinstance(x, Extent):
+            _fail(
+                op,
+                f"argument '{arg}' is an Extent (from t.size(i)); extents only size the "
+                "shape of fd.ops.broadcast_in_dim",
+            )
+        if numbers_ok and isinstance(x, numbers.Real):
+            if isinstance(x, bool):
+                return x
+            return int(x) if isinstance(x, numbers.Integral) else float(x)
+        _fail(op, f"argument '{arg}' must be {expected}, got {type(x).__name__}")
+
+    def _tensor(self, op: str, arg: str, x: object) -> Tensor:
+        t = self._operand(op, arg, x, numbers_ok=False, scalars_ok=False)
+        assert isinstance(t, Tensor)
+        return t
+
+    def _dtype(self, op: str, arg: str, x: object, *, optional: bool = False) -> DataType | None:
+        if x is None and optional:
+            return None
+        if not isinstance(x, DataType):
+            _fail(op, f"argument '{arg}' must be a DataType, got {x!r}")
+        return x
+
+    def _bool(self, op: str, arg: str, x: object) -> bool:
+        if not isinstance(x, bool):
+            _fail(op, f"argument '{arg}' must be True or False, got {x!r}")
+        return x
+
+    def _common_shape(
+        self, op: str, operands: Sequence[tuple[str, _Operand]]
+    ) -> tuple[int, ...] | None:
+        """The result shape of a pointwise op; static dims of tensor operands must agree."""
+        shape: list[int] | None = None
+        first, first_shape = "", ()
+        for arg, x in operands:
+            s = _shape_of(x)
+            if s is None:
+                continue
+            if shape is None:
+                shape, first, first_shape = list(s), arg, s
+                continue
+            if len(s) != len(shape):
+                _fail(
+                    op,
+                    f"argument '{arg}' has rank {len(s)} but '{first}' has rank {len(shape)}; "
+                    "ops do not broadcast implicitly (use fd.ops.broadcast_in_dim)",
+                )
+            for d, (a, b) in enumerate(zip(shape, s, strict=True)):
+                if a != DYNAMIC_INDEX and b != DYNAMIC_INDEX and a != b:
+                    _fail(
+                        op,
+                        f"argument '{arg}' has shape {format_shape(s)}, which differs from "
+                        f"'{first}' shape {format_shape(first_shape)} in dim {d} "
+                        "(use fd.ops.broadcast_in_dim to broadcast)",
+                    )
+                if a == DYNAMIC_INDEX:
+                    shape[d] = b
+        return None if shape is None else tuple(shape)
+
+    @staticmethod
+    def _promote(operands: Sequence[_Operand]) -> DataType:
+        return result_type(
+            [x.dtype for x in operands if isinstance(x, Tensor)],
+            [x.dtype for x in operands if isinstance(x, Scalar)],
+            [number_dtype(x) for x in operands if not isinstance(x, _Value)],
+        )
+
+    def _as(self, op: str, arg: str, x: _Operand, dtype: DataType) -> SSAValue:
+        """`x` as a value of `dtype`: a cast of a handle, or a constant for a number."""
+        fd = self._definition
+        if isinstance(x, _Value):
+            return fd._cast(x._value, dtype)
+        if dtype in _INT_RANGES:
+            if isinstance(x, float):
+                if not x.is_integer():
+                    _fail(op, f"argument '{arg}' ({x!r}) is not an integer; {dtype.name} needs one")
+                x = int(x)
+            lo, hi = _INT_RANGES[dtype]
+            if not lo <= x < hi:
+                _fail(op, f"argument '{arg}' ({x!r}) does not fit in {dtype.name}")
+        return fd._emit(ConstantOp.of(x, dtype.element_type)).results[0]
+
+    def _binary(self, op: str, cls: type[BinaryOp], lhs: object, rhs: object) -> Tensor | Scalar:
+        qual = f"fd.ops.{op}"
+        a = self._operand(qual, "lhs", lhs)
+        b = self._operand(qual, "rhs", rhs)
+        if not isinstance(a, _Value) and not isinstance(b, _Value):
+            _fail(qual, "needs a Tensor or Scalar operand, got two Python numbers")
+        shape = self._common_shape(qual, [("lhs", a), ("rhs", b)])
+        promoted = self._promote([a, b])
+        out = promoted
+        is_compare = op in ("eq", "ne", "lt", "le", "gt", "ge")
+        if is_compare:
+            compute, out = compute_dtype(promoted), DataType.Bool
+        elif op == "truediv":
+            compute = compute_dtype(promoted)
+            if not promoted.is_floating_point:
+                compute = out = DataType.Float
+        elif promoted == DataType.Bool:
+            if op not in ("add", "mul", "maximum", "minimum"):
+                _fail(qual, "does not take Bool operands; cast them to Int or Float first")
+            compute = DataType.Int32  # or / and on {0, 1}, cast back to Bool
+        elif op == "pow" and promoted.is_integral:
+            compute = DataType.Double  # exact for |result| < 2**53, cast back
+        else:
+            compute = compute_dtype(promoted)
+        va = self._as(qual, "lhs", a, compute)
+        vb = self._as(qual, "rhs", b, compute)
+        rtype = _type(I1 if is_compare else compute.element_type, shape)
+        r = self._definition._emit(cls(va, vb, rtype)).results[0]
+        return self._definition._wrap(self._definition._cast(r, out))
+
+    def _unary(
+        self, op: str, build: Callable[[SSAValue], Operation], x: object, *, float_only: bool
+    ) -> Tensor | Scalar:
+        qual = f"fd.ops.{op}"
+        a = self._operand(qual, "x", x, numbers_ok=False)
+        assert isinstance(a, _Value)
+        out = a.dtype
+        if a.dtype == DataType.Bool and not float_only:
+            _fail(qual, "does not take a Bool operand; cast it to Int or Float first")
+        if float_only and not a.dtype.is_floating_point:
+            out = DataType.Float
+        compute = compute_dtype(out)
+        fd = self._definition
+        r = fd._emit(build(fd._cast(a._value, compute))).results[0]
+        return fd._wrap(fd._cast(r, out))
+
+    def _dims(self, op: str, dims: object, rank: int, arg: str = "dims") -> list[int]:
+        if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
+            items: list[object] = [dims]
+        elif isinstance(dims, Sequence) and not isinstance(dims, str):
+            items = list(dims)
+        else:
+            _fail(op, f"argument '{arg}' must be an int or a list of ints, got {dims!r}")
+        if not items:
+            _fail(op, f"argument '{arg}' is empty; name at least one dim")
+        out: list[int] = []
+        for d in items:
+            if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+                _fail(op, f"argument '{arg}' must hold ints, got {d!r}")
+            if not -rank <= d < rank:
+                _fail(op, f"argument '{arg}' has dim {d}, out of range for rank {rank}")
+            n = int(d) % rank
+            if n in out:
+                _fail(op, f"argument '{arg}' names dim {n} twice")
+            out.append(n)
+        return sorted(out)
+
+    def _reduce(
+        self,
+        op: str,
+        cls: type[ReductionOp],
+        t: object,
+        dims: object,
+        keepdim: object,
+        dtype: object,
+    ) -> Tensor:
+        qual = f"fd.ops.{op}"
+        x = self._tensor(qual, "t", t)
+        if x.ndim == 0:
+            _fail(qual, "argument 't' is a 0-dim tensor; there is nothing to reduce")
+        axes = self._dims(qual, dims, x.ndim)
+        keep = self._bool(qual, "keepdim", keepdim)
+        out = self._dtype(qual, "dtype", dtype, optional=True)
+        if out is None:
+            out = DataType.Int if op == "sum" and x.dtype == DataType.Bool else x.dtype
+        compute = DataType.Int32 if out == DataType.Bool else compute_dtype(out)
+        fd = self._definition
+        shape = reduced_shape(x._shape, axes, keep)
+        r = fd._emit(cls(fd._cast(x._value, compute), axes, keep, _type(compute, shape)))
+        result = fd._wrap(fd._cast(r.results[0], out))
+        assert isinstance(result, Tensor)
+        return result
+
+    def _statistics_input(self, op: str, t: object) -> Tensor:
+        x = self._tensor(op, "t", t)
+        if x.dtype.is_half:
+            _fail(
+                op,
+                f"argument 't' is {x.dtype.name}; upcast to float first "
+                "(fd.ops.cast(t, DataType.Float)), as nvFuser requires",
+            )
+        if not x.dtype.is_floating_point:
+            _fail(op, f"argument 't' is {x.dtype.name}; it needs Float or Double, cast it first")
+        if x.ndim == 0:
+            _fail(op, "argument 't' is a 0-dim tensor; there is nothing to reduce")
+        return x
+
+    # ---- unary ops ---------------------------------------------------------------------
+
+    @_api
+    def neg(self, x: Any) -> Tensor | Scalar:
+        """`-x`."""
+        return self._unary("neg", NegOp, x, float_only=False)
+
+    @_api
+    def abs(self, x: Any) -> Tensor | Scalar:
+        """`|x|`."""
+        return self._unary("abs", AbsOp, x, float_only=False)
+
+    @_api
+    def relu(self, x: Any) -> Tensor | Scalar:
+        """`max(x, 0)`."""
+        return self._unary("relu", ReluOp, x, float_only=False)
+
+    @_api
+    def exp(self, x: Any) -> Tensor | Scalar:
+        """`e**x`; integer inputs compute in Float."""
+        return self._unary("exp", ExpOp, x, float_only=True)
+
+    @_api
+    def log(self, x: Any) -> Tensor | Scalar:
+        """Natural logarithm; integer inputs compute in Float."""
+        return self._unary("log", LogOp, x, float_only=True)
+
+    @_api
+    def sqrt(self, x: Any) -> Tensor | Scalar:
+        """Square root; integer inputs compute in Float."""
+        return self._unary("sqrt", SqrtOp, x, float_only=True)
+
+    @_api
+    def rsqrt(self, x: Any) -> Tensor | Scalar:
+        """`1 / sqrt(x)`; integer inputs compute in Float."""
+        return self._unary("rsqrt", RsqrtOp, x, float_only=True)
+
+    @_api
+    def reciprocal(self, x: Any) -> Tensor | Scalar:
+        """`1 / x`; integer inputs compute in Float."""
+        return self._unary("reciprocal", ReciprocalOp, x, float_only=True)
+
+    @_api
+    def sin(self, x: Any) -> Tensor | Scalar:
+        """Sine; integer inputs compute in Float."""
+        return self._unary("sin", SinOp, x, float_only=True)
+
+    @_api
+    def cos(self, x: Any) -> Tensor | Scalar:
+        """Cosine; integer inputs compute in Float."""
+        return self._unary("cos", CosOp, x, float_only=True)
+
+    @_api
+    def tanh(self, x: Any) -> Tensor | Scalar:
+        """Hyperbolic tangent; integer inputs compute in Float."""
+        return self._unary("tanh", TanhOp, x, float_only=True)
+
+    @_api
+    def sigmoid(self, x: Any) -> Tensor | Scalar:
+        """`1 / (1 + exp(-x))`; integer inputs compute in Float."""
+        return self._unary("sigmoid", SigmoidOp, x, float_only=True)
+
+    @_api
+    def erf(self, x: Any) -> Tensor | Scalar:
+        """The error function; integer inputs compute in Float."""
+        return self._unary("erf", ErfOp, x, float_only=True)
+
+    @_api
+    def silu(self, x: Any) -> Tensor | Scalar:
+        """`x * sigmoid(x)`; integer inputs compute in Float."""
+        return self._unary("silu", SiluOp, x, float_only=True)
+
+    @_api
+    def gelu(self, x: Any, approximate: str = "none") -> Tensor | Scalar:
+        """GELU, exact (`approximate="none"`) or with the tanh approximation (`"tanh"`)."""
+        if approximate not in ("none", "tanh"):
+            _fail(
+                "fd.ops.gelu",
+                f"argument 'approximate' must be 'none' or 'tanh', got {approximate!r}",
+            )
+        mode = GeluApproximation(approximate)
+        return self._unary("gelu", lambda v: GeluOp(v, mode), x, float_only=True)
+
+    # ---- binary ops --------------------------------------------------------------------
+
+    @_api
+    def add(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs + rhs`."""
+        return self._binary("add", AddOp, lhs, rhs)
+
+    @_api
+    def sub(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs - rhs`."""
+        return self._binary("sub", SubOp, lhs, rhs)
+
+    @_api
+    def mul(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs * rhs`."""
+        return self._binary("mul", MulOp, lhs, rhs)
+
+    @_api
+    def div(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs / rhs`; on integers it truncates toward zero, as nvFuser's `div` (C)."""
+        return self._binary("div", DivOp, lhs, rhs)
+
+    @_api
+    def truediv(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs / rhs` as Python's `/`: integer operands divide in Float."""
+        return self._binary("truediv", DivOp, lhs, rhs)
+
+    @_api
+    def pow(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs ** rhs`; integer operands compute in Double and keep their integer type."""
+        return self._binary("pow", PowOp, lhs, rhs)
+
+    @_api
+    def maximum(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """Pointwise maximum."""
+        return self._binary("maximum", MaximumOp, lhs, rhs)
+
+    @_api
+    def minimum(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """Pointwise minimum."""
+        return self._binary("minimum", MinimumOp, lhs, rhs)
+
+    @_api
+    def eq(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs == rhs`, a Bool result."""
+        return self._binary("eq", EqOp, lhs, rhs)
+
+    @_api
+    def ne(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs != rhs`, a Bool result."""
+        return self._binary("ne", NeOp, lhs, rhs)
+
+    @_api
+    def lt(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs < rhs`, a Bool result."""
+        return self._binary("lt", LtOp, lhs, rhs)
+
+    @_api
+    def le(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs <= rhs`, a Bool result."""
+        return self._binary("le", LeOp, lhs, rhs)
+
+    @_api
+    def gt(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs > rhs`, a Bool result."""
+        return self._binary("gt", GtOp, lhs, rhs)
+
+    @_api
+    def ge(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs >= rhs`, a Bool result."""
+        return self._binary("ge", GeOp, lhs, rhs)
+
+    # ---- ternary and data movement -----------------------------------------------------
+
+    @_api
+    def where(self, cond: Any, a: Any, b: Any) -> Tensor | Scalar:
+        """`cond ? a : b`, pointwise; `cond` is Bool, `a` and `b` promote to one type."""
+        op = "fd.ops.where"
+        c = self._operand(op, "cond", cond)
+        x = self._operand(op, "a", a)
+        y = self._operand(op, "b", b)
+        if not any(isinstance(v, _Value) for v in (c, x, y)):
+            _fail(op, "needs a Tensor or Scalar operand, got three Python numbers")
+        cdtype = c.dtype if isinstance(c, _Value) else number_dtype(c)
+        if cdtype != DataType.Bool:
+            _fail(op, f"argument 'cond' must be Bool, got {cdtype.name} (compare first)")
+        shape = self._common_shape(op, [("cond", c), ("a", x), ("b", y)])
+        dtype = self._promote([x, y])
+        fd = self._definition
+        vc = self._as(op, "cond", c, DataType.Bool)
+        va, vb = self._as(op, "a", x, dtype), self._as(op, "b", y, dtype)
+        return fd._wrap(fd._emit(WhereOp(vc, va, vb, _type(dtype, shape))).results[0])
+
+    @_api
+    def cast(self, t: Any, dtype: Any) -> Tensor | Scalar:
+        """`t` converted to `dtype` (a `set` when it has that type already)."""
+        op = "fd.ops.cast"
+        x = self._operand(op, "t", t, numbers_ok=False)
+        assert isinstance(x, _Value)
+        target = self._dtype(op, "dtype", dtype)
+        assert target is not None
+        fd = self._definition
+        if x.dtype == target:
+            if isinstance(x, Scalar):
+                return x
+            return fd._wrap(fd._emit(SetOp(x._value)).results[0])
+        return fd._wrap(fd._cast(x._value, target))
+
+    @_api
+    def set(self, t: Any) -> Tensor:
+        """A copy of `t`."""
+        x = self._tensor("fd.ops.set", "t", t)
+        return self._definition._wrap_tensor(SetOp(x._value))
+
+    @_api
+    def segment_set(self, t: Any) -> Tensor:
+        """A copy of `t` that forces a kernel boundary between producer and consumers."""
+        x = self._tensor("fd.ops.segment_set", "t", t)
+        return self._definition._wrap_tensor(SegmentSetOp(x._value))
+
+    @_api
+    def broadcast_in_dim(self, t: Any, shape: Any, broadcast_dims: Any) -> Tensor:
+        """`t` broadcast to `shape`, operand dim i becoming output dim `broadcast_dims[i]`.
+
+        `shape` holds ints (-1 dynamic, else static) or extents (`x.size(i)`, `x.shape()`).
+        A -1 keeps the extent of the operand dim mapped there; a dynamic dim the operand does
+        not carry (a new dim, or one from an extent-1 dim) needs an extent.
+        """
+        op = "fd.ops.broadcast_in_dim"
+        fd = self._definition
+        x = self._operand(op, "t", t, numbers_ok=False)
+        assert isinstance(x, _Value)
+        in_shape = _shape_of(x) or ()
+        if not isinstance(shape, Sequence) or isinstance(shape, str):
+            _fail(op, f"argument 'shape' must be a list of ints or extents, got {shape!r}")
+        if not isinstance(broadcast_dims, Sequence) or isinstance(broadcast_dims, str):
+            _fail(op, f"argument 'broadcast_dims' must be a list of ints, got {broadcast_dims!r}")
+        rank = len(shape)
+        if len(broadcast_dims) != len(in_shape):
+            _fail(
+                op,
+                f"argument 'broadcast_dims' has {len(broadcast_dims)} entries; it needs one "
+                f"for each of the operand's {len(in_shape)} dims",
+            )
+        if rank < len(in_shape):
+            _fail(op, f"argument 'shape' has rank {rank}, below the operand's rank {len(in_shape)}")
+        dims = [self._dims(op, [d], rank, "broadcast_dims")[0] for d in broadcast_dims]
+        if len(set(dims)) != len(dims) or dims != sorted(dims):
+            _fail(op, f"argument 'broadcast_dims' {dims} must be strictly increasing")
+        source = {o: in_shape[i] for i, o in enumerate(dims)}
+        out_shape: list[int] = []
+        sizes: list[SSAValue] = []
+        for d, entry in enumerate(shape):
+            src = source.get(d, 1)
+            carried = src != 1
+            if isinstance(entry, Extent):
+                if entry.tensor._fd is not fd:
+                    _fail(
+                        op, f"argument 'shape' entry {d} is an extent of another FusionDefinition"
+                    )
+                static = entry.static
+                if static is None:
+                    if carried:
+                        out_shape.append(src)
+                    else:
+                        out_shape.append(DYNAMIC_INDEX)
+                        sizes.append(entry._ssa())
+                    continue
+                entry_value = static
+            elif isinstance(entry, numbers.Integral) and not isinstance(entry, bool):
+                entry_value = int(entry)
+            else:
+                _fail(op, f"argument 'shape' entry {d} must be an int or an extent, got {entry!r}")
+            if entry_value == -1:
+                if not carried:
+                    _fail(
+                        op,
+                        f"argument 'shape' entry {d} is -1 but the operand does not carry "
+                        "that dim (it is new or broadcast from extent 1); pass its extent, "
+                        "e.g. x.size(i)",
+                    )
+                out_shape.append(src)
+            elif entry_value < -1:
+                _fail(op, f"argument 'shape' entry {d} is {entry_value}; use -1 or an extent")
+            else:
+                if carried and src != DYNAMIC_INDEX and src != entry_value:
+                    _fail(
+                        op,
+                        f"argument 'shape' entry {d} is {entry_value} but operand dim "
+                        f"{dims.index(d)} has extent {src}, which only broadcasts from 1",
+                    )
+                out_shape.append(entry_value)
+        rtype = TensorType(element_type(x._value.type), out_shape)
+        return fd._wrap_tensor(BroadcastInDimOp(x._value, dims, rtype, sizes))
+
+    # ---- reductions --------------------------------------------------------------------
+
+    @_api
+    def sum(self, t: Any, dims: Any, keepdim: Any = False, dtype: Any = None) -> Tensor:
+        """Sum over `dims`; half inputs accumulate in f32 and the result is cast back,
+        unless `dtype` names the result type. A Bool input sums to Int."""
+        return self._reduce("sum", SumOp, t, dims, keepdim, dtype)
+
+    @_api
+    def max(self, t: Any, dims: Any, keepdim: Any = False, dtype: Any = None) -> Tensor:
+        """Maximum over `dims` (half inputs reduce in f32)."""
+        return self._reduce("max", MaxOp, t, dims, keepdim, dtype)
+
+    @_api
+    def min(self, t: Any, dims: Any, keepdim: Any = False, dtype: Any = None) -> Tensor:
+        """Minimum over `dims` (half inputs reduce in f32)."""
+        return self._reduce("min", MinOp, t, dims, keepdim, dtype)
+
+    @_api
+    def welford(self, t: Any, dims: Any) -> tuple[Tensor, Tensor, Tensor]:
+        """Welford statistics over `dims`: `(avg, var_sum, n)`; `n` is Int."""
+        op = "fd.ops.welford"
+        x = self._statistics_input(op, t)
+        axes = self._dims(op, dims, x.ndim)
+        fd = self._definition
+        w = fd._emit(
+            WelfordOp(
+                x._value,
+                axes,
+                TensorType(element_type(x._value.type), reduced_shape(x._shape, axes, False)),
+            )
+        )
+        avg, var_sum, n = (fd._wrap(r) for r in w.results)
+        assert isinstance(avg, Tensor) and isinstance(var_sum, Tensor) and isinstance(n, Tensor)
+        return avg, var_sum, n
+
+    @_api
+    def var_mean(
+        self, t: Any, dims: Any, correction: Any = 1, keepdim: Any = False
+    ) -> tuple[Tensor, Tensor]:
+        """`(var, mean)` over `dims`; the variance divides by `N - correction`."""
+        op = "fd.ops.var_mean"
+        x = self._statistics_input(op, t)
+        axes = self._dims(op, dims, x.ndim)
+        if isinstance(correction, bool) or not isinstance(correction, numbers.Integral):
+            _fail(op, f"argument 'correction' must be an int, got {correction!r}")
+        if correction < 0:
+            _fail(op, f"argument 'correction' must be non-negative, got {correction}")
+        keep = self._bool(op, "keepdim", keepdim)
+        fd = self._definition
+        rtype = TensorType(element_type(x._value.type), reduced_shape(x._shape, axes, keep))
+        vm = fd._emit(VarMeanOp(x._value, axes, int(correction), keep, rtype))
+        var, mean = (fd._wrap(r) for r in vm.results)
+        assert isinstance(var, Tensor) and isinstance(mean, Tensor)
+        return var, mean
+
+    # ---- matmul ------------------------------------------------------------------------
+
+    @_api
+    def matmul(self, a: Any, b: Any) -> Tensor:
+        """`[..., M, K] @ [..., K, N]`; operands of one rank >= 2 and one dtype among Half,
+        BFloat16, Float and Double (half types accumulate in f32)."""
+        op = "fd.ops.matmul"
+        x, y = self._tensor(op, "a", a), self._tensor(op, "b", b)
+        allowed = (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Double)
+        for arg, v in (("a", x), ("b", y)):
+            if v.dtype not in allowed:
+                _fail(
+                    op,
+                    f"argument '{arg}' is {v.dtype.name}; it needs Half, BFloat16, Float or Double",
+                )
+        if x.dtype != y.dtype:
+            _fail(
+                op,
+                f"arguments 'a' ({x.dtype.name}) and 'b' ({y.dtype.name}) must have one "
+                "dtype; cast one",
+            )
+        if x.ndim < 2 or x.ndim != y.ndim:
+            _fail(op, f"arguments 'a' and 'b' need one rank >= 2, got ranks {x.ndim} and {y.ndim}")
+        sa, sb = x._shape, y._shape
+        shapes = f"'a' has shape {format_shape(sa)}, 'b' has shape {format_shape(sb)}"
+        if not dims_compatible(sa[-1], sb[-2]):
+            _fail(op, f"contraction dims differ: {shapes}")
+        batch: list[int] = []
+        for d, (p, q) in enumerate(zip(sa[:-2], sb[:-2], strict=True)):
+            if not dims_compatible(p, q):
+                _fail(op, f"batch dim {d} differs: {shapes}")
+            batch.append(q if p == DYNAMIC_INDEX else p)
+        rtype = TensorType(element_type(x._value.type), [*batch, sa[-2], sb[-1]])
+        return self._definition._wrap_tensor(MatmulOp(x._value, y._value, rtype))
+
+
+# --------------------------------------------------------------------------------------------
+# FusionDefinition
+# --------------------------------------------------------------------------------------------
+
+
+class _State(Enum):
+    NEW = auto()
+    OPEN = auto()
+    DONE = auto()
+    FAILED = auto()
+
+
+class FusionDefinition:
+    """Builds one fusion, nvFuser style, as a `fusion.fusion` op.
+
+    Use it as a context manager: define inputs and ops inside the `with` block; at its end
+    the fusion is closed with its outputs and verified. Then `fusion_ir()` prints it,
+    `fusion` and `module` give the IR, and `reference(inputs)` evaluates it with numpy.
+    Inputs are the fusion's arguments in definition order.
+    """
+
+    _prefix = "fd."
+
+    def __init__(self, name: str = "fusion"):
+        if not isinstance(name, str) or not name:
+            raise DefinitionError(
+                f"FusionDefinition: argument 'name' must be a non-empty str, got {name!r}"
+            )
+        self.name = name
+        self.ops = FusionOps(self)
+        self._block = Block()
+        self._builder = Builder(InsertPoint.at_end(self._block))
+        self._inputs: list[Tensor | Scalar] = []
+        self._outputs: list[Tensor] = []
+        self._counters = {"t": 0, "s": 0}
+        self._extents: dict[tuple[SSAValue, int], SSAValue] = {}
+        self._casts: dict[tuple[SSAValue, DataType], SSAValue] = {}
+        self._state = _State.NEW
+        self._fusion: FusionOp | None = None
+        self._module: ModuleOp | None = None
+
+    @property
+    def _definition(self) -> FusionDefinition:
+        return self
+
+    # ---- the with block ----------------------------------------------------------------
+
+    def __enter__(self) -> FusionDefinition:
+        if self._state != _State.NEW:
+            raise DefinitionError(
+                f"FusionDefinition '{self.name}' was already defined; a FusionDefinition is "
+                "entered once (create a new one)"
+            )
+        self._state = _State.OPEN
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            self._state = _State.FAILED
+            return
+        self._state = _State.FAILED
+        if not self._outputs:
+            raise DefinitionError(
+                f"FusionDefinition '{self.name}' has no outputs; call fd.add_output(t) "
+                "inside the with block"
+            )
+        self._builder.insert(OutputOp([t._value for t in self._outputs]))
+        fusion = FusionOp(
+            self.name,
+            [a.type for a in self._block.args],
+            [t._value.type for t in self._outputs],
+            Region(self._block),
+        )
+        module = ModuleOp([fusion])
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise VerificationError(f"fusion '{self.name}' does not verify: {e}") from e
+        self._fusion, self._module = fusion, module
+        self._state = _State.DONE
+
+    def _check_open(self, what: str) -> None:
+        if self._state == _State.OPEN:
+            return
+        if self._state == _State.NEW:
+            where = "before its `with` block"
+        elif self._state == _State.DONE:
+            where = "after its `with` block ended"
+        else:
+            where = "after its `with` block failed"
+        raise DefinitionError(
+            f"{what} used {where}; define fusions inside `with FusionDefinition() as fd:`"
+        )
+
+    def _check_done(self, what: str) -> None:
+        if self._state != _State.DONE:
+            raise DefinitionError(
+                f"fd.{what} needs a finished definition: use it after the "
+                "`with FusionDefinition() as fd:` block ends without error"
+            )
+
+    # ---- building IR -------------------------------------------------------------------
+
+    def _name(self, value: SSAValue) -> None:
+        kind = "t" if isinstance(value.type, TensorType) else "s"
+        value.name_hint = f"{kind}{self._counters[kind]}"
+        self._counters[kind] += 1
+
+    def _emit(self, op: Operation) -> Operation:
+        self._builder.insert(op)
+        for r in op.results:
+            self._name(r)
+        return op
+
+    def _wrap(self, value: SSAValue) -> Tensor | Scalar:
+        if isinstance(value.type, TensorType):
+            return Tensor(self, value)
+        return Scalar(self, value)
+
+    def _wrap_tensor(self, op: Operation) -> Tensor:
+        t = self._wrap(self._emit(op).results[0])
+        assert isinstance(t, Tensor)
+        return t
+
+    def _cast(self, value: SSAValue, dtype: DataType) -> SSAValue:
+        el = dtype.element_type
+        t = value.type
+        if element_type(t) == el:
+            return value
+        key = (value, dtype)
+        if key not in self._casts:  # one cast per value and type, however often it is needed
+            new_t = TensorType(el, t.get_shape()) if isinstance(t, TensorType) else el
+            self._casts[key] = self._emit(CastOp(value, new_t)).results[0]
+        return self._casts[key]
+
+    def _extent_value(self, tensor: Tensor, axis: int) -> SSAValue:
+        key = (tensor._value, axis)
+        if key not in self._extents:
+            dim = DimOp(tensor._value, axis)
+            self._builder.insert(dim)
+            dim.result.name_hint = f"{tensor.name}_size{axis}"
+            self._extents[key] = dim.result
+        return self._extents[key]
+
+    def _argument(self, t: Attribute) -> SSAValue:
+        arg = self._block.insert_arg(t, len(self._block.args))
+        self._name(arg)
+        return arg
+
+    # ---- public API --------------------------------------------------------------------
+
+    @_api
+    def define_tensor(
+        self,
+        shape: Any,
+        dtype: Any = DataType.Float,
+        *,
+        contiguity: Any = None,
+        stride_order: Any = None,
+    ) -> Tensor:
+        """A tensor input. `shape` holds -1 for a dynamic dim and ints for static ones
+        (1 marks a broadcast dim).
+
+        `contiguity` and `stride_order` are accepted for nvFuser compatibility and ignored:
+        fuser kernels take strides at run time, so any layout works.
+        """
+        op = "fd.define_tensor"
+        if not isinstance(shape, Sequence) or isinstance(shape, str):
+            _fail(op, f"argument 'shape' must be a list of ints, got {shape!r}")
+        dims: list[int] = []
+        for d in shape:
+            if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < -1:
+                _fail(op, f"argument 'shape' entries must be -1 (dynamic) or >= 0, got {d!r}")
+            dims.append(DYNAMIC_INDEX if d == -1 else int(d))
+        if not isinstance(dtype, DataType):
+            _fail(op, f"argument 'dtype' must be a DataType, got {dtype!r}")
+        for arg, value in (("contiguity", contiguity), ("stride_order", stride_order)):
+            if isinstance(value, Sequence) and len(value) != len(dims):
+                _fail(op, f"argument '{arg}' has {len(value)} entries for rank {len(dims)}")
+        t = Tensor(self, self._argument(TensorType(dtype.element_type, dims)))
+        self._inputs.append(t)
+        return t
+
+    @_api
+    def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
+        """A scalar: an input when `value` is None, else a `fusion.constant`.
+
+        `dtype` defaults to Double for an input or a float, Int for an int, Bool for a bool.
+        """
+        op = "fd.define_scalar"
+        if dtype is not None and not isinstance(dtype, DataType):
+            _fail(op, f"argument 'dtype' must be a DataType, got {dtype!r}")
+        if value is None:
+            s = Scalar(self, self._argument((dtype or DataType.Double).element_type))
+            self._inputs.append(s)
+            return s
+        if not isinstance(value, numbers.Real):
+            _fail(op, f"argument 'value' must be a Python number or None, got {value!r}")
+        number = self.ops._operand(op, "value", value)
+        assert not isinstance(number, _Value)
+        if dtype is None:
+            dtype = DataType.Double if isinstance(number, float) else number_dtype(number)
+        s = self._wrap(self.ops._as(op, "value", number, dtype))
+        assert isinstance(s, Scalar)
+        return s
+
+    @_api
+    def add_output(self, t: Any) -> None:
+        """Marks `t` an output; outputs are returned in the order they are added."""
+        op = "fd.add_output"
+        if isinstance(t, Scalar):
+            _fail(op, "argument 't' is a Scalar; fusion outputs are tensors")
+        self._outputs.append(self.ops._tensor(op, "t", t))
+
+    @property
+    def inputs(self) -> list[Tensor | Scalar]:
+        """The inputs in definition order."""
+        return list(self._inputs)
+
+    @property
+    def outputs(self) -> list[Tensor]:
+        """The outputs in the order they were added."""
+        return list(self._outputs)
+
+    @property
+    def fusion(self) -> FusionOp:
+        """The verified `fusion.fusion` op."""
+        self._check_done("fusion")
+        assert self._fusion is not None
+        return self._fusion
+
+    @property
+    def module(self) -> ModuleOp:
+        """The module holding the fusion."""
+        self._check_done("module")
+        assert self._module is not None
+        return self._module
+
+    def fusion_ir(self) -> str:
+        """The module as fusion-dialect text; `fuser-opt` parses it back unchanged."""
+        self._check_done("fusion_ir()")
+        out = StringIO()
+        Printer(stream=out).print_op(self.module)
+        return out.getvalue() + "\n"
+
+    def reference(self, inputs: Sequence[object], compute_dtype: Any = None) -> list[Any]:
+        """Evaluates the fusion with numpy (`fuser.runtime.reference`): arrays in, arrays out.
+
+        `compute_dtype` (np.float64 or DataType.Double) holds f32 values in float64, for a
+        more precise oracle.
+
+        Raises InputError when `inputs` do not match the fusion's signature.
+        """
+        self._check_done("reference()")
+        from fuser.runtime.dtypes import numpy_dtype
+        from fuser.runtime.reference import evaluate
+
+        if isinstance(compute_dtype, DataType):
+            compute_dtype = numpy_dtype(compute_dtype.element_type)
+        return evaluate(self.fusion, inputs, compute_dtype=compute_dtype)
+
+    def __repr__(self) -> str:
+        return f"FusionDefinition({self.name!r}, {self._state.name.lower()})"

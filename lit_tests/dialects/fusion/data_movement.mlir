@@ -1,0 +1,87 @@
+// Data movement: cast, set, segment_set, broadcast_in_dim (with and without `sizes`), and a
+// scalar broadcast to a tensor (fill). These take the storage types f16/bf16.
+// RUN: FUSER_ROUNDTRIP
+// RUN: FUSER_GENERIC_ROUNDTRIP
+// RUN: fuser-opt %s --print-op-generic | filecheck %s --check-prefix=CHECK-GENERIC
+
+// Casts between storage, compute, integer and boolean types, on tensors and scalars.
+fusion.fusion @casts(%h: tensor<?x3xbf16>, %m: tensor<?x3xi1>, %s: f32) -> (tensor<?x3xf16>, tensor<?x3xi32>) {
+  %f = fusion.cast %h : tensor<?x3xbf16> -> tensor<?x3xf32>
+  %half = fusion.cast %f : tensor<?x3xf32> -> tensor<?x3xf16>
+  %mf = fusion.cast %m : tensor<?x3xi1> -> tensor<?x3xi32>
+  %d = fusion.cast %s : f32 -> f64
+  fusion.output %half, %mf : tensor<?x3xf16>, tensor<?x3xi32>
+}
+
+// CHECK-LABEL: fusion.fusion @casts(%h: tensor<?x3xbf16>, %m: tensor<?x3xi1>, %s: f32) -> (tensor<?x3xf16>, tensor<?x3xi32>) {
+// CHECK-NEXT:    %f = fusion.cast %h : tensor<?x3xbf16> -> tensor<?x3xf32>
+// CHECK-NEXT:    %half = fusion.cast %f : tensor<?x3xf32> -> tensor<?x3xf16>
+// CHECK-NEXT:    %mf = fusion.cast %m : tensor<?x3xi1> -> tensor<?x3xi32>
+// CHECK-NEXT:    %d = fusion.cast %s : f32 -> f64
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "casts"
+// CHECK-GENERIC:         %f = "fusion.cast"(%h) : (tensor<?x3xbf16>) -> tensor<?x3xf32>
+// CHECK-GENERIC-NEXT:    %half = "fusion.cast"(%f) : (tensor<?x3xf32>) -> tensor<?x3xf16>
+// CHECK-GENERIC-NEXT:    %mf = "fusion.cast"(%m) : (tensor<?x3xi1>) -> tensor<?x3xi32>
+// CHECK-GENERIC-NEXT:    %d = "fusion.cast"(%s) : (f32) -> f64
+
+// set and segment_set keep their operand's type.
+fusion.fusion @copies(%x: tensor<?x127xf16>, %i: tensor<1xi64>) -> (tensor<?x127xf16>, tensor<1xi64>) {
+  %a = fusion.set %x : tensor<?x127xf16>
+  %b = fusion.segment_set %a : tensor<?x127xf16>
+  %c = fusion.segment_set %i : tensor<1xi64>
+  fusion.output %b, %c : tensor<?x127xf16>, tensor<1xi64>
+}
+
+// CHECK-LABEL: fusion.fusion @copies
+// CHECK-NEXT:    %a = fusion.set %x : tensor<?x127xf16>
+// CHECK-NEXT:    %b = fusion.segment_set %a : tensor<?x127xf16>
+// CHECK-NEXT:    %c = fusion.segment_set %i : tensor<1xi64>
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "copies"
+// CHECK-GENERIC:         %a = "fusion.set"(%x) : (tensor<?x127xf16>) -> tensor<?x127xf16>
+// CHECK-GENERIC-NEXT:    %b = "fusion.segment_set"(%a) : (tensor<?x127xf16>) -> tensor<?x127xf16>
+// CHECK-GENERIC-NEXT:    %c = "fusion.segment_set"(%i) : (tensor<1xi64>) -> tensor<1xi64>
+
+// broadcast_in_dim: static new dims need no sizes; dynamic operand dims carry their extent;
+// a new dynamic dim, or a static 1 expanded to a dynamic dim, takes its extent from `sizes`.
+fusion.fusion @broadcasts(%x: tensor<?xf32>, %one: tensor<1x3xbf16>, %n: tensor<?x?xf32>) -> (tensor<5x?xf32>, tensor<?x?xf32>, tensor<4x3xbf16>, tensor<?x3x?xbf16>) {
+  %r = fusion.dim %n[0] : tensor<?x?xf32>
+  %c = fusion.dim %n[1] : tensor<?x?xf32>
+  %static_new = fusion.broadcast_in_dim %x [1] : tensor<?xf32> -> tensor<5x?xf32>
+  %dynamic_new = fusion.broadcast_in_dim %x [1] sizes(%r) : tensor<?xf32> -> tensor<?x?xf32>
+  %expand = fusion.broadcast_in_dim %one [0, 1] : tensor<1x3xbf16> -> tensor<4x3xbf16>
+  %expand_dyn = fusion.broadcast_in_dim %one [0, 1] sizes(%r, %c) : tensor<1x3xbf16> -> tensor<?x3x?xbf16>
+  fusion.output %static_new, %dynamic_new, %expand, %expand_dyn : tensor<5x?xf32>, tensor<?x?xf32>, tensor<4x3xbf16>, tensor<?x3x?xbf16>
+}
+
+// CHECK-LABEL: fusion.fusion @broadcasts
+// CHECK-NEXT:    %r = fusion.dim %n[0] : tensor<?x?xf32>
+// CHECK-NEXT:    %c = fusion.dim %n[1] : tensor<?x?xf32>
+// CHECK-NEXT:    %static_new = fusion.broadcast_in_dim %x [1] : tensor<?xf32> -> tensor<5x?xf32>
+// CHECK-NEXT:    %dynamic_new = fusion.broadcast_in_dim %x [1] sizes(%r) : tensor<?xf32> -> tensor<?x?xf32>
+// CHECK-NEXT:    %expand = fusion.broadcast_in_dim %one [0, 1] : tensor<1x3xbf16> -> tensor<4x3xbf16>
+// CHECK-NEXT:    %expand_dyn = fusion.broadcast_in_dim %one [0, 1] sizes(%r, %c) : tensor<1x3xbf16> -> tensor<?x3x?xbf16>
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "broadcasts"
+// CHECK-GENERIC:         %static_new = "fusion.broadcast_in_dim"(%x) <{broadcast_dims = array<i64: 1>}> : (tensor<?xf32>) -> tensor<5x?xf32>
+// CHECK-GENERIC-NEXT:    %dynamic_new = "fusion.broadcast_in_dim"(%x, %r) <{broadcast_dims = array<i64: 1>}> : (tensor<?xf32>, index) -> tensor<?x?xf32>
+// CHECK-GENERIC-NEXT:    %expand = "fusion.broadcast_in_dim"(%one) <{broadcast_dims = array<i64: 0, 1>}> : (tensor<1x3xbf16>) -> tensor<4x3xbf16>
+// CHECK-GENERIC-NEXT:    %expand_dyn = "fusion.broadcast_in_dim"(%one, %r, %c) <{broadcast_dims = array<i64: 0, 1>}> : (tensor<1x3xbf16>, index, index) -> tensor<?x3x?xbf16>
+
+// A scalar fills a tensor: `[]` maps no dims, every dynamic result dim is sized.
+fusion.fusion @fill(%x: tensor<?x?xf64>, %s: f64, %b: i1) -> (tensor<?x?xf64>, tensor<3x127xi1>) {
+  %r = fusion.dim %x[0] : tensor<?x?xf64>
+  %c = fusion.dim %x[1] : tensor<?x?xf64>
+  %full = fusion.broadcast_in_dim %s [] sizes(%r, %c) : f64 -> tensor<?x?xf64>
+  %mask = fusion.broadcast_in_dim %b [] : i1 -> tensor<3x127xi1>
+  fusion.output %full, %mask : tensor<?x?xf64>, tensor<3x127xi1>
+}
+
+// CHECK-LABEL: fusion.fusion @fill
+// CHECK:         %full = fusion.broadcast_in_dim %s [] sizes(%r, %c) : f64 -> tensor<?x?xf64>
+// CHECK-NEXT:    %mask = fusion.broadcast_in_dim %b [] : i1 -> tensor<3x127xi1>
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "fill"
+// CHECK-GENERIC:         %full = "fusion.broadcast_in_dim"(%s, %r, %c) <{broadcast_dims = array<i64>}> : (f64, index, index) -> tensor<?x?xf64>
+// CHECK-GENERIC-NEXT:    %mask = "fusion.broadcast_in_dim"(%b) <{broadcast_dims = array<i64>}> : (i1) -> tensor<3x127xi1>

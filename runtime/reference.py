@@ -1,0 +1,564 @@
+"""The numpy reference interpreter of the `fusion` dialect: the oracle of every GPU test.
+
+`evaluate(fusion, inputs)` checks the inputs against the fusion's signature, runs its body on
+xDSL's `Interpreter` with one implementation per fusion op (`FusionFunctions`), and returns the
+`fusion.output` operands as numpy arrays.
+
+Values while interpreting: a tensor is an `np.ndarray` (rank 0 included), a scalar a numpy scalar
+(`np.generic`), an `index` (from `fusion.dim`) a Python `int`, each of the dtype that holds its
+element type (`fuser.runtime.dtypes.numpy_dtype`). After every op the interpreter checks each
+result against its declared type: a static extent that the run-time data does not have is an
+`InputError` naming the op.
+
+Semantics (the GPU path must match these):
+- Every op computes in its declared element type with numpy (f32 math in float32). The dialect
+  allows arithmetic only on f32/f64/i32/i64, so f16/bf16 math goes through explicit casts to
+  f32, as on the GPU.
+- `compute_dtype=np.float64` makes a higher-precision oracle: every f32 value (inputs, constants,
+  results) is held in float64, so f32 arithmetic and reductions run in float64, and `cast` to f32
+  no longer rounds. Casts to f16/bf16 still round (once, from the float64 value). f32 outputs are
+  then returned as float64 arrays; other outputs keep their dtype.
+- No implicit broadcasting: tensor operands of a pointwise op must have one run-time shape
+  (scalars combine with tensors), else `InputError` naming the op.
+- Integers wrap on overflow (two's complement); integer `div` truncates toward zero, as C does
+  (division by zero gives 0 here; it is undefined on the GPU).
+- `maximum`/`minimum` and the `max`/`min` reductions propagate NaN, as torch does. Reducing over
+  zero elements gives the identity: 0 for `sum`, -inf/+inf (or the integer limits) for
+  `max`/`min`, NaN for the mean.
+- `cast`: to i1 is `!= 0`; float -> int truncates toward zero and saturates to the integer range
+  with NaN -> 0 (PTX `cvt.rzi`); int -> int wraps; to f16/bf16/f32 rounds to nearest even,
+  once (int -> f16/bf16 goes through float64: exact for i32, int64 beyond 2**53 may round twice).
+- Constants and scalar inputs are first rounded to their declared type, then held.
+- `sum` accumulates in the element type (float64 in compute mode); `welford`/`var_mean` use the
+  two-pass formula in the element type: mean = sum / N, var_sum = sum((x - mean)**2), so a large
+  mean does not cancel; var = var_sum / max(N - correction, 0).
+- `matmul` of f16/bf16 multiplies and accumulates in float32 (float64 in compute mode) and
+  rounds the result back once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.special
+from numpy.typing import DTypeLike
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, ModuleOp, TensorType
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from fuser.dialects.fusion import (
+    I1,
+    AbsOp,
+    AddOp,
+    BinaryOp,
+    BroadcastInDimOp,
+    CastOp,
+    ConstantOp,
+    CosOp,
+    DimOp,
+    DivOp,
+    EqOp,
+    ErfOp,
+    ExpOp,
+    FusionOp,
+    GeluApproximation,
+    GeluOp,
+    GeOp,
+    GtOp,
+    LeOp,
+    LogOp,
+    LtOp,
+    MatmulOp,
+    MaximumOp,
+    MaxOp,
+    MinimumOp,
+    MinOp,
+    MulOp,
+    NegOp,
+    NeOp,
+    OutputOp,
+    PowOp,
+    ReciprocalOp,
+    ReductionOp,
+    ReluOp,
+    RsqrtOp,
+    SegmentSetOp,
+    SetOp,
+    SigmoidOp,
+    SiluOp,
+    SinOp,
+    SqrtOp,
+    SubOp,
+    SumOp,
+    TanhOp,
+    UnaryOp,
+    VarMeanOp,
+    WelfordOp,
+    WhereOp,
+    element_type,
+    format_shape,
+)
+from fuser.errors import InputError, VerificationError
+from fuser.runtime.dtypes import BFLOAT16, FLOAT_DTYPES, numpy_dtype, round_to_float
+
+_HALF_DTYPES = (np.dtype(np.float16), BFLOAT16)
+
+# --------------------------------------------------------------------------------------------
+# The numpy function of each op
+# --------------------------------------------------------------------------------------------
+
+
+def _divide(a: Any, b: Any) -> Any:
+    """True division on floats; on integers, truncation toward zero (C), not numpy's floor."""
+    if np.asarray(a).dtype.kind == "f":
+        return np.true_divide(a, b)
+    q = np.floor_divide(a, b)
+    rounded_down = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    return q + rounded_down.astype(q.dtype)
+
+
+UNARY_FUNCTIONS: dict[type[UnaryOp], Callable[[Any], Any]] = {
+    NegOp: np.negative,
+    AbsOp: np.abs,
+    ReluOp: lambda x: np.maximum(x, 0),
+    ExpOp: np.exp,
+    LogOp: np.log,
+    SqrtOp: np.sqrt,
+    RsqrtOp: lambda x: 1 / np.sqrt(x),
+    ReciprocalOp: lambda x: 1 / x,
+    SinOp: np.sin,
+    CosOp: np.cos,
+    TanhOp: np.tanh,
+    SigmoidOp: lambda x: 1 / (1 + np.exp(-x)),
+    ErfOp: scipy.special.erf,
+    SiluOp: lambda x: x / (1 + np.exp(-x)),
+}
+"""Unary ops: numpy keeps the operand's dtype (Python constants are weak under NEP 50)."""
+
+BINARY_FUNCTIONS: dict[type[BinaryOp], Callable[[Any, Any], Any]] = {
+    AddOp: np.add,
+    SubOp: np.subtract,
+    MulOp: np.multiply,
+    DivOp: _divide,
+    PowOp: np.power,
+    MaximumOp: np.maximum,
+    MinimumOp: np.minimum,
+    EqOp: np.equal,
+    NeOp: np.not_equal,
+    LtOp: np.less,
+    LeOp: np.less_equal,
+    GtOp: np.greater,
+    GeOp: np.greater_equal,
+}
+"""Binary ops and comparisons (CompareOp is a BinaryOp); both operands share one dtype."""
+
+
+def _identity_max(dtype: np.dtype) -> Any:
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _identity_min(dtype: np.dtype) -> Any:
+    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+REDUCTION_FUNCTIONS: dict[type[ReductionOp], Callable[[np.ndarray, tuple[int, ...], bool], Any]] = {
+    SumOp: lambda x, axes, keep: np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype),
+    MaxOp: lambda x, axes, keep: np.max(
+        x, axis=axes, keepdims=keep, initial=_identity_max(x.dtype)
+    ),
+    MinOp: lambda x, axes, keep: np.min(
+        x, axis=axes, keepdims=keep, initial=_identity_min(x.dtype)
+    ),
+}
+"""Reductions over `axes`, in the element type (`dtype=` stops numpy widening int32 sums)."""
+
+
+def _gelu(x: Any, approximate: GeluApproximation) -> Any:
+    if approximate == GeluApproximation.TANH:
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))
+        return 0.5 * x * (1 + np.tanh(inner))
+    return 0.5 * x * (1 + scipy.special.erf(x * math.sqrt(0.5)))
+
+
+def _float_to_int(a: np.ndarray, target: np.dtype) -> np.ndarray:
+    """Truncates toward zero, saturating to the range of `target`; NaN becomes 0."""
+    f = np.trunc(a.astype(np.float64))  # widening a float to float64 is exact
+    bound = 2.0 ** (np.iinfo(target).bits - 1)
+    high, low, nan = f >= bound, f < -bound, np.isnan(f)
+    inside = np.where(high | low | nan, 0, f).astype(target)
+    info = np.iinfo(target)
+    return np.where(high, info.max, np.where(low, info.min, inside)).astype(target)
+
+
+# --------------------------------------------------------------------------------------------
+# Messages
+# --------------------------------------------------------------------------------------------
+
+
+def describe_op(op: Operation) -> str:
+    """How messages name an op: `'fusion.add' defining %y`, or by its position in its block."""
+    names = [f"%{r.name_hint}" for r in op.results if r.name_hint is not None]
+    if names:
+        return f"'{op.name}' defining {', '.join(names)}"
+    block = op.parent_block()
+    index = list(block.ops).index(op) if block is not None else 0
+    return f"'{op.name}' (op #{index} of its block)"
+
+
+def describe_input(index: int, value: SSAValue) -> str:
+    """How messages name an input: `input #1 (%w)`, or `input #1` without a name."""
+    return f"input #{index}" + (f" (%{value.name_hint})" if value.name_hint else "")
+
+
+def _shape_str(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+# --------------------------------------------------------------------------------------------
+# The interpreter functions
+# --------------------------------------------------------------------------------------------
+
+
+class FusionFunctions(InterpreterFunctions):
+    """The numpy implementation of every fusion op, for xDSL's `Interpreter`.
+
+    `wide` holds f32 values in float64 (the `compute_dtype=np.float64` mode of `evaluate`).
+    Unary, binary and reduction ops share one implementation each, registered for every op class
+    of `UNARY_FUNCTIONS`, `BINARY_FUNCTIONS` and `REDUCTION_FUNCTIONS` below the class.
+    """
+
+    def __init__(self, wide: bool = False):
+        self.wide = wide
+
+    def held_dtype(self, t: Attribute) -> np.dtype:
+        """The numpy dtype that holds values of type `t` (a tensor or scalar type)."""
+        dtype = numpy_dtype(element_type(t))
+        return np.dtype(np.float64) if self.wide and dtype == np.float32 else dtype
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def scalar(self, value: float | int | bool, t: Attribute) -> np.generic:
+        """A Python number as a scalar of type `t`: rounded to `t`, then held."""
+        declared = numpy_dtype(t)
+        if declared in FLOAT_DTYPES:
+            rounded = round_to_float(np.float64(value), declared)
+        else:
+            rounded = np.asarray(value).astype(declared)
+        return rounded.astype(self.held_dtype(t))[()]
+
+    def convert(self, x: Any, dst: Attribute) -> Any:
+        """`fusion.cast` of a value to element type `dst` (see the module docstring)."""
+        a = np.asarray(x)
+        target = self.held_dtype(dst)
+        if target == np.bool_:
+            return a != 0
+        if target.kind == "i":
+            return _float_to_int(a, target) if a.dtype in FLOAT_DTYPES else a.astype(target)
+        if a.dtype in FLOAT_DTYPES:
+            return round_to_float(a, target)
+        if target in _HALF_DTYPES:
+            return round_to_float(a.astype(np.float64), target)
+        return a.astype(target)
+
+    def check_result(self, op: Operation, result: SSAValue, value: Any) -> None:
+        """Checks an op's result against its declared type.
+
+        A wrong kind or dtype is a bug of this interpreter; a static extent that the run-time
+        shape lacks is the user's (a dynamic dim flowed into a static one): `InputError`.
+        """
+        t = result.type
+        if isinstance(t, IndexType):
+            ok = isinstance(value, int)
+        elif isinstance(t, TensorType):
+            ok = isinstance(value, np.ndarray) and value.ndim == t.get_num_dims()
+        else:
+            ok = isinstance(value, np.generic)
+        if not ok or (not isinstance(t, IndexType) and value.dtype != self.held_dtype(t)):
+            raise RuntimeError(
+                f"reference bug: {describe_op(op)} produced {type(value).__name__} "
+                f"{getattr(value, 'dtype', '')} for type {t}"
+            )
+        if isinstance(t, TensorType):
+            for d, (static, actual) in enumerate(zip(t.get_shape(), value.shape, strict=True)):
+                if static not in (DYNAMIC_INDEX, actual):
+                    raise InputError(
+                        f"{describe_op(op)}: result has run-time shape {_shape_str(value.shape)}"
+                        f", but its type {t} needs extent {static} in dim {d}"
+                    )
+
+    @staticmethod
+    def check_same_shapes(op: Operation, values: Sequence[Any]) -> None:
+        """Tensor operands of a pointwise op must agree in shape: numpy would broadcast."""
+        shapes = [v.shape for v in values if isinstance(v, np.ndarray)]
+        if any(s != shapes[0] for s in shapes):
+            raise InputError(
+                f"{describe_op(op)}: tensor operands have run-time shapes "
+                f"{', '.join(_shape_str(s) for s in shapes)}; fusion ops never broadcast "
+                "implicitly (use fusion.broadcast_in_dim)"
+            )
+
+    def pointwise(self, op: Operation, fn: Callable[..., Any], args: PythonValues) -> Any:
+        """Applies `fn` to operands of one shape; a scalar result stays a numpy scalar."""
+        self.check_same_shapes(op, args)
+        value = np.asarray(fn(*args))
+        return value if isinstance(op.results[0].type, TensorType) else value[()]
+
+    @staticmethod
+    def moments(x: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> tuple[Any, Any, int]:
+        """Two-pass mean and sum of squared deviations over `axes`, and the element count."""
+        n = math.prod(x.shape[a] for a in axes)
+        mean = np.sum(x, axis=axes, keepdims=True, dtype=x.dtype) / x.dtype.type(n)
+        dev = x - mean
+        var_sum = np.sum(dev * dev, axis=axes, keepdims=keepdim, dtype=x.dtype)
+        if not keepdim:
+            mean = np.squeeze(mean, axis=axes)
+        return np.asarray(mean), np.asarray(var_sum), n
+
+    # --- shared implementations, registered per op class below ---------------------------
+
+    def run_unary(self, interp: Interpreter, op: UnaryOp, args: PythonValues) -> PythonValues:
+        return (self.pointwise(op, UNARY_FUNCTIONS[type(op)], args),)
+
+    def run_binary(self, interp: Interpreter, op: BinaryOp, args: PythonValues) -> PythonValues:
+        return (self.pointwise(op, BINARY_FUNCTIONS[type(op)], args),)
+
+    def run_reduction(
+        self, interp: Interpreter, op: ReductionOp, args: PythonValues
+    ) -> PythonValues:
+        fn = REDUCTION_FUNCTIONS[type(op)]
+        return (np.asarray(fn(args[0], op.reduction_axes, op.keepdim is not None)),)
+
+    def run_copy(self, interp: Interpreter, op: SetOp, args: PythonValues) -> PythonValues:
+        return (np.array(args[0], copy=True),)
+
+    # --- one implementation per remaining op ---------------------------------------------
+
+    @impl_terminator(OutputOp)
+    def run_output(
+        self, interp: Interpreter, op: OutputOp, args: PythonValues
+    ) -> tuple[ReturnedValues, PythonValues]:
+        return ReturnedValues(args), ()
+
+    @impl(ConstantOp)
+    def run_constant(self, interp: Interpreter, op: ConstantOp, args: PythonValues) -> PythonValues:
+        value = op.value
+        if isinstance(value, IntegerAttr) and op.result.type == I1:
+            return (self.scalar(value.value.data != 0, I1),)
+        return (self.scalar(value.value.data, op.result.type),)
+
+    @impl(DimOp)
+    def run_dim(self, interp: Interpreter, op: DimOp, args: PythonValues) -> PythonValues:
+        return (int(args[0].shape[op.axis.value.data]),)
+
+    @impl(GeluOp)
+    def run_gelu(self, interp: Interpreter, op: GeluOp, args: PythonValues) -> PythonValues:
+        approximate = op.approximate.data
+        return (self.pointwise(op, lambda x: _gelu(x, approximate), args),)
+
+    @impl(WhereOp)
+    def run_where(self, interp: Interpreter, op: WhereOp, args: PythonValues) -> PythonValues:
+        return (self.pointwise(op, np.where, args),)
+
+    @impl(CastOp)
+    def run_cast(self, interp: Interpreter, op: CastOp, args: PythonValues) -> PythonValues:
+        dst = element_type(op.result.type)
+        return (self.pointwise(op, lambda x: self.convert(x, dst), args),)
+
+    @impl(BroadcastInDimOp)
+    def run_broadcast_in_dim(
+        self, interp: Interpreter, op: BroadcastInDimOp, args: PythonValues
+    ) -> PythonValues:
+        x, sizes = args[0], args[1:]
+        in_shape = np.shape(x)
+        extents = list(op.result.type.get_shape())
+        for d, size in zip(op.sized_dims(), sizes, strict=True):
+            if size < 0:
+                raise InputError(f"{describe_op(op)}: size of result dim {d} is {size} (< 0)")
+            extents[d] = size
+        for i, d in enumerate(op.dims):
+            if extents[d] == DYNAMIC_INDEX:
+                extents[d] = in_shape[i]
+        expanded = [1] * len(extents)
+        for i, d in enumerate(op.dims):
+            if in_shape[i] not in (1, extents[d]):
+                raise InputError(
+                    f"{describe_op(op)}: operand dim {i} has run-time extent {in_shape[i]}, "
+                    f"which cannot broadcast to result dim {d} of extent {extents[d]} "
+                    "(it must be 1 or equal)"
+                )
+            expanded[d] = in_shape[i]
+        return (np.broadcast_to(np.reshape(x, expanded), extents).copy(),)
+
+    @impl(WelfordOp)
+    def run_welford(self, interp: Interpreter, op: WelfordOp, args: PythonValues) -> PythonValues:
+        avg, var_sum, n = self.moments(args[0], tuple(op.axes.get_values()), keepdim=False)
+        return avg, var_sum, np.full(var_sum.shape, n, dtype=np.int64)
+
+    @impl(VarMeanOp)
+    def run_var_mean(self, interp: Interpreter, op: VarMeanOp, args: PythonValues) -> PythonValues:
+        x = args[0]
+        keepdim = op.keepdim is not None
+        mean, var_sum, n = self.moments(x, tuple(op.axes.get_values()), keepdim)
+        divisor = x.dtype.type(max(n - op.correction.value.data, 0))
+        return np.asarray(var_sum / divisor), mean
+
+    @impl(MatmulOp)
+    def run_matmul(self, interp: Interpreter, op: MatmulOp, args: PythonValues) -> PythonValues:
+        a, b = args
+        if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+            raise InputError(
+                f"{describe_op(op)}: run-time shapes {_shape_str(a.shape)} and "
+                f"{_shape_str(b.shape)} do not multiply ([..., M, K] x [..., K, N], "
+                "equal batch dims)"
+            )
+        if a.dtype in _HALF_DTYPES:
+            acc = np.float64 if self.wide else np.float32
+            return (round_to_float(np.matmul(a.astype(acc), b.astype(acc)), a.dtype),)
+        return (np.matmul(a, b),)
+
+
+def _register(method: Callable[..., PythonValues], op_types: Sequence[type[Operation]]) -> None:
+    for op_type in op_types:
+        name = "run_" + op_type.name.removeprefix("fusion.")
+        setattr(FusionFunctions, name, impl(op_type)(method))
+
+
+_register(FusionFunctions.run_unary, list(UNARY_FUNCTIONS))
+_register(FusionFunctions.run_binary, list(BINARY_FUNCTIONS))
+_register(FusionFunctions.run_reduction, list(REDUCTION_FUNCTIONS))
+_register(FusionFunctions.run_copy, [SetOp, SegmentSetOp])
+register_impls(FusionFunctions)
+
+
+class _ResultChecker(Interpreter.Listener):
+    """Checks every op's results against their declared types (`check_result`)."""
+
+    def __init__(self, functions: FusionFunctions):
+        self.functions = functions
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        for result, value in zip(op.results, results, strict=True):
+            self.functions.check_result(op, result, value)
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs and the entry point
+# --------------------------------------------------------------------------------------------
+
+
+def _bind_input(functions: FusionFunctions, index: int, arg: SSAValue, value: object) -> Any:
+    """Checks one input against its block argument and returns its held value (a copy)."""
+    t = arg.type
+    where = describe_input(index, arg)
+    if isinstance(t, TensorType):
+        expected = numpy_dtype(t.element_type)
+        if not isinstance(value, np.ndarray):
+            raise InputError(
+                f"{where}: expected a numpy array of dtype {expected} for {t}, "
+                f"got {type(value).__name__}"
+            )
+        if value.dtype != expected:
+            raise InputError(
+                f"{where}: expected dtype {expected} ({t.element_type}), got {value.dtype}"
+            )
+        if value.ndim != t.get_num_dims():
+            raise InputError(f"{where}: expected rank {t.get_num_dims()}, got rank {value.ndim}")
+        for d, (static, actual) in enumerate(zip(t.get_shape(), value.shape, strict=True)):
+            if static not in (DYNAMIC_INDEX, actual):
+                raise InputError(
+                    f"{where}: expected extent {static} in dim {d} (shape "
+                    f"{format_shape(t.get_shape())}), got shape {_shape_str(value.shape)}"
+                )
+        return np.array(value, dtype=functions.held_dtype(t), copy=True)
+    return functions.scalar(_scalar_input(where, t, value), t)
+
+
+def _scalar_input(where: str, t: Attribute, value: object) -> float | int | bool:
+    """The Python number a scalar input stands for, checked against its type `t`."""
+    got = type(value).__name__
+    is_bool = isinstance(value, bool | np.bool_)
+    if t == I1:
+        if not is_bool:
+            raise InputError(f"{where}: expected a bool for scalar i1, got {got}")
+        return bool(value)
+    dtype = numpy_dtype(t)
+    if dtype.kind == "i":
+        if is_bool or not isinstance(value, int | np.integer):
+            raise InputError(f"{where}: expected an integer for scalar {t}, got {got}")
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise InputError(f"{where}: {int(value)} is out of range for scalar {t}")
+        return int(value)
+    is_number = isinstance(value, int | float | np.integer | np.floating) or (
+        isinstance(value, np.generic) and value.dtype in FLOAT_DTYPES
+    )
+    if is_bool or not is_number:
+        raise InputError(f"{where}: expected a number for scalar {t}, got {got}")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError as e:
+        raise InputError(f"{where}: {value} is out of range for scalar {t}") from e
+
+
+def _is_wide(compute_dtype: DTypeLike | None) -> bool:
+    if compute_dtype is None:
+        return False
+    dtype = np.dtype(compute_dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"compute_dtype must be None, float32 or float64, not {dtype}")
+    return dtype == np.float64
+
+
+def evaluate(
+    fusion: FusionOp,
+    inputs: Sequence[object],
+    *,
+    compute_dtype: DTypeLike | None = None,
+) -> list[np.ndarray]:
+    """Runs `fusion` on `inputs` with numpy and returns its outputs in `fusion.output` order.
+
+    Tensor inputs are numpy arrays of exactly the declared dtype and rank, with the static
+    extents; scalar inputs are Python or numpy numbers (a bool for i1). A mismatch raises
+    `InputError` naming the input. `compute_dtype=np.float64` holds f32 values in float64 and
+    returns f32 outputs as float64 (see the module docstring); None or np.float32 is the default.
+    Outputs never share memory with the inputs or with each other.
+    """
+    functions = FusionFunctions(wide=_is_wide(compute_dtype))
+    try:
+        fusion.verify()
+    except VerifyException as e:
+        raise VerificationError(str(e)) from e
+    args = fusion.body.block.args
+    if len(inputs) != len(args):
+        names = ", ".join(f"%{a.name_hint}" if a.name_hint else "_" for a in args)
+        raise InputError(
+            f"@{fusion.sym_name.data} takes {len(args)} input(s) ({names}), got {len(inputs)}"
+        )
+    values = tuple(
+        _bind_input(functions, i, a, v) for i, (a, v) in enumerate(zip(args, inputs, strict=True))
+    )
+    parent = fusion.parent_op()
+    module = parent if isinstance(parent, ModuleOp) else ModuleOp([])
+    interpreter = Interpreter(module, listeners=(_ResultChecker(functions),))
+    interpreter.register_implementations(functions)
+    with np.errstate(all="ignore"):
+        results = interpreter.run_ssacfg_region(fusion.body, values, fusion.sym_name.data)
+    outputs: list[np.ndarray] = []
+    for value in results:
+        array = np.asarray(value)
+        if any(array is o for o in outputs):
+            array = array.copy()
+        outputs.append(array)
+    return outputs

@@ -1,0 +1,23 @@
+"""Shared pytest fixtures: `rng`, a fresh random generator for every test.
+
+Every run draws new data (a new session seed), so tests keep probing fresh inputs; the seed is
+printed with each test's output, and `FUSER_SEED=<seed> pytest ...` replays a failing run.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import zlib
+
+import numpy as np
+import pytest
+
+SESSION_SEED = int(os.environ.get("FUSER_SEED", secrets.randbits(32)))
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
+    """A generator seeded from the session seed and the test's id (so each test differs)."""
+    print(f"FUSER_SEED={SESSION_SEED} ({request.node.nodeid})")
+    return np.random.default_rng([SESSION_SEED, zlib.crc32(request.node.nodeid.encode())])

@@ -1,0 +1,305 @@
+"""NVRTC compilation, register caps, argument packing and driver error reporting (no GPU needed)."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cuda.bindings import driver as cu
+
+from fuser.errors import CompilationError, CudaError
+from fuser.runtime import driver
+from fuser.runtime.compiled_kernel import (
+    TENSOR_STRUCT_SOURCE,
+    CompiledKernel,
+    RtcKernel,
+    check_arch,
+    compile_options,
+    nvrtc_compile,
+    pack_args,
+    pack_tensor_param,
+    register_cap,
+    supported_archs,
+)
+
+HALF_KERNEL = (
+    "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+    + TENSOR_STRUCT_SOURCE
+    + """
+extern "C" __global__ void scale_half(Tensor<__half, 2> out, Tensor<__nv_bfloat16, 2> in, float s) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  long long n = out.size[0] * out.size[1];
+  if (i >= n) return;
+  long long r = i / out.size[1], c = i % out.size[1];
+  float v = __bfloat162float(in.data[r * in.stride[0] + c * in.stride[1]]);
+  out.data[r * out.stride[0] + c * out.stride[1]] = __float2half(v * s + SHIFT);
+}
+"""
+)
+
+_SOURCE_PATH = re.compile(r"source written to (\S+)")
+
+
+def _random_shift(rng: np.random.Generator) -> str:
+    return f"-DSHIFT={rng.uniform(-4, 4):.6f}f"
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_compiles_fp16_bf16_kernel_to_cubin(rng: np.random.Generator, arch: str) -> None:
+    kernel = CompiledKernel(
+        HALF_KERNEL, "scale_half", arch=arch, block_size=256, extra_options=[_random_shift(rng)]
+    )
+    assert kernel.cubin is None
+    cubin = kernel.compile()
+    assert cubin[:4] == b"\x7fELF"  # SASS in an ELF cubin, not PTX text
+    assert kernel.cubin_size == len(cubin) > 1000
+    assert b"scale_half" in cubin
+    assert f"--gpu-architecture={arch}" in kernel.options
+    assert kernel.compile() is cubin  # compiled once
+    assert isinstance(kernel.log, str)
+
+
+def test_cubins_differ_per_arch(rng: np.random.Generator) -> None:
+    shift = _random_shift(rng)
+    c80, _ = nvrtc_compile(HALF_KERNEL, "scale_half", "sm_80", [shift])
+    c90, _ = nvrtc_compile(HALF_KERNEL, "scale_half", "sm_90", [shift])
+    assert c80 != c90
+
+
+def test_compile_options() -> None:
+    opts = compile_options("sm_90", max_registers=96)
+    for expected in (
+        "--std=c++17",
+        "--gpu-architecture=sm_90",
+        "-default-device",
+        "--fmad=true",
+        "-DNDEBUG",
+        "--maxrregcount=96",
+    ):
+        assert expected in opts
+    include = [o for o in opts if o.startswith("-I")]
+    assert len(include) == 1
+    assert (Path(include[0][2:]) / "cuda_bf16.h").is_file()
+    assert not any(o.startswith("--maxrregcount") for o in compile_options("sm_90"))
+
+
+@pytest.mark.parametrize(
+    ("block_size", "cap"),
+    [
+        (None, None),
+        (1, None),
+        (3, None),
+        (127, None),
+        (256, None),
+        (257, 224),  # rounded up to 288 threads: 65536 / 288 = 227 -> 224
+        (300, 200),  # 320 threads: 204 -> 200
+        (384, 168),
+        (512, 128),
+        (640, 96),  # 102 -> 96
+        (768, 80),  # 85 -> 80
+        (1000, 64),  # 1024 threads
+        (1024, 64),
+    ],
+)
+def test_register_cap(block_size: int | None, cap: int | None) -> None:
+    assert register_cap(block_size) == cap
+    kernel = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", block_size=block_size)
+    caps = [o for o in kernel.options if o.startswith("--maxrregcount=")]
+    assert caps == ([] if cap is None else [f"--maxrregcount={cap}"])
+
+
+def test_register_cap_other_register_file() -> None:
+    assert register_cap(512, registers_per_sm=32768) == 64
+    assert register_cap(96, registers_per_sm=32768) is None  # 341 -> capped at 255
+    with pytest.raises(ValueError, match="positive"):
+        register_cap(0)
+
+
+def test_ensure_block_size_recompiles_with_a_lower_cap(rng: np.random.Generator) -> None:
+    kernel = CompiledKernel(
+        HALF_KERNEL,
+        "scale_half",
+        arch="sm_90",
+        block_size=128,
+        extra_options=[_random_shift(rng)],
+    )
+    first = kernel.compile()
+    assert kernel.max_registers is None
+    assert not kernel.ensure_block_size(256)  # 255 registers still fit 256 threads
+    assert kernel.cubin is first
+    assert kernel.ensure_block_size(512)
+    assert kernel.cubin is None and kernel.max_registers == 128
+    assert "--maxrregcount=128" in kernel.options
+    assert kernel.compile()[:4] == b"\x7fELF"
+    assert not kernel.ensure_block_size(384)  # 128 <= 168: fits already
+    assert not kernel.ensure_block_size(2048)  # no GPU runs it: left to the launch to report
+    assert kernel.ensure_block_size(1024)
+    assert kernel.max_registers == 64
+
+
+def test_syntax_error_reports_log_name_and_source_file(rng: np.random.Generator) -> None:
+    marker = f"marker_{rng.integers(1 << 30)}"
+    source = f'// {marker}\nextern "C" __global__ void broken_kernel(float* x) {{ x[0] = ; }}\n'
+    with pytest.raises(CompilationError) as info:
+        CompiledKernel(source, "broken_kernel", arch="sm_90").compile()
+    message = str(info.value)
+    assert "broken_kernel" in message
+    assert "error: expected an expression" in message  # the NVRTC log
+    match = _SOURCE_PATH.search(message)
+    assert match is not None
+    path = Path(match.group(1))
+    try:
+        assert path.name.startswith("fuser-")
+        assert path.read_text() == source
+    finally:
+        path.unlink()
+
+
+def test_kernel_must_be_extern_c() -> None:
+    with pytest.raises(CompilationError, match='extern "C"') as info:
+        nvrtc_compile("__global__ void mangled(int* x) { *x = 1; }", "mangled", "sm_90")
+    match = _SOURCE_PATH.search(str(info.value))
+    assert match is not None
+    Path(match.group(1)).unlink()
+
+
+def test_missing_kernel_name_is_a_compile_error() -> None:
+    with pytest.raises(CompilationError, match="'absent'") as info:
+        nvrtc_compile('extern "C" __global__ void present() {}', "absent", "sm_90")
+    assert 'identifier "absent" is undefined' in str(info.value)
+    match = _SOURCE_PATH.search(str(info.value))
+    assert match is not None
+    Path(match.group(1)).unlink()
+
+
+@pytest.mark.parametrize("arch", ["sm_52", "sm_999"])
+def test_unsupported_arch(arch: str) -> None:
+    with pytest.raises(CompilationError, match=rf"{arch}.*not supported by NVRTC.*sm_90"):
+        check_arch(arch)
+    with pytest.raises(CompilationError, match="not supported"):
+        CompiledKernel(HALF_KERNEL, "scale_half", arch=arch)
+
+
+@pytest.mark.parametrize("arch", ["compute_90", "sm90", "90", "sm_9x"])
+def test_malformed_arch(arch: str) -> None:
+    with pytest.raises(CompilationError, match="invalid GPU architecture"):
+        nvrtc_compile(HALF_KERNEL, "scale_half", arch)
+
+
+def test_supported_archs_include_hopper_and_ampere() -> None:
+    assert {80, 90} <= set(supported_archs())
+
+
+@pytest.mark.parametrize("ndim", [0, 1, 2, 3, 5])
+def test_pack_tensor_param_layout(rng: np.random.Generator, ndim: int) -> None:
+    ptr = int(rng.integers(1, 1 << 48)) * 256
+    sizes = [int(n) for n in rng.integers(1, 1000, ndim)]
+    strides = [int(s) for s in rng.integers(-(1 << 40), 1 << 40, ndim)]
+    blob = pack_tensor_param(ptr, sizes, strides)
+    assert len(blob) == 8 + 16 * ndim
+    values = struct.unpack(f"<Q{ndim}q{ndim}q", blob)
+    assert values[0] == ptr
+    assert list(values[1 : 1 + ndim]) == sizes
+    assert list(values[1 + ndim :]) == strides
+
+
+def test_pack_tensor_param_rank_mismatch() -> None:
+    with pytest.raises(ValueError, match="2 sizes but 1 strides"):
+        pack_tensor_param(0, [3, 4], [1])
+
+
+def test_tensor_struct_layout_matches_nvrtc() -> None:
+    """The device-side struct has exactly the size and offsets pack_tensor_param writes."""
+    asserts = []
+    for n in range(6):
+        size = len(pack_tensor_param(0, [1] * n, [1] * n))
+        asserts.append(f'static_assert(sizeof(Tensor<__half, {n}>) == {size}, "size {n}");')
+        if n:
+            asserts.append(
+                f"static_assert(__builtin_offsetof(Tensor<double, {n}>, stride) == {8 + 8 * n});"
+            )
+    source = (
+        "#include <cuda_fp16.h>\n"
+        + TENSOR_STRUCT_SOURCE
+        + "\n".join(asserts)
+        + '\nextern "C" __global__ void layout(Tensor<float, 2> t) { t.data[0] = 1.0f; }\n'
+    )
+    cubin, _ = nvrtc_compile(source, "layout", "sm_90")
+    assert cubin[:4] == b"\x7fELF"
+
+
+def test_pack_args_layout(rng: np.random.Generator) -> None:
+    i = int(rng.integers(-(1 << 60), 1 << 60))
+    f = float(rng.uniform(-10, 10))
+    d = np.float64(rng.uniform(-10, 10))
+    h = np.float16(rng.uniform(-10, 10))
+    i32 = np.int32(rng.integers(-(1 << 30), 1 << 30))
+    tensor = pack_tensor_param(int(rng.integers(1, 1 << 40)), [3, 127], [127, 1])
+    buffer, pointers = pack_args([i, f, tensor, h, d, i32, True])
+    raw = [ctypes.string_at(p, n) for p, n in zip(pointers, [8, 4, 40, 2, 8, 4, 1], strict=True)]
+    assert struct.unpack("<q", raw[0])[0] == i
+    assert struct.unpack("<f", raw[1])[0] == pytest.approx(f, rel=1e-6)
+    assert raw[2] == tensor
+    assert np.frombuffer(raw[3], np.float16)[0] == h
+    assert np.frombuffer(raw[4], np.float64)[0] == d
+    assert np.frombuffer(raw[5], np.int32)[0] == i32
+    assert raw[6] == b"\x01"
+    base = ctypes.addressof(buffer)
+    assert all(p % 8 == 0 and base <= p < base + ctypes.sizeof(buffer) for p in pointers)
+
+
+def test_pack_args_rejects_host_arrays() -> None:
+    with pytest.raises(TypeError, match="not in device memory"):
+        pack_args([np.ones(3)])
+
+
+# --------------------------------------------------------------------------------------------
+# driver error reporting and availability
+
+
+def test_check_returns_values() -> None:
+    ok = cu.CUresult.CUDA_SUCCESS
+    assert driver.check((ok,), "cuA") is None
+    assert driver.check((ok, 7), "cuB") == 7
+    assert driver.check((ok, 7, 8), "cuC") == (7, 8)
+
+
+def test_check_raises_cuda_error_naming_call_and_error() -> None:
+    with pytest.raises(CudaError, match=r"cuMemAllocAsync failed: CUDA_ERROR_OUT_OF_MEMORY"):
+        driver.check((cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY, None), "cuMemAllocAsync")
+
+
+def test_gpu_available_is_a_bool() -> None:
+    assert driver.gpu_available() in (True, False)
+    if not any(Path("/dev").glob("nvidia[0-9]*")):
+        assert driver.gpu_available() is False
+
+
+def test_probe_without_libcuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(flags: int) -> tuple[object]:
+        raise RuntimeError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(cu, "cuInit", missing)
+    assert driver._probe() is False
+
+
+def test_probe_without_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cu, "cuInit", lambda flags: (cu.CUresult.CUDA_ERROR_NO_DEVICE,))
+    assert driver._probe() is False
+    monkeypatch.setattr(cu, "cuInit", lambda flags: (cu.CUresult.CUDA_SUCCESS,))
+    monkeypatch.setattr(cu, "cuDeviceGetCount", lambda: (cu.CUresult.CUDA_SUCCESS, 0))
+    assert driver._probe() is False
+
+
+@pytest.mark.skipif(driver.gpu_available(), reason="checks the behaviour without a GPU")
+def test_launch_without_gpu_raises_cuda_error() -> None:
+    kernel = RtcKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=["-DSHIFT=0.f"])
+    kernel.compile()  # compiling needs no GPU
+    with pytest.raises(CudaError, match="no CUDA device"):
+        kernel.launch(1, 32, [])
+    with pytest.raises(CudaError, match="no CUDA device"):
+        driver.current_device()
