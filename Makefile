@@ -30,11 +30,13 @@ lit: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -q lit_tests
 
 # Every dependency as a wheel for an offline GPU node (Python 3.12, x86-64), plus fuser itself.
+# WHEEL_REQS narrows it, e.g. WHEEL_REQS=xdsl==0.74.0 for a node that has the CUDA packages already.
+WHEEL_REQS ?= .
 wheelhouse:
 	$(PYTHON) -m pip download -q --only-binary=:all: --python-version 3.12 \
 	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d $(WHEELS) .
-	$(PYTHON) -m pip wheel -q --no-deps -w $(WHEELS) .
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d $(WHEELS) $(WHEEL_REQS)
+	if [ "$(WHEEL_REQS)" = "." ]; then $(PYTHON) -m pip wheel -q --no-deps -w $(WHEELS) .; fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info lit_tests/**/Output
