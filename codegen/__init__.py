@@ -7,4 +7,10 @@ from xdsl.utils.target import Target
 
 def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
     """Our targets by name, each imported on first use."""
-    return {}
+
+    def cuda() -> type[Target]:
+        from fuser.codegen.cuda import CudaTarget
+
+        return CudaTarget
+
+    return {"cuda": cuda}

@@ -1,0 +1,183 @@
+"""Times fuser against torch eager and torch.compile on one GPU, in one process.
+
+    python benchmarks/run.py [--out DIR] [--only NAME] [--no-compile]
+
+Each workload runs through `fd.execute` on torch CUDA tensors, torch eager and `torch.compile` on
+the same inputs. Times are CUDA-event medians from `triton.testing.do_bench` (warm-up, L2 cleared
+before every run); GB/s counts each input read once and each output written once; "% copy" is
+against a device-to-device copy of 2 GiB measured in the same run. The host-overhead rows time
+steady-state `fd.execute` calls on the host. Writes `results.json` and `results.md` to `--out`
+and prints the table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch  # first: torch must be imported before fuser initializes CUDA (see tests/gpu)
+from triton.testing import do_bench
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from workloads import Workload, all_workloads
+
+from fuser import DataType, FusionDefinition
+
+
+def median_ms(fn: Any) -> float:
+    return float(do_bench(fn, warmup=50, rep=300, return_mode="median"))
+
+
+def copy_bandwidth() -> float:
+    n = 2**31 // 4
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src))
+    return 2 * src.numel() * 4 / (ms * 1e-3) / 1e9
+
+
+def nbytes(tensors: list[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def check(outs: list[Any], refs: Any, dtype: str) -> float:
+    """Largest relative error of fuser's outputs against torch's (in float64)."""
+    refs = refs if isinstance(refs, (tuple, list)) else [refs]
+    worst = 0.0
+    for o, r in zip(outs, refs, strict=True):
+        o64, r64 = o.double(), r.double()
+        err = ((o64 - r64).norm() / r64.norm().clamp_min(1e-30)).item()
+        worst = max(worst, err)
+    limit = 1e-4 if dtype == "float32" else 1e-2
+    if not math.isfinite(worst) or worst > limit:
+        raise SystemExit(f"fuser's result differs from torch's: relative error {worst:.2e}")
+    return worst
+
+
+def run_workload(w: Workload, copy_gbs: float, use_compile: bool) -> dict[str, Any]:
+    inputs = w.inputs(torch)
+    fd = w.define()
+    outs = fd.execute(inputs)
+    refs = w.torch_fn(*inputs)
+    err = check(outs, refs, w.dtype)
+    moved = nbytes(inputs) + nbytes(outs)
+    row: dict[str, Any] = {
+        "workload": w.name,
+        "dtype": w.dtype,
+        "shapes": [list(s) for s in w.shapes],
+        "bytes": moved,
+        "rel_error_vs_torch": err,
+    }
+    timings = {
+        "fuser": median_ms(lambda: fd.execute(inputs)),
+        "eager": median_ms(lambda: w.torch_fn(*inputs)),
+    }
+    if use_compile:
+        compiled = torch.compile(w.torch_fn)
+        compiled(*inputs)
+        timings["compile"] = median_ms(lambda: compiled(*inputs))
+    for name, ms in timings.items():
+        gbs = moved / (ms * 1e-3) / 1e9
+        row[name] = {"ms": ms, "gbs": gbs, "pct_copy": 100 * gbs / copy_gbs}
+    peers = [timings[k] for k in ("eager", "compile") if k in timings]
+    row["fuser_vs_best_peer"] = min(peers) / timings["fuser"]
+    return row
+
+
+def host_overhead(calls: int = 20000) -> list[dict[str, Any]]:
+    """Steady-state host time per call of a one-kernel pointwise fusion on two [1024] inputs."""
+    with FusionDefinition("add") as fd:
+        a = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, b))
+    x = torch.randn(1024, device="cuda")
+    y = torch.randn(1024, device="cuda")
+    rows = []
+    for name, fn in (
+        ("fuser fd.execute", lambda: fd.execute([x, y])),
+        ("torch eager a + b", lambda: x + y),
+    ):
+        for _ in range(1000):
+            fn()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls // 5):
+                fn()
+            samples.append((time.perf_counter() - t0) / (calls // 5) * 1e6)
+            torch.cuda.synchronize()
+        rows.append({"what": name, "us_per_call": statistics.median(samples)})
+    return rows
+
+
+def markdown(
+    device: str, copy_gbs: float, rows: list[dict[str, Any]], host: list[dict[str, Any]]
+) -> str:
+    lines = [
+        f"Device: {device}; device-to-device copy: {copy_gbs:.0f} GB/s",
+        "",
+        "| workload | dtype | shape | fuser ms | fuser GB/s | % copy | eager GB/s | compile GB/s "
+        "| fuser / best peer |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        comp = f"{r['compile']['gbs']:.0f}" if "compile" in r else "-"
+        shape = "x".join(map(str, r["shapes"][0]))
+        lines.append(
+            f"| {r['workload']} | {r['dtype']} | {shape} | {r['fuser']['ms']:.3f} | "
+            f"{r['fuser']['gbs']:.0f} | {r['fuser']['pct_copy']:.1f}% | {r['eager']['gbs']:.0f} | "
+            f"{comp} | {r['fuser_vs_best_peer']:.2f}x |"
+        )
+    lines += ["", "| host overhead, [1024] f32 a + b, steady state | µs per call |", "|---|---|"]
+    lines += [f"| {h['what']} | {h['us_per_call']:.1f} |" for h in host]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=".", help="folder for results.json and results.md")
+    parser.add_argument("--only", default=None, help="run the workloads whose name contains this")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    args = parser.parse_args()
+    device = torch.cuda.get_device_name()
+    copy_gbs = copy_bandwidth()
+    rows = []
+    for w in all_workloads(torch):
+        if args.only and args.only not in w.name:
+            continue
+        rows.append(run_workload(w, copy_gbs, not args.no_compile))
+        r = rows[-1]
+        print(
+            f"{w.name} {w.dtype}: fuser {r['fuser']['gbs']:.0f} GB/s, "
+            f"best peer ratio {r['fuser_vs_best_peer']:.2f}",
+            flush=True,
+        )
+    host = host_overhead()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "device": device,
+        "date": time.strftime("%Y-%m-%d"),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "copy_gbs": copy_gbs,
+    }
+    (out / "results.json").write_text(
+        json.dumps({"meta": meta, "rows": rows, "host": host}, indent=1)
+    )
+    table = markdown(device, copy_gbs, rows, host)
+    (out / "results.md").write_text(table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

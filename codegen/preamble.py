@@ -1,0 +1,223 @@
+"""The CUDA C++ support code printed before every generated kernel.
+
+Kernels printed by `fuser.codegen.cuda` rely on it: the `Tensor<T, N>` parameter struct (the
+layout the runtime packs, see `fuser.runtime.compiled_kernel.TENSOR_STRUCT_SOURCE`), `Vec<T, N>`
+for 2/4/8-wide memory accesses, and in namespace `fuser` the NaN-propagating `maximum` and
+`minimum`, the reduction functors and the warp, block and grid reductions and Welford combines
+that the cooperative ops of the `kernel` dialect become. It is plain text so that it reads as
+what it is; NVRTC compiles it with the CUDA headers on its include path and without <cstdint>
+(hence `long long`, never `int64_t`).
+"""
+
+PREAMBLE = r"""// ---- fuser preamble --------------------------------------------------------------
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// A generated kernel may leave a value unused: no warning for that.
+#pragma nv_diag_suppress 177
+#pragma nv_diag_suppress 550
+
+// A tensor parameter: the data pointer, then sizes and strides in elements (rank 0: data only).
+template <typename T, int N>
+struct Tensor {
+  T* data;
+  long long size[N];
+  long long stride[N];
+};
+template <typename T>
+struct Tensor<T, 0> {
+  T* data;
+};
+
+// N consecutive elements, moved as one 32/64/128-bit memory transaction.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+namespace fuser {
+
+// max/min that propagate NaN like torch.maximum (fmaxf/fminf return the operand that is not NaN).
+__device__ __forceinline__ float maximum(float a, float b) {
+  return a != a ? a : (b != b ? b : fmaxf(a, b));
+}
+__device__ __forceinline__ float minimum(float a, float b) {
+  return a != a ? a : (b != b ? b : fminf(a, b));
+}
+__device__ __forceinline__ double maximum(double a, double b) {
+  return a != a ? a : (b != b ? b : fmax(a, b));
+}
+__device__ __forceinline__ double minimum(double a, double b) {
+  return a != a ? a : (b != b ? b : fmin(a, b));
+}
+// Integers compare plainly.
+template <typename T> __device__ __forceinline__ T maximum(T a, T b) { return a > b ? a : b; }
+template <typename T> __device__ __forceinline__ T minimum(T a, T b) { return a < b ? a : b; }
+
+// The identities of max and min.
+template <typename T> struct Limits;
+template <> struct Limits<float> {
+  __device__ static float lowest() { return -__int_as_float(0x7f800000); }
+  __device__ static float highest() { return __int_as_float(0x7f800000); }
+};
+template <> struct Limits<double> {
+  __device__ static double lowest() { return -__longlong_as_double(0x7ff0000000000000LL); }
+  __device__ static double highest() { return __longlong_as_double(0x7ff0000000000000LL); }
+};
+template <> struct Limits<int> {
+  __device__ static int lowest() { return -2147483647 - 1; }
+  __device__ static int highest() { return 2147483647; }
+};
+template <> struct Limits<long long> {
+  __device__ static long long lowest() { return -9223372036854775807LL - 1; }
+  __device__ static long long highest() { return 9223372036854775807LL; }
+};
+
+// The combining functions of reductions, each with its identity.
+struct Sum {
+  template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
+  template <typename T> __device__ static T identity() { return T{}; }
+};
+struct Max {
+  template <typename T> __device__ T operator()(T a, T b) const { return maximum(a, b); }
+  template <typename T> __device__ static T identity() { return Limits<T>::lowest(); }
+};
+struct Min {
+  template <typename T> __device__ T operator()(T a, T b) const { return minimum(a, b); }
+  template <typename T> __device__ static T identity() { return Limits<T>::highest(); }
+};
+
+// A Welford state: mean, M2 (the sum of squared deviations from the mean) and count, a float.
+template <typename T> struct Welford {
+  T avg, m2, n;
+};
+
+// Chan et al.'s pairwise combination of Welford states; two empty states give an empty state.
+struct WelfordCombine {
+  template <typename T> __device__ Welford<T> operator()(Welford<T> a, Welford<T> b) const {
+    const T n = a.n + b.n;
+    if (n == T(0)) return Welford<T>{T(0), T(0), T(0)};
+    const T delta = b.avg - a.avg, wb = b.n / n;
+    return Welford<T>{a.avg + delta * wb, a.m2 + b.m2 + delta * delta * a.n * wb, n};
+  }
+  template <typename T> __device__ static T identity() { return T{}; }
+};
+
+// The lane `lane_mask` away (xor) in the warp; a Welford state moves field by field.
+template <typename T> __device__ __forceinline__ T shfl_xor(unsigned mask, T v, int lane_mask) {
+  return __shfl_xor_sync(mask, v, lane_mask);
+}
+template <typename T>
+__device__ __forceinline__ Welford<T> shfl_xor(unsigned mask, Welford<T> v, int lane_mask) {
+  return Welford<T>{shfl_xor(mask, v.avg, lane_mask), shfl_xor(mask, v.m2, lane_mask),
+                    shfl_xor(mask, v.n, lane_mask)};
+}
+
+// Xor-shuffle butterfly over aligned runs of `width` lanes (a power of two up to 32). Both
+// partners combine (lower lane, upper lane) in that order, so every lane gets the same bits.
+template <typename T, typename Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op, int width = 32, unsigned mask = 0xffffffffu) {
+  const int lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32;
+  for (int offset = width / 2; offset > 0; offset /= 2) {
+    const T other = shfl_xor(mask, v, offset);
+    v = (lane & offset) ? op(other, v) : op(v, other);
+  }
+  return v;
+}
+
+enum Dim { X, Y };
+
+// One shared scratch array per element type and size, reused by every block reduction.
+template <typename T, int Size> __device__ __forceinline__ T* scratch() {
+  __shared__ T buffer[Size];
+  return buffer;
+}
+
+// Combines `v` across threadIdx.<Along> (x or y), separately for each group of threads sharing
+// the other thread indices; every thread of a group gets its group's result. Any block shape of
+// at most MaxThreads threads works; every thread of the block must call it.
+template <Dim Along, int MaxThreads, typename T, typename Op>
+__device__ T block_reduce(T v, Op op) {
+  T* buf = scratch<T, (MaxThreads < 32 ? 32 : MaxThreads)>();
+  const int bx = blockDim.x, by = blockDim.y;
+  const int tid = threadIdx.x + bx * (threadIdx.y + by * threadIdx.z);
+  const int n = Along == X ? bx : by;                    // threads per group
+  const int pos = Along == X ? threadIdx.x : threadIdx.y;  // this thread's place in its group
+  const int group = Along == X ? tid / bx : threadIdx.x + bx * threadIdx.z;
+  if (Along == X && n % 32 == 0) {
+    // Each warp lies in one group: reduce the warps, then every warp reduces its group's warps.
+    const int warps = n / 32, lane = pos % 32;
+    v = warp_reduce(v, op);
+    if (lane == 0) buf[group * warps + pos / 32] = v;
+    __syncthreads();
+    v = warp_reduce(lane < warps ? buf[group * warps + lane] : Op::template identity<T>(), op);
+  } else if (Along == X && 32 % n == 0) {
+    // Groups are aligned runs of n < 32 lanes; the last warp may be partial.
+    const int left = bx * by * blockDim.z - (tid & ~31);
+    return warp_reduce(v, op, n, left >= 32 ? 0xffffffffu : (1u << left) - 1);
+  } else {
+    // Any shape: stage all values group by group; threads 0..31 of a group fold every 32nd
+    // value into their own slot; then each thread folds its group's first min(n, 32) slots.
+    buf[group * n + pos] = v;
+    __syncthreads();
+    if (pos < 32) {
+      for (int i = pos + 32; i < n; i += 32) v = op(v, buf[group * n + i]);
+      buf[group * n + pos] = v;
+    }
+    __syncthreads();
+    v = buf[group * n];
+    for (int i = 1; i < n && i < 32; ++i) v = op(v, buf[group * n + i]);
+  }
+  __syncthreads();  // the scratch array is free for the next reduction
+  return v;
+}
+
+// Welford combines: a warp, or a block along x or y as block_reduce does.
+template <typename T> __device__ __forceinline__ Welford<T> warp_welford(T avg, T m2, T n) {
+  return warp_reduce(Welford<T>{avg, m2, n}, WelfordCombine());
+}
+template <Dim Along, int MaxThreads, typename T>
+__device__ __forceinline__ Welford<T> block_welford(T avg, T m2, T n) {
+  return block_reduce<Along, MaxThreads>(Welford<T>{avg, m2, n}, WelfordCombine());
+}
+
+template <typename T> struct GridResult {
+  T value;
+  bool last;
+};
+
+// Combines one value per block (thread (0, 0, 0)'s) over the blocks that share the other block
+// indices, across blockIdx.<along>. Each block stores its value in `work` and counts itself in
+// `sem` (one zeroed counter per group); the block that arrives last combines the values in
+// block order, so the result does not depend on arrival order, and resets the counter. Only
+// that block gets last = true and the result. Correct, not tuned: one thread per block works.
+template <typename T, typename Op>
+__device__ GridResult<T> grid_reduce(T v, Op op, Tensor<T, 1> work, Tensor<int, 1> sem, Dim along) {
+  __shared__ bool block_is_last;
+  const long long members = along == X ? gridDim.x : gridDim.y;
+  const long long member = along == X ? blockIdx.x : blockIdx.y;
+  const long long group = along == X ? blockIdx.y + (long long)gridDim.y * blockIdx.z
+                                     : blockIdx.x + (long long)gridDim.x * blockIdx.z;
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    work.data[(group * members + member) * work.stride[0]] = v;
+    __threadfence();  // the value is visible to every block before the block is counted
+    int* counter = &sem.data[group * sem.stride[0]];
+    block_is_last = atomicAdd(counter, 1) == members - 1;
+    if (block_is_last) *counter = 0;  // ready for the next launch
+  }
+  __syncthreads();
+  const bool last = block_is_last;
+  if (last) {
+    __threadfence();
+    v = __ldcg(&work.data[group * members * work.stride[0]]);  // L2: other blocks' stores
+    for (long long i = 1; i < members; ++i)
+      v = op(v, __ldcg(&work.data[(group * members + i) * work.stride[0]]));
+  }
+  __syncthreads();  // block_is_last is free for the next grid reduction
+  return GridResult<T>{v, last};
+}
+
+}  // namespace fuser
+// ---- end of the fuser preamble --------------------------------------------------------
+"""
+"""The text printed before the kernels (`-t 'cuda{preamble=false}'` leaves it out)."""

@@ -1,0 +1,146 @@
+"""`fuser-schedule`: a kernel for every fusion of a module, next to it.
+
+For each `fusion.fusion` the pass builds a `FusionInfo` (contiguous, 16-byte aligned inputs of
+the shapes given by the `shapes` option, or of the static types), asks the schedulers for a
+template (`propose`) and inserts the `kernel.func @<fusion>_<scheduler>` it emits after the
+fusion, which stays. The kernel carries its decisions as discardable attributes, so lit tests
+can check the heuristics: `fuser.scheduler`, `fuser.params` (the parameters' repr) and
+`fuser.launch` (`grid=[..] block=[..] smem=..`).
+
+`schedule_fusion` is the same step for the runtime compiler, on a `FusionInfo` of real inputs.
+
+Options:
+- `shapes`: the extents of every tensor input, in order, scalars skipped, e.g.
+  `shapes="16384x4096,4096"`: one `AxBxC` per tensor input, separated by commas; a rank-0
+  tensor is an empty item (`shapes="8x4,,4"`). It applies to every fusion of the module and may
+  be omitted when all tensor inputs have static shapes.
+- `arch` (default `sm_90`) and `sm_count` (default 132): the device the heuristics target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, StringAttr, TensorType
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from fuser.dialects import kernel
+from fuser.dialects.fusion import FusionOp, format_shape
+from fuser.transforms.schedulers import propose
+from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler
+from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
+
+
+class ScheduleOptionError(DiagnosticException):
+    """A `fuser-schedule` option that does not fit the module (shapes, count, syntax)."""
+
+
+@dataclass(frozen=True)
+class ScheduledKernel:
+    """A fusion's kernel: the scheduler that made it, its parameters, the `kernel.func` and
+    its launch for the `FusionInfo` it was scheduled for."""
+
+    scheduler: Scheduler
+    params: Params
+    func: kernel.FuncOp
+    launch: LaunchConfig
+
+
+def format_launch(launch: LaunchConfig) -> str:
+    """`grid=[4, 1, 1] block=[128, 1, 1] smem=0`."""
+    return f"grid={list(launch.grid)} block={list(launch.block)} smem={launch.shared_bytes}"
+
+
+def schedule_fusion(
+    fusion: FusionOp, info: FusionInfo, kernel_name: str | None = None
+) -> ScheduledKernel:
+    """Schedules `fusion` for `info`: the kernel is `kernel_name`, by default
+    `<fusion>_<scheduler>`. Raises SchedulingError when no scheduler accepts it."""
+    scheduler, params = propose(fusion, info)
+    name = kernel_name or f"{fusion.sym_name.data}_{scheduler.name}"
+    func = scheduler.emit(fusion, params, name)
+    launch = scheduler.launch_config(fusion, params, info)
+    func.attributes["fuser.scheduler"] = StringAttr(scheduler.name)
+    func.attributes["fuser.params"] = StringAttr(repr(params))
+    func.attributes["fuser.launch"] = StringAttr(format_launch(launch))
+    return ScheduledKernel(scheduler, params, func, launch)
+
+
+def parse_shapes(text: str) -> list[tuple[int, ...]] | None:
+    """The `shapes` option as one shape per tensor input, or None when it is empty."""
+    if not text.strip():
+        return None
+    shapes: list[tuple[int, ...]] = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            shape = tuple(int(e) for e in item.split("x")) if item else ()
+        except ValueError:
+            shape = (-1,)
+        if any(e < 0 for e in shape):
+            raise ScheduleOptionError(
+                f'fuser-schedule: bad shape {item!r} in shapes="{text}": expected extents '
+                "like 16384x4096 (an empty item for a rank-0 tensor)"
+            )
+        shapes.append(shape)
+    return shapes
+
+
+def fusion_info(
+    fusion: FusionOp, shapes: Sequence[tuple[int, ...]] | None, device: DeviceInfo
+) -> FusionInfo:
+    """Contiguous, 16-byte aligned inputs of the given shapes (or the static ones)."""
+    name = f"fusion @{fusion.sym_name.data}"
+    tensors = [(i, a) for i, a in enumerate(fusion.inputs) if isinstance(a.type, TensorType)]
+    if shapes is not None and len(shapes) != len(tensors):
+        raise ScheduleOptionError(
+            f"fuser-schedule: shapes gives {len(shapes)} shape(s), but {name} has "
+            f"{len(tensors)} tensor input(s)"
+        )
+    metas: list[TensorMeta | None] = [None] * len(fusion.inputs)
+    for n, (i, arg) in enumerate(tensors):
+        t = arg.type
+        assert isinstance(t, TensorType)
+        static = tuple(t.get_shape())
+        what = f"input #{i}" + (f" (%{arg.name_hint})" if arg.name_hint else "")
+        if shapes is None:
+            if DYNAMIC_INDEX in static:
+                raise ScheduleOptionError(
+                    f"fuser-schedule: {what} of {name} has dynamic dims "
+                    f"{format_shape(static)}: give every tensor input's shape with "
+                    'shapes="AxB,..."'
+                )
+            shape = static
+        else:
+            shape = shapes[n]
+            if len(shape) != len(static) or any(
+                s not in (DYNAMIC_INDEX, e) for s, e in zip(static, shape, strict=True)
+            ):
+                raise ScheduleOptionError(
+                    f"fuser-schedule: shape {list(shape)} of {what} of {name} does not match "
+                    f"its type {t}"
+                )
+        metas[i] = TensorMeta.contiguous(shape)
+    return FusionInfo(tuple(metas), device)
+
+
+@dataclass(frozen=True)
+class ScheduleFusionPass(ModulePass):
+    """Adds a `kernel.func` for every `fusion.fusion` (see the module docstring)."""
+
+    name = "fuser-schedule"
+
+    shapes: str = ""
+    arch: str = "sm_90"
+    sm_count: int = 132
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        shapes = parse_shapes(self.shapes)
+        device = DeviceInfo(arch=self.arch, sm_count=self.sm_count)
+        for fusion in [f for f in op.walk() if isinstance(f, FusionOp)]:
+            scheduled = schedule_fusion(fusion, fusion_info(fusion, shapes, device))
+            Rewriter.insert_op(scheduled.func, InsertPoint.after(fusion))

@@ -1,0 +1,87 @@
+"""The shape every scheduler has: `accepts`, `heuristics`, `emit`, `launch_config`.
+
+A scheduler is a kernel template. `accepts` says whether a fusion fits the template (with a reason
+that `FUSER_DUMP=segmenter_log` shows), `heuristics` picks the template's parameters from a
+`FusionInfo` (a frozen dataclass, so it prints in the IR and compares by value), `emit` builds the
+`kernel.func` from the template and the scalar lowering, and `launch_config` computes the grid and
+block for concrete input shapes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.utils.exceptions import DiagnosticException
+
+from fuser.dialects import kernel
+from fuser.dialects.fusion import FusionOp
+from fuser.errors import CompilationError
+from fuser.transforms.schedulers.info import FusionInfo
+
+
+class SchedulingError(CompilationError, DiagnosticException):
+    """No kernel can be generated for a fusion (no scheduler accepts it, or bad shapes).
+
+    A `CompilationError` for the Python API and a `DiagnosticException` for `fuser-opt`, which
+    then prints the message without a traceback.
+    """
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a scheduler accepts a fusion, and why not."""
+
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+ACCEPT = Verdict(True)
+
+
+def reject(reason: str) -> Verdict:
+    return Verdict(False, reason)
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Grid, block and dynamic shared memory of one kernel launch."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of every scheduler's heuristics: the block shape the kernel is compiled for."""
+
+    block: tuple[int, int, int]
+
+
+class Scheduler(ABC):
+    """A kernel template for a class of fusions."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def accepts(self, fusion: FusionOp, info: FusionInfo) -> Verdict: ...
+
+    @abstractmethod
+    def heuristics(self, fusion: FusionOp, info: FusionInfo) -> Params: ...
+
+    @abstractmethod
+    def emit(self, fusion: FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
+        """The kernel for `fusion`: parameters are the fusion's inputs then its outputs."""
+
+    @abstractmethod
+    def launch_config(self, fusion: FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
+        """The launch of the kernel `emit` built from `params` for the shapes of `info`."""

@@ -1,0 +1,180 @@
+"""How each value of a fusion is indexed from a point of the kernel's iteration space.
+
+A kernel walks an iteration space (the shape of a reference output). A `DimMap` says, for each
+dim of a tensor value, which iteration dim indexes it, or None where the index is always 0: a
+dim of static extent 1, or a dim that `broadcast_in_dim` expands. The maps are traced backwards
+from the outputs through pointwise ops (operands are indexed like their result) and
+`broadcast_in_dim` (operand dim i is indexed like result dim `dims[i]`). A value may be needed
+under several maps (an input broadcast two ways); it is then read, or computed, once per map.
+
+Everything here depends on types only, never on run-time extents, so `emit` derives the same
+accesses as the heuristics that validated them against concrete shapes. A dynamic dim that is 1
+at run time but mapped to a larger iteration dim is handled by the kernel reading it with stride
+0 (`KernelBuilder.broadcast_stride`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import IndexType, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuser.dialects import fusion as fu
+from fuser.transforms.schedulers.scalar_lowering import is_pointwise
+
+DimMap = tuple[int | None, ...]
+"""For each dim of a tensor value, the iteration dim that indexes it, or None for index 0."""
+
+Needs = dict[SSAValue, list[DimMap]]
+"""The maps under which each value is needed, in a deterministic order."""
+
+
+class MappingError(ValueError):
+    """A fusion whose values cannot all be indexed from one iteration space (names the value)."""
+
+
+def identity_map(t: TensorType) -> DimMap:
+    """The map of a value with the iteration space's own shape (static 1 dims -> index 0)."""
+    return tuple(None if e == 1 else d for d, e in enumerate(t.get_shape()))
+
+
+def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
+    """The map of each operand of `op` whose result is needed under `result_map` (None for
+    `index` operands). Works for pointwise ops and `broadcast_in_dim`."""
+    maps: list[DimMap | None] = []
+    for i, operand in enumerate(op.operands):
+        t = operand.type
+        if isinstance(t, IndexType):
+            maps.append(None)
+        elif not isinstance(t, TensorType):
+            maps.append(())
+        elif isinstance(op, fu.BroadcastInDimOp):
+            assert i == 0
+            shape = t.get_shape()
+            maps.append(
+                tuple(None if shape[j] == 1 else result_map[d] for j, d in enumerate(op.dims))
+            )
+        elif is_pointwise(op):
+            shape = t.get_shape()
+            maps.append(
+                tuple(None if e == 1 else m for e, m in zip(shape, result_map, strict=True))
+            )
+        else:
+            raise MappingError(f"'{op.name}' is not pointwise: its operands have no dim map")
+    return maps
+
+
+def expand(ops: Sequence[Operation], roots: Mapping[SSAValue, Sequence[DimMap]]) -> Needs:
+    """Every value that the `roots` (values with the maps they are needed under) depend on
+    through `ops` (in block order), with the maps it is needed under."""
+    needs: Needs = {}
+
+    def add(value: SSAValue, m: DimMap) -> None:
+        maps = needs.setdefault(value, [])
+        if m not in maps:
+            maps.append(m)
+
+    for value, maps in roots.items():
+        for m in maps:
+            add(value, m)
+    for op in reversed(ops):
+        for result in op.results:
+            for m in needs.get(result, []):
+                for operand, om in zip(op.operands, operand_maps(op, m), strict=True):
+                    if om is not None:
+                        add(operand, om)
+    return needs
+
+
+def _infer_forward(value: SSAValue, needs: Needs) -> DimMap | None:
+    """A map of `value` from the maps of what it is computed from, or None if it has none."""
+    if not isinstance(value.type, TensorType):
+        return ()
+    if needs.get(value):
+        return needs[value][0]
+    op = value.owner
+    if not isinstance(op, Operation) or not is_pointwise(op):
+        return None
+    if isinstance(op, fu.BroadcastInDimOp):
+        source = _infer_forward(op.input, needs)
+        if source is None:
+            return None
+        result: list[int | None] = []
+        for d, extent in enumerate(value.type.get_shape()):
+            m = source[op.dims.index(d)] if d in op.dims else None
+            if m is None and extent != 1:
+                return None  # a dim that the operand does not index: unknown
+            result.append(m)
+        return tuple(result)
+    for operand in op.operands:
+        if isinstance(operand.type, TensorType):
+            m = _infer_forward(operand, needs)
+            if m is not None:
+                return m
+    return None
+
+
+@dataclass(frozen=True)
+class Space:
+    """The iteration space of a kernel: the outputs' maps and every value's needed maps."""
+
+    rank: int
+    output_maps: tuple[DimMap, ...]
+    needs: Needs
+
+    def reads(self, fusion: fu.FusionOp) -> list[tuple[int, DimMap]]:
+        """Each tensor input read, as (input index, map), inputs in order."""
+        return [
+            (i, m)
+            for i, arg in enumerate(fusion.inputs)
+            if isinstance(arg.type, TensorType)
+            for m in self.needs.get(arg, [])
+        ]
+
+
+def body_ops(fusion: fu.FusionOp) -> list[Operation]:
+    """The ops of a fusion, without its `fusion.output`."""
+    return [op for op in fusion.body.block.ops if not isinstance(op, fu.OutputOp)]
+
+
+def iteration_space(fusion: fu.FusionOp, reference: int) -> Space:
+    """Maps every value the outputs need onto the shape of output #`reference`.
+
+    Outputs are placed in order: one the earlier outputs already need keeps that map, one of
+    the reference's rank and (statically compatible) shape walks the whole space, others are
+    mapped from their operands' maps. Raises MappingError for an output that has no map.
+    """
+    ops = body_ops(fusion)
+    outputs = list(fusion.output_op.values)
+    ref_type = outputs[reference].type
+    assert isinstance(ref_type, TensorType)
+    rank = ref_type.get_num_dims()
+    roots: dict[SSAValue, list[DimMap]] = {}
+    maps: list[DimMap | None] = [None] * len(outputs)
+    maps[reference] = identity_map(ref_type)
+    order = [reference, *(i for i in range(len(outputs)) if i != reference)]
+    for i in order:
+        value = outputs[i]
+        t = value.type
+        assert isinstance(t, TensorType)
+        if maps[i] is None:
+            needs = expand(ops, roots)
+            if needs.get(value):
+                maps[i] = needs[value][0]
+            elif t.get_num_dims() == rank and fu.shapes_compatible(
+                t.get_shape(), ref_type.get_shape()
+            ):
+                maps[i] = identity_map(t)
+            else:
+                maps[i] = _infer_forward(value, needs)
+        if maps[i] is None:
+            raise MappingError(
+                f"output #{i} ({fu.format_shape(t.get_shape())}) cannot be indexed from the "
+                f"iteration space {fu.format_shape(ref_type.get_shape())} of output "
+                f"#{reference}: no broadcast relates them"
+            )
+        roots.setdefault(value, []).append(maps[i])
+    final = tuple(m for m in maps if m is not None)
+    return Space(rank, final, expand(ops, roots))

@@ -1,0 +1,295 @@
+"""What every kernel template needs to build a `kernel.func` for a fusion.
+
+`KernelBuilder` creates the function (parameters: the fusion's inputs, then its outputs; tensors
+become `!kernel.tensor<T, rank>`, scalars stay scalars), hoists what is loop-invariant (index
+constants, thread geometry, extents and strides) to the top of the body, and offers index
+arithmetic in i32 or i64 that folds Python ints (so `i * 1 + 0` emits nothing), offsets from
+strides, delinearization, and `scf.for` / `scf.if` as context managers. `compute_element` emits
+the scalar code of a list of fusion ops for one point of the iteration space, op by op, with a
+`kernel.comment` naming each, through `scalar_lowering`.
+
+Code is built with xDSL's `ImplicitBuilder`: inside `with kb.build():` (or a loop or branch of
+it) every op created is inserted at the current point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+
+from xdsl.builder import Builder, ImplicitBuilder
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, TensorType, UnitAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from fuser.dialects import fusion as fu
+from fuser.dialects import kernel
+from fuser.transforms.schedulers.iteration_space import DimMap, Needs, operand_maps
+from fuser.transforms.schedulers.scalar_lowering import lower_pointwise
+
+Index = SSAValue | int
+"""An index: a value of the kernel's index type, or a Python int that folds until used."""
+
+
+def param_type(t: Attribute) -> Attribute:
+    """The kernel parameter type of a fusion input or output type."""
+    if isinstance(t, TensorType):
+        return kernel.TensorParamType(t.element_type, t.get_num_dims())
+    return t
+
+
+def value_name(value: SSAValue) -> str:
+    """`%name` of a fusion value, or `%<op>#<i>` without a name hint."""
+    if value.name_hint is not None:
+        return f"%{value.name_hint}"
+    owner = value.owner
+    return f"%{owner.name if isinstance(owner, Operation) else 'arg'}#{value.index}"
+
+
+def op_text(op: Operation) -> str:
+    """How a `kernel.comment` names a fusion op: `fusion.add %y`."""
+    return f"{op.name} {', '.join(value_name(r) for r in op.results)}".rstrip()
+
+
+class KernelBuilder:
+    """A `kernel.func` for a fusion under construction, with index helpers in one index type."""
+
+    def __init__(
+        self, fusion: fu.FusionOp, name: str, index_type: Attribute, max_threads: int
+    ) -> None:
+        assert index_type in kernel.INDEX_TYPES
+        values = [*fusion.inputs, *fusion.output_op.values]
+        self.func = kernel.FuncOp(
+            name, [param_type(v.type) for v in values], max_threads=max_threads
+        )
+        self.index_type = index_type
+        block = self.func.body.block
+        for arg, value, kind in zip(
+            block.args,
+            values,
+            ["in"] * len(fusion.inputs) + ["out"] * len(fusion.output_op.values),
+            strict=True,
+        ):
+            arg.name_hint = value.name_hint or kind
+        self.inputs: Sequence[SSAValue] = block.args[: len(fusion.inputs)]
+        self.outputs: Sequence[SSAValue] = block.args[len(fusion.inputs) :]
+        self._return = kernel.ReturnOp()
+        block.add_op(self._return)
+        self._prologue_end: Operation | None = None
+        self._hoisted: dict[Hashable, SSAValue] = {}
+
+    @contextmanager
+    def build(self) -> Iterator[None]:
+        """Creates ops at the end of the body (before its `kernel.return`)."""
+        with ImplicitBuilder(Builder(InsertPoint.before(self._return))):
+            yield
+
+    def hoist(self, key: Hashable, make: Callable[[], SSAValue]) -> SSAValue:
+        """The value `make()` creates, created once at the top of the body (it must depend on
+        parameters and hoisted values only)."""
+        if key not in self._hoisted:
+            block = self.func.body.block
+            at = (
+                InsertPoint.at_start(block)
+                if self._prologue_end is None
+                else InsertPoint.after(self._prologue_end)
+            )
+            builder = Builder(at)
+            with ImplicitBuilder(builder):
+                value = make()
+            # The prologue now ends just before where `builder` would insert next (`make` may
+            # return an existing value, and hoists nested in `make` insert earlier).
+            before = builder.insertion_point.insert_before
+            self._prologue_end = block.last_op if before is None else before.prev_op
+            self._hoisted[key] = value
+        return self._hoisted[key]
+
+    # --- values of the index type -------------------------------------------------------
+
+    def value(self, x: Index) -> SSAValue:
+        """`x` as an SSA value (an int becomes a hoisted constant)."""
+        if isinstance(x, SSAValue):
+            return x
+        t = self.index_type
+        return self.hoist(("const", x), lambda: arith.ConstantOp(IntegerAttr(x, t)).result)
+
+    def cast_index(self, x: SSAValue) -> SSAValue:
+        """An i64 (extent, stride) in the index type."""
+        if x.type == self.index_type:
+            return x
+        return arith.TruncIOp(x, self.index_type).result
+
+    def geometry(self, op_type: type[kernel.GeometryOp], dim: kernel.Dimension) -> SSAValue:
+        """`threadIdx.<dim>` etc. in the index type, hoisted."""
+        name = f"{op_type.name.removeprefix('kernel.')}_{dim.value}"
+        return self.hoist((op_type, dim), lambda: named(op_type(dim, self.index_type).result, name))
+
+    def size(self, tensor: SSAValue, axis: int) -> SSAValue:
+        """The extent of `tensor` along `axis`, in the index type, hoisted."""
+        name = f"{tensor.name_hint}_size{axis}"
+        return self.hoist(
+            ("size", tensor, axis),
+            lambda: named(self.cast_index(kernel.SizeOp(tensor, axis).result), name),
+        )
+
+    def stride(self, tensor: SSAValue, axis: int) -> SSAValue:
+        """The stride (elements) of `tensor` along `axis`, in the index type, hoisted."""
+        name = f"{tensor.name_hint}_stride{axis}"
+        return self.hoist(
+            ("stride", tensor, axis),
+            lambda: named(self.cast_index(kernel.StrideOp(tensor, axis).result), name),
+        )
+
+    def broadcast_stride(self, tensor: SSAValue, axis: int) -> SSAValue:
+        """The stride of `axis`, or 0 where its extent is 1: reads a dim that may be broadcast
+        at run time with index 0 whatever the iteration index."""
+
+        def make() -> SSAValue:
+            is_one = arith.CmpiOp(self.size(tensor, axis), self.value(1), "eq")
+            stride = arith.SelectOp(is_one, self.value(0), self.stride(tensor, axis)).result
+            return named(stride, f"{tensor.name_hint}_bstride{axis}")
+
+        return self.hoist(("bstride", tensor, axis), make)
+
+    # --- folding arithmetic ----------------------------------------------------------------
+
+    def add(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if a == 0 or b == 0:
+            return b if a == 0 else a
+        return arith.AddiOp(self.value(a), self.value(b)).result
+
+    def mul(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if a == 0 or b == 0:
+            return 0
+        if a == 1 or b == 1:
+            return b if a == 1 else a
+        return arith.MuliOp(self.value(a), self.value(b)).result
+
+    def div(self, a: Index, b: Index) -> Index:
+        """Division of non-negative indices."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a // b
+        if b == 1 or a == 0:
+            return a
+        return arith.DivSIOp(self.value(a), self.value(b)).result
+
+    def rem(self, a: Index, b: Index) -> Index:
+        """Remainder of non-negative indices."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a % b
+        if b == 1 or a == 0:
+            return 0
+        return arith.RemSIOp(self.value(a), self.value(b)).result
+
+    def cmp(self, predicate: str, a: Index, b: Index) -> SSAValue:
+        """`arith.cmpi` of two indices (`slt`, `eq`, ...), an i1."""
+        return arith.CmpiOp(self.value(a), self.value(b), predicate).result
+
+    def all_of(self, conditions: Sequence[SSAValue]) -> SSAValue | None:
+        """The conjunction of i1 values, or None for none."""
+        result: SSAValue | None = None
+        for c in conditions:
+            result = c if result is None else arith.AndIOp(result, c).result
+        return result
+
+    def offset(self, terms: Sequence[tuple[Index, Index]]) -> Index:
+        """`sum(index * stride)` over (index, stride) pairs."""
+        total: Index = 0
+        for index, stride in terms:
+            total = self.add(total, self.mul(index, stride))
+        return total
+
+    def delinearize(self, flat: Index, sizes: Sequence[Index], lowest: int = 0) -> list[Index]:
+        """The row-major indices of `flat` in `sizes`, for dims `lowest` and above (the
+        others are 0 in the result and cost nothing); the outermost index is not reduced
+        modulo its extent."""
+        indices: list[Index] = [0] * len(sizes)
+        rest = flat
+        for d in range(len(sizes) - 1, lowest - 1, -1):
+            if d == 0:
+                indices[d] = rest
+            else:
+                indices[d] = self.rem(rest, sizes[d])
+                rest = self.div(rest, sizes[d])
+        return indices
+
+    # --- control flow ----------------------------------------------------------------------
+
+    @contextmanager
+    def loop(
+        self, lower: Index, upper: Index, step: Index = 1, unroll: bool = False, name: str = "i"
+    ) -> Iterator[SSAValue]:
+        """`scf.for` over the index type; yields the induction variable (named `name`).
+        `unroll` marks a loop of constant trip count for full unrolling (`#pragma unroll`)."""
+        body = Block(arg_types=[self.index_type])
+        body.args[0].name_hint = name
+        op = scf.ForOp(self.value(lower), self.value(upper), self.value(step), [], body)
+        if unroll:
+            op.attributes["unroll"] = UnitAttr()
+        with ImplicitBuilder(body) as (iv,):
+            yield iv
+            scf.YieldOp()
+
+    @contextmanager
+    def if_(self, condition: SSAValue | None) -> Iterator[None]:
+        """`scf.if` without results; a None condition means always (no branch)."""
+        if condition is None:
+            yield
+            return
+        block = Block()
+        scf.IfOp(condition, [], [block])
+        with ImplicitBuilder(block):
+            yield
+            scf.YieldOp()
+
+
+def named(x: Index, name: str) -> Index:
+    """`x`, with the name hint `name` if it is a value that has none yet."""
+    if isinstance(x, SSAValue) and x.name_hint is None:
+        x.name_hint = name
+    return x
+
+
+def compute_element(
+    ops: Sequence[Operation],
+    needs: Needs,
+    read: Callable[[SSAValue, DimMap], SSAValue],
+    env: dict[tuple[SSAValue, DimMap], SSAValue] | None = None,
+) -> dict[tuple[SSAValue, DimMap], SSAValue]:
+    """Emits the scalar code of `ops` for one element and returns the scalar of each (value,
+    map) computed, extending `env` (values a scheduler computed itself, e.g. a reduction).
+
+    Walks `ops` in order and lowers each result under each map that `needs` gives it (ops
+    nothing needs are skipped; `fusion.dim` is an extent). An operand that is neither in `env`
+    nor computed here (a fusion input) is `read(value, map)`: a load at the current point, or a
+    scalar parameter.
+    """
+    env = {} if env is None else env
+
+    def get(value: SSAValue, m: DimMap) -> SSAValue:
+        if (value, m) not in env:
+            env[value, m] = read(value, m)
+        return env[value, m]
+
+    for op in ops:
+        if isinstance(op, fu.DimOp) or len(op.results) != 1:
+            continue
+        result = op.results[0]
+        for m in needs.get(result, []):
+            if (result, m) in env:
+                continue
+            kernel.CommentOp(op_text(op))
+            operands = [
+                get(o, om)
+                for o, om in zip(op.operands, operand_maps(op, m), strict=True)
+                if om is not None
+            ]
+            env[result, m] = lower_pointwise(op, operands)
+            if result.name_hint is not None and env[result, m].name_hint is None:
+                env[result, m].name_hint = result.name_hint
+    return env

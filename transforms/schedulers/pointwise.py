@@ -1,0 +1,523 @@
+"""The pointwise scheduler: one kernel for fusions of pointwise ops, casts and broadcasts.
+
+The kernel walks the iteration space of the largest output in vectors of `vector_width`
+consecutive elements along the innermost dim; each thread handles `unroll` vectors, `block`
+threads apart so that a warp's accesses are coalesced. It first issues every load of its vectors
+into local arrays (so that many loads are in flight), then per vector computes the fusion one
+element at a time from the arrays (`compute_element`) and stores the results as vectors. Inputs
+broadcast along the innermost dim are read once per vector; outputs that do not span the whole
+space (a value before a broadcast) are written by the points whose extra indices are 0. The
+last block's tail is predicated.
+
+The grid is 1-D over the flattened space (the offset of a contiguous tensor of the space's shape
+is the flat index itself; others delinearize it and use their strides), or 2-D when rows are
+long: `blockIdx.x` over tiles of the innermost dim, `blockIdx.y` over the outer dims. Indices are
+i32 unless an extent or offset needs i64.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from fuser.dialects import fusion as fu
+from fuser.dialects import kernel
+from fuser.transforms.schedulers.base import (
+    ACCEPT,
+    LaunchConfig,
+    Params,
+    Scheduler,
+    Verdict,
+    reject,
+)
+from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
+from fuser.transforms.schedulers.iteration_space import (
+    DimMap,
+    MappingError,
+    Space,
+    body_ops,
+    iteration_space,
+)
+from fuser.transforms.schedulers.kernel_builder import (
+    Index,
+    KernelBuilder,
+    compute_element,
+    named,
+    op_text,
+)
+from fuser.transforms.schedulers.scalar_lowering import is_pointwise
+from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
+
+MAX_GRID_Y = 65535
+INT32_MAX = 2**31 - 1
+UNROLLS = (4, 2, 1)
+BLOCK_SIZES = (512, 256, 128)
+MAX_ELEMENTS_IN_FLIGHT = 64
+"""Cap on loaded elements per thread (unroll x width x reads), to bound registers."""
+
+
+@dataclass(frozen=True)
+class PointwiseParams(Params):
+    """The pointwise template's parameters (`block` is `(threads, 1, 1)`)."""
+
+    reference: int
+    """The output whose shape is the iteration space."""
+    vector_width: int
+    """Consecutive innermost elements per load/store (1: scalar accesses)."""
+    unroll: int
+    """Vectors per thread."""
+    index_bits: int
+    """32 or 64: the width of index arithmetic."""
+    grid_2d: bool
+    """blockIdx.x over tiles of the innermost dim and blockIdx.y over the outer dims."""
+    dense_inputs: tuple[bool, ...]
+    """Per input: contiguous with the space's shape, so its offset is the flat index."""
+    dense_outputs: tuple[bool, ...]
+    """Per output: of the space's shape (outputs are contiguous), offset = flat index."""
+
+    @property
+    def threads(self) -> int:
+        return self.block[0]
+
+
+def _op_label(op: Operation) -> str:
+    return f"'{op.name}'" + (f" ({op_text(op).split(' ', 1)[1]})" if op.results else "")
+
+
+@dataclass(frozen=True)
+class _Analysis:
+    """What the heuristics know about a fusion and one set of input shapes."""
+
+    reference: int
+    space: Space
+    extents: tuple[int, ...]
+    output_shapes: tuple[tuple[int, ...], ...]
+
+
+def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
+    """The iteration space for `info`'s shapes, or why this template cannot handle them."""
+    for op in body_ops(fusion):
+        if isinstance(op, fu.SegmentSetOp):
+            return (
+                f"{_op_label(op)} marks a kernel boundary: a fusion with segment_set is not one "
+                "kernel"
+            )
+        if isinstance(op, fu.ReductionOp | fu.WelfordOp | fu.VarMeanOp):
+            return f"{_op_label(op)} is a reduction"
+        if isinstance(op, fu.MatmulOp):
+            return f"{_op_label(op)} is a matmul"
+        if not (is_pointwise(op) or isinstance(op, fu.DimOp)):
+            return f"{_op_label(op)} is not a pointwise op"
+    if (problem := _info_mismatch(fusion, info)) is not None:
+        return problem
+    if not fusion.output_op.values:
+        return "the fusion has no outputs"
+    try:
+        env = value_shapes(fusion, info.input_shapes)
+    except ShapeMismatch as e:
+        return str(e)
+    outputs = tuple(cast(tuple[int, ...], env[v]) for v in fusion.output_op.values)
+    sizes = [math.prod(s) for s in outputs]
+    reference = sizes.index(max(sizes))
+    try:
+        space = iteration_space(fusion, reference)
+    except MappingError as e:
+        return str(e)
+    extents = outputs[reference]
+    accesses = [
+        (f"input #{i}", m, cast(TensorMeta, info.inputs[i]).shape) for i, m in space.reads(fusion)
+    ]
+    accesses += [(f"output #{o}", m, outputs[o]) for o, m in enumerate(space.output_maps)]
+    for what, m, shape in accesses:
+        for d, (e, s) in enumerate(zip(m, shape, strict=True)):
+            if e is not None and s not in (1, extents[e]):
+                return (
+                    f"{what} has extent {s} in dim {d}, which cannot be indexed by dim {e} "
+                    f"(extent {extents[e]}) of the iteration space {list(extents)}"
+                )
+    return _Analysis(reference, space, extents, outputs)
+
+
+def _info_mismatch(fusion: fu.FusionOp, info: FusionInfo) -> str | None:
+    """Why `info` does not describe the inputs of `fusion`, or None."""
+    if len(info.inputs) != len(fusion.inputs):
+        return f"{len(info.inputs)} input(s) described for {len(fusion.inputs)} fusion inputs"
+    for i, (arg, meta) in enumerate(zip(fusion.inputs, info.inputs, strict=True)):
+        t = arg.type
+        rank = t.get_num_dims() if isinstance(t, TensorType) else None
+        if (meta is None) != (rank is None) or (meta is not None and len(meta.shape) != rank):
+            return f"input #{i} of type {t} is described as {meta}"
+    return None
+
+
+def _contiguous(meta: TensorMeta) -> bool:
+    """Row-major without gaps (the stride of an extent-1 dim does not matter)."""
+    expected = TensorMeta.contiguous(meta.shape).strides
+    return all(e == 1 or s == x for e, s, x in zip(meta.shape, meta.strides, expected, strict=True))
+
+
+def _span(meta: TensorMeta) -> int:
+    """One past the largest element offset `meta` reaches (0 when empty)."""
+    if 0 in meta.shape:
+        return 0
+    return 1 + sum((e - 1) * abs(s) for e, s in zip(meta.shape, meta.strides, strict=True))
+
+
+class PointwiseScheduler(Scheduler):
+    """Fusions of pointwise ops, casts and broadcasts, as one vectorized pointwise kernel."""
+
+    name = "pointwise"
+
+    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
+        analysis = _analyze(fusion, info)
+        return reject(analysis) if isinstance(analysis, str) else ACCEPT
+
+    # --- heuristics ------------------------------------------------------------------------
+
+    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PointwiseParams:
+        analysis = _analyze(fusion, info)
+        if isinstance(analysis, str):
+            raise ValueError(
+                f"pointwise scheduler cannot schedule @{fusion.sym_name.data}: {analysis}"
+            )
+        extents = analysis.extents
+        reads = analysis.space.reads(fusion)
+        width = self._vector_width(fusion, info, analysis)
+        numel = math.prod(extents)
+        vectors = -(-numel // width)
+        cap = max(1, MAX_ELEMENTS_IN_FLIGHT // (width * max(1, len(reads))))
+        sms = info.device.sm_count
+        unroll = next((u for u in UNROLLS if u <= cap and -(-vectors // (128 * u)) >= 2 * sms), 1)
+        threads = next((t for t in BLOCK_SIZES if -(-vectors // (t * unroll)) >= 4 * sms), 128)
+        rank = len(extents)
+        inner_vectors = extents[-1] // width if rank else 0
+        outer = numel // extents[-1] if rank and extents[-1] else 0
+        grid_2d = rank >= 2 and 0 < outer <= MAX_GRID_Y and inner_vectors >= 128 * unroll
+        if grid_2d:
+            threads = min(threads, 1 << (inner_vectors // unroll).bit_length() - 1)
+        reach = numel + threads * unroll * width
+        spans = [_span(m) for m in info.inputs if m is not None]
+        index_bits = 64 if max([reach, *spans]) + width > INT32_MAX else 32
+        ref_shape = analysis.output_shapes[analysis.reference]
+        return PointwiseParams(
+            block=(threads, 1, 1),
+            reference=analysis.reference,
+            vector_width=width,
+            unroll=unroll,
+            index_bits=index_bits,
+            grid_2d=grid_2d,
+            dense_inputs=tuple(
+                m is not None and m.shape == ref_shape and _contiguous(m) for m in info.inputs
+            ),
+            dense_outputs=tuple(s == ref_shape for s in analysis.output_shapes),
+        )
+
+    @staticmethod
+    def _vector_width(fusion: fu.FusionOp, info: FusionInfo, analysis: _Analysis) -> int:
+        """The widest vector every access along the innermost dim can use, or 1.
+
+        Accesses that span the innermost dim need stride 1 there, that dim's full extent (not a
+        run-time broadcast), other strides and the pointer aligned to the vector; the innermost
+        extent must divide by the width. Broadcast accesses are read once per vector.
+        """
+        extents = analysis.extents
+        if not extents:
+            return 1
+        inner = len(extents) - 1
+        # (element bytes, strides, map, extents, pointer alignment) of accesses spanning `inner`
+        spanning: list[tuple[int, tuple[int, ...], DimMap, tuple[int, ...], int]] = []
+        for i, m in analysis.space.reads(fusion):
+            meta = cast(TensorMeta, info.inputs[i])
+            el = kernel.byte_size(fu.element_type(fusion.inputs[i].type))
+            spanning.append((el, meta.strides, m, meta.shape, meta.alignment))
+        for o, m in enumerate(analysis.space.output_maps):
+            shape = analysis.output_shapes[o]
+            el = kernel.byte_size(fu.element_type(fusion.output_op.values[o].type))
+            spanning.append((el, TensorMeta.contiguous(shape).strides, m, shape, 16))
+        spanning = [a for a in spanning if inner in a[2]]
+        if not spanning:
+            return 1
+        widest = min(
+            max(kernel.VECTOR_WIDTHS), kernel.MAX_VECTOR_BYTES // max(a[0] for a in spanning)
+        )
+        for width in (w for w in sorted(kernel.VECTOR_WIDTHS, reverse=True) if w <= widest):
+            if extents[inner] % width == 0 and all(
+                _vectorizable(a, inner, extents[inner], width) for a in spanning
+            ):
+                return width
+        return 1
+
+    # --- launch ----------------------------------------------------------------------------
+
+    def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
+        p = cast(PointwiseParams, params)
+        analysis = _analyze(fusion, info)
+        if isinstance(analysis, str):
+            raise ValueError(analysis)
+        extents = analysis.extents
+        numel = math.prod(extents)
+        tile = p.threads * p.unroll
+        if p.grid_2d:
+            grid = (-(-(extents[-1] // p.vector_width) // tile), numel // extents[-1], 1)
+        else:
+            grid = (max(1, -(-(numel // p.vector_width) // tile)), 1, 1)
+        if grid[0] > INT32_MAX or grid[1] > MAX_GRID_Y:
+            raise ValueError(f"pointwise grid {list(grid)} exceeds the CUDA limits")
+        return LaunchConfig(grid, p.block)
+
+    # --- the kernel ------------------------------------------------------------------------
+
+    def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
+        p = cast(PointwiseParams, params)
+        return _PointwiseKernel(fusion, p, kernel_name).build()
+
+
+def _vectorizable(
+    access: tuple[int, tuple[int, ...], DimMap, tuple[int, ...], int],
+    inner: int,
+    extent: int,
+    width: int,
+) -> bool:
+    el, strides, m, shape, alignment = access
+    d = m.index(inner)
+    # dims of extent 1 are read with index 0 (or stride 0): their strides do not matter
+    others = [strides[e] for e, x in enumerate(m) if x is not None and e != d and shape[e] != 1]
+    return (
+        strides[d] == 1
+        and shape[d] == extent
+        and all(s % width == 0 for s in others)
+        and alignment % (width * el) == 0
+    )
+
+
+class _Sizes(Sequence[SSAValue]):
+    """The extents of the iteration space (the reference output's), hoisted on first use."""
+
+    def __init__(self, kb: KernelBuilder, tensor: SSAValue, rank: int) -> None:
+        self.kb, self.tensor, self.rank = kb, tensor, rank
+
+    def __len__(self) -> int:
+        return self.rank
+
+    def __getitem__(self, d):  # type: ignore[override]
+        if isinstance(d, slice):
+            return [self[i] for i in range(self.rank)[d]]
+        return self.kb.size(self.tensor, range(self.rank)[d])
+
+
+class _Point:
+    """The first element of vector `k` of a thread: its flat, innermost and outer indices.
+
+    Indices are created on first use, at the insertion point of that use.
+    """
+
+    def __init__(self, kb: KernelBuilder, p: PointwiseParams, sizes: Sequence[SSAValue], k: Index):
+        self.kb, self.sizes = kb, sizes
+        x, y = kernel.Dimension.X, kernel.Dimension.Y
+        tid = kb.geometry(kernel.ThreadIdOp, x)
+        bid = kb.geometry(kernel.BlockIdOp, x)
+        tile = p.threads * p.unroll
+        vector = named(kb.add(kb.mul(bid, tile), kb.add(kb.mul(k, p.threads), tid)), "vec")
+        width = p.vector_width
+        self._flat: Index | None = None
+        self._inner: Index | None = None
+        self._outer: Index | None = None
+        if p.grid_2d:
+            self._inner = named(kb.mul(vector, width), "inner")
+            self._outer = kb.geometry(kernel.BlockIdOp, y)
+            limit = kb.hoist(
+                "row_vectors", lambda: named(kb.value(kb.div(sizes[-1], width)), "row_vectors")
+            )
+        else:
+            self._flat = named(kb.mul(vector, width), "elem")
+            limit = self._vectors(width)
+        self.valid = kb.cmp("slt", vector, limit)
+        self.valid.name_hint = "in_bounds"
+        self._indices: list[Index] | None = None
+        self._lowest = len(sizes)
+
+    def _vectors(self, width: int) -> Index:
+        """The number of vectors in the space (hoisted)."""
+        kb, sizes = self.kb, self.sizes
+        if not sizes:
+            return 1
+
+        def make() -> SSAValue:
+            numel: Index = 1
+            for s in sizes:
+                numel = kb.mul(numel, s)
+            return named(kb.value(kb.div(numel, width)), "vectors")
+
+        return kb.hoist("vectors", make)
+
+    @property
+    def flat(self) -> Index:
+        if self._flat is None:
+            self._flat = named(
+                self.kb.add(self.kb.mul(self.outer, self.sizes[-1]), self.inner), "elem"
+            )
+        return self._flat
+
+    @property
+    def inner(self) -> Index:
+        if self._inner is None:
+            self._inner = named(self.kb.rem(self.flat, self.sizes[-1]), "inner")
+        return self._inner
+
+    @property
+    def outer(self) -> Index:
+        if self._outer is None:
+            self._outer = named(self.kb.div(self.flat, self.sizes[-1]), "outer")
+        return self._outer
+
+    def index(self, dim: int, lowest: int) -> Index:
+        """The index along iteration dim `dim`; `lowest` is the lowest dim the caller needs
+        (delinearization stops there)."""
+        if dim == len(self.sizes) - 1:
+            return self.inner
+        if self._indices is None or lowest < self._lowest:
+            indices = self.kb.delinearize(self.outer, self.sizes[:-1], lowest)
+            self._indices = [named(x, f"i{d}") for d, x in enumerate(indices)]
+            self._lowest = lowest
+        return self._indices[dim]
+
+
+class _PointwiseKernel:
+    """The kernel of one fusion for one `PointwiseParams` (see the module docstring)."""
+
+    def __init__(self, fusion: fu.FusionOp, p: PointwiseParams, name: str) -> None:
+        self.fusion, self.p = fusion, p
+        self.space = iteration_space(fusion, p.reference)
+        self.kb = KernelBuilder(fusion, name, fu.I64 if p.index_bits == 64 else fu.I32, p.threads)
+        self.rank = self.space.rank
+        self.ref_map = self.space.output_maps[p.reference]
+        self.sizes = _Sizes(self.kb, self.kb.outputs[p.reference], self.rank)
+        self.reads = self.space.reads(fusion)
+        self.arrays: dict[tuple[int, DimMap], SSAValue] = {}
+        self.out_arrays: list[SSAValue] = []
+
+    def width(self, m: DimMap) -> int:
+        """Elements per vector of an access with map `m` (1 if it is broadcast innermost)."""
+        return self.p.vector_width if self.rank and self.rank - 1 in m else 1
+
+    def build(self) -> kernel.FuncOp:
+        kb, p = self.kb, self.p
+        with kb.build():
+            for i, m in self.reads:
+                arg = self.fusion.inputs[i]
+                el = fu.element_type(arg.type)
+                array = kernel.AllocOp(
+                    kernel.ArrayType(p.unroll * self.width(m), el, kernel.MemorySpace.LOCAL)
+                ).result
+                array.name_hint = f"{kb.inputs[i].name_hint}_buf"
+                self.arrays[i, m] = array
+            if p.vector_width > 1:
+                for o, value in enumerate(self.fusion.output_op.values):
+                    el = fu.element_type(value.type)
+                    array = kernel.AllocOp(
+                        kernel.ArrayType(p.vector_width, el, kernel.MemorySpace.LOCAL)
+                    ).result
+                    array.name_hint = f"{kb.outputs[o].name_hint}_buf"
+                    self.out_arrays.append(array)
+            with self.each_vector() as k:
+                point = _Point(kb, p, self.sizes, k)
+                with kb.if_(point.valid):
+                    self.load(point, k)
+            with self.each_vector() as k:
+                point = _Point(kb, p, self.sizes, k)
+                with kb.if_(point.valid):
+                    self.compute_and_store(point, k)
+        return kb.func
+
+    def each_vector(self):
+        """A loop over the thread's `unroll` vectors (none when there is one)."""
+        if self.p.unroll == 1:
+            return nullcontext(0)
+        return self.kb.loop(0, self.p.unroll, unroll=True, name="k")
+
+    def offset(
+        self, point: _Point, tensor: SSAValue, m: DimMap, dense: bool, static: Sequence[int]
+    ) -> Index:
+        """The element offset of `point` in `tensor`, accessed with map `m`."""
+        kb = self.kb
+        if dense and m == self.ref_map:
+            return point.flat
+        mapped = [x for x in m if x is not None]
+        lowest = min(mapped, default=0)
+        terms: list[tuple[Index, Index]] = []
+        for d, x in enumerate(m):
+            if x is not None:
+                stride = (
+                    kb.broadcast_stride(tensor, d)
+                    if static[d] == DYNAMIC_INDEX
+                    else kb.stride(tensor, d)
+                )
+                terms.append((point.index(x, lowest), stride))
+        return named(kb.offset(terms), f"{tensor.name_hint}_off")
+
+    def load(self, point: _Point, k: Index) -> None:
+        kb = self.kb
+        for i, m in self.reads:
+            tensor, t = kb.inputs[i], cast(TensorType, self.fusion.inputs[i].type)
+            off = self.offset(point, tensor, m, self.p.dense_inputs[i], t.get_shape())
+            w = self.width(m)
+            loaded = kernel.LoadOp(tensor, kb.value(off), _vector(t.element_type, w)).result
+            kernel.ArrayStoreOp(loaded, self.arrays[i, m], kb.value(kb.mul(k, w)))
+
+    def compute(self, k: Index, j: Index) -> list[SSAValue]:
+        """The scalar code of the fusion for element `j` of vector `k`; the outputs' values."""
+        kb = self.kb
+        position = {arg: i for i, arg in enumerate(self.fusion.inputs)}
+
+        def read(value: SSAValue, m: DimMap) -> SSAValue:
+            i = position[value]
+            if not isinstance(value.type, TensorType):
+                return kb.inputs[i]
+            w = self.width(m)
+            index = kb.add(kb.mul(k, w), j) if w > 1 else k
+            return kernel.ArrayLoadOp(self.arrays[i, m], kb.value(index)).result
+
+        env = compute_element(body_ops(self.fusion), self.space.needs, read)
+        outputs = zip(self.fusion.output_op.values, self.space.output_maps, strict=True)
+        return [env[v, m] if (v, m) in env else read(v, m) for v, m in outputs]
+
+    def compute_and_store(self, point: _Point, k: Index) -> None:
+        kb, p = self.kb, self.p
+        if p.vector_width > 1:
+            with kb.loop(0, p.vector_width, unroll=True, name="j") as j:
+                for array, value in zip(self.out_arrays, self.compute(k, j), strict=True):
+                    kernel.ArrayStoreOp(value, array, j)
+            values: list[SSAValue] = []
+        else:
+            values = self.compute(k, 0)
+        # Offsets and predicates first, in this block: indices must dominate every store.
+        plans: list[tuple[SSAValue | None, SSAValue]] = []
+        for o, m in enumerate(self.space.output_maps):
+            t = cast(TensorType, self.fusion.output_op.values[o].type)
+            missing = [d for d in self.ref_map if d is not None and d not in m]
+            lowest = min([*missing, *(x for x in m if x is not None)], default=0)
+            only_first = [kb.cmp("eq", point.index(d, lowest), 0) for d in missing]
+            off = self.offset(point, kb.outputs[o], m, p.dense_outputs[o], t.get_shape())
+            plans.append((kb.all_of(only_first), kb.value(off)))
+        for o, (condition, off) in enumerate(plans):
+            tensor = kb.outputs[o]
+            with kb.if_(condition):
+                if p.vector_width == 1:
+                    kernel.StoreOp(values[o], tensor, off)
+                else:
+                    el = fu.element_type(self.fusion.output_op.values[o].type)
+                    w = self.width(self.space.output_maps[o])
+                    vector = kernel.ArrayLoadOp(
+                        self.out_arrays[o], kb.value(0), _vector(el, w)
+                    ).result
+                    kernel.StoreOp(vector, tensor, off)
+
+
+def _vector(element: Attribute, width: int) -> Attribute:
+    return VectorType(element, [width]) if width > 1 else element
