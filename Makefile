@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/fuser-opt examples/layer_norm.mlir
 	$(BIN)/python examples/layer_norm.py
+	$(BIN)/fuser-run examples/layer_norm.mlir --shapes 4096x1024,1024,1024
 
 test: lint pytest lit
 

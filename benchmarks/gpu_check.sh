@@ -11,7 +11,7 @@ python3 -m pip install -q --no-index --no-deps --target "$SITE" .whl/*.whl || ex
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
-python3 -m pytest -q -p no:cacheprovider tests/gpu "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
+python3 -m pytest -q -p no:cacheprovider -m gpu tests "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
 if [ "${BENCH:-1}" = "1" ]; then
   python3 benchmarks/run.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -40
 fi

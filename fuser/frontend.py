@@ -23,7 +23,7 @@ import numbers
 from collections.abc import Callable, Sequence
 from enum import Enum, auto
 from io import StringIO
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
@@ -31,6 +31,9 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
+
+if TYPE_CHECKING:
+    from fuser.compiler import CompiledFusion, FusionCompiler
 
 from fuser.dialects.fusion import (
     I1,
@@ -939,6 +942,7 @@ class FusionDefinition:
         self._state = _State.NEW
         self._fusion: FusionOp | None = None
         self._module: ModuleOp | None = None
+        self._compiler: FusionCompiler | None = None
 
     @property
     def _definition(self) -> FusionDefinition:
@@ -1159,6 +1163,39 @@ class FusionDefinition:
         if isinstance(compute_dtype, DataType):
             compute_dtype = numpy_dtype(compute_dtype.element_type)
         return evaluate(self.fusion, inputs, compute_dtype=compute_dtype)
+
+    def _fusion_compiler(self) -> FusionCompiler:
+        if self._compiler is None:
+            from fuser.compiler import FusionCompiler
+
+            self._compiler = FusionCompiler(self.fusion)
+        return self._compiler
+
+    def execute(self, inputs: Sequence[Any]) -> list[Any]:
+        """Runs the fusion on the GPU, compiling on first use per input signature.
+
+        Inputs: numpy arrays (copied to the device, outputs copied back as numpy), or CUDA arrays
+        (torch, cupy, `fuser.DeviceArray`, anything with `__cuda_array_interface__` or
+        `__dlpack__`), used in place; outputs come back as the same kind as the inputs.
+        """
+        compiler = self._compiler  # not @_api: this is the hot path
+        if compiler is None:
+            compiler = self._fusion_compiler()
+        return compiler.execute(inputs)
+
+    def compile(self, inputs: Sequence[Any], arch: str | None = None) -> CompiledFusion:
+        """Compiles the kernels for inputs like `inputs` (numpy arrays do; no GPU is needed when
+        `arch`, e.g. "sm_90", is given) and lists them: name, scheduler, CUDA, cubin size,
+        launch configuration."""
+        return self._fusion_compiler().compile(inputs, arch)
+
+    def last_cuda_code(self) -> str:
+        """The CUDA source of the kernels of the last `execute` or `compile`."""
+        return self._fusion_compiler().last_cuda_code()
+
+    def cache_info(self) -> dict[str, int]:
+        """Hits and misses of the per-signature compile cache."""
+        return self._fusion_compiler().cache_info()
 
     def __repr__(self) -> str:
         return f"FusionDefinition({self.name!r}, {self._state.name.lower()})"

@@ -5,9 +5,12 @@ accepts it. The order puts the most specialized template first, as a fusion a la
 accepts runs better on an earlier one:
 
 1. `pointwise`: pointwise ops, casts and broadcasts, no reduction.
-
-The reduction and persistent (normalization) schedulers go after it when they exist: they accept
-fusions with reductions, which `pointwise` rejects.
+2. `reduction`: reductions of one shape over the same axes with a pointwise prologue, an
+   epilogue on reduced values and full-shape outputs of the prologue, read in one streaming pass;
+   it rejects fusions with persistent buffers (a reduction result used with per-element values,
+   or a reduction of another's result).
+3. `persistent`: inner normalizations (softmax, layer norm, RMS norm) whose rows fit in
+   registers: each row is read once and kept on chip across its reductions.
 """
 
 from __future__ import annotations
@@ -15,9 +18,15 @@ from __future__ import annotations
 from fuser.dialects.fusion import FusionOp
 from fuser.transforms.schedulers.base import Params, Scheduler, SchedulingError
 from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.persistent import PersistentScheduler
 from fuser.transforms.schedulers.pointwise import PointwiseScheduler
+from fuser.transforms.schedulers.reduction import ReductionScheduler
 
-SCHEDULERS: tuple[Scheduler, ...] = (PointwiseScheduler(),)
+SCHEDULERS: tuple[Scheduler, ...] = (
+    PointwiseScheduler(),
+    ReductionScheduler(),
+    PersistentScheduler(),
+)
 """Every scheduler, in priority order."""
 
 

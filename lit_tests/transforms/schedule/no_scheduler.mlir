@@ -1,12 +1,14 @@
-// A fusion that no scheduler accepts yet: the error lists every scheduler's reason.
+// A fusion that no single kernel holds: the error lists every scheduler's reason.
 // RUN: not fuser-opt %s -p 'fuser-schedule{shapes="32x64"}' 2>&1 | filecheck %s
 
-fusion.fusion @softmax_denominator(%x: tensor<?x?xf32>) -> (tensor<?xf32>) {
-  %e = fusion.exp %x : tensor<?x?xf32>
-  %s = fusion.sum %e [1] : tensor<?x?xf32> -> tensor<?xf32>
-  fusion.output %s : tensor<?xf32>
+fusion.fusion @two_axes(%x: tensor<?x?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %rows = fusion.sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %cols = fusion.sum %x [0] : tensor<?x?xf32> -> tensor<?xf32>
+  fusion.output %rows, %cols : tensor<?xf32>, tensor<?xf32>
 }
 
-// CHECK:      fuser-opt: error: no scheduler accepts fusion @softmax_denominator:
-// CHECK-NEXT:   pointwise: 'fusion.sum' (%s) is a reduction
+// CHECK:      fuser-opt: error: no scheduler accepts fusion @two_axes:
+// CHECK-NEXT:   pointwise: 'fusion.sum' (%rows) is a reduction
+// CHECK-NEXT:   reduction: 'fusion.sum' (%cols) reduces [?, ?] over [0], but 'fusion.sum' (%rows) reduces [?, ?] over [1]: one kernel takes reductions of one shape over the same axes
+// CHECK-NEXT:   persistent: 'fusion.sum' (%cols) reduces [?, ?] over [0], but
 // CHECK-NOT:  Traceback

@@ -1,0 +1,60 @@
+// Layer norm (examples/layer_norm.mlir, bf16 [16384, 4096]): var_mean in the kernel by Welford
+// (per-thread two-pass over registers, then kernel.block_welford), rsqrt(var + eps) once per
+// row, weight and bias loaded only after the reduction (they are not needed before), the
+// normalized row stored as 16-byte vectors and mean / invstd stored by the row's first thread.
+// RUN: fuser-opt %s -p 'fuser-schedule{shapes="16384x4096,4096,4096"}' | filecheck %s
+
+fusion.fusion @layer_norm(%x: tensor<?x?xbf16>, %w: tensor<?xbf16>, %b: tensor<?xbf16>)
+    -> (tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>) {
+  %n = fusion.dim %x[0] : tensor<?x?xbf16>
+  %d = fusion.dim %x[1] : tensor<?x?xbf16>
+  %xf = fusion.cast %x : tensor<?x?xbf16> -> tensor<?x?xf32>
+  %var, %mean = fusion.var_mean %xf [1] correction(0) : tensor<?x?xf32> -> tensor<?xf32>, tensor<?xf32>
+  %eps = fusion.constant 1.000000e-05 : f32
+  %var_eps = fusion.add %var, %eps : (tensor<?xf32>, f32) -> tensor<?xf32>
+  %invstd = fusion.rsqrt %var_eps : tensor<?xf32>
+  %mean_b = fusion.broadcast_in_dim %mean [0] sizes(%d) : tensor<?xf32> -> tensor<?x?xf32>
+  %invstd_b = fusion.broadcast_in_dim %invstd [0] sizes(%d) : tensor<?xf32> -> tensor<?x?xf32>
+  %centered = fusion.sub %xf, %mean_b : tensor<?x?xf32>
+  %normed = fusion.mul %centered, %invstd_b : tensor<?x?xf32>
+  %wf = fusion.cast %w : tensor<?xbf16> -> tensor<?xf32>
+  %bf = fusion.cast %b : tensor<?xbf16> -> tensor<?xf32>
+  %w_b = fusion.broadcast_in_dim %wf [1] sizes(%n) : tensor<?xf32> -> tensor<?x?xf32>
+  %b_b = fusion.broadcast_in_dim %bf [1] sizes(%n) : tensor<?xf32> -> tensor<?x?xf32>
+  %scaled = fusion.mul %normed, %w_b : tensor<?x?xf32>
+  %shifted = fusion.add %scaled, %b_b : tensor<?x?xf32>
+  %y = fusion.cast %shifted : tensor<?x?xf32> -> tensor<?x?xbf16>
+  fusion.output %y, %mean, %invstd : tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>
+}
+
+// CHECK:      kernel.func @layer_norm_persistent(%x: !kernel.tensor<bf16, 2>, %w: !kernel.tensor<bf16, 1>, %b: !kernel.tensor<bf16, 1>, %y: !kernel.tensor<bf16, 2>, %mean: !kernel.tensor<f32, 1>, %invstd: !kernel.tensor<f32, 1>)
+// CHECK-SAME: fuser.scheduler = "persistent"
+// CHECK-SAME: fuser.params = "PersistentParams(block=(256, 1, 1), layout=Layout(inner=True
+// CHECK-SAME: AccessPlan(param=1, map=(1,), dims=(1,), kept='none', reduced='unit', vector=True)
+// CHECK-SAME: vector_width=8, index_bits=32), chunks=2)"
+// CHECK-SAME: fuser.launch = "grid=[16384, 1, 1] block=[256, 1, 1] smem=0"
+// CHECK:      kernel.comment "load x"
+// CHECK:      kernel.load %x[%{{.*}}] : !kernel.tensor<bf16, 2>, i32 -> vector<8xbf16>
+// CHECK-NOT:  kernel.load %w
+// CHECK:      kernel.comment "reduce fusion.var_mean xf"
+// CHECK:      %[[AVG:.*]], %[[M2:.*]], %{{.*}} = kernel.block_welford %{{.*}}, %{{.*}}, %{{.*}} along x : f32
+// CHECK:      %mean_1 = arith.select %{{.*}}, %{{.*}}, %[[AVG]] : f32
+// CHECK:      %var = arith.divf %[[M2]], %{{.*}} : f32
+// CHECK:      kernel.comment "load w"
+// CHECK:      kernel.load %w[%col] : !kernel.tensor<bf16, 1>, i32 -> vector<8xbf16>
+// CHECK:      kernel.comment "load b"
+// CHECK:      kernel.load %b[%col_1] : !kernel.tensor<bf16, 1>, i32 -> vector<8xbf16>
+// CHECK:      %var_eps = arith.addf %var, %{{.*}} : f32
+// CHECK:      %invstd_1 = math.rsqrt %var_eps : f32
+// CHECK-NOT:  math.rsqrt
+// CHECK:      %centered = arith.subf %xf, %mean_1 : f32
+// CHECK:      %normed = arith.mulf %centered, %invstd_1 : f32
+// CHECK:      kernel.store %{{.*}}, %y[%{{.*}}] : vector<8xbf16>, !kernel.tensor<bf16, 2>, i32
+// CHECK:      kernel.store %{{.*}}, %y[%{{.*}}] : vector<8xbf16>, !kernel.tensor<bf16, 2>, i32
+// CHECK:      %[[FIRST:.*]] = arith.cmpi eq, %thread_id_x, %{{.*}} : i32
+// CHECK-NEXT: %[[HEAD:.*]] = arith.andi %[[FIRST]], %row_ok : i1
+// CHECK-NEXT: scf.if %[[HEAD]] {
+// CHECK-NEXT:   kernel.comment "store output #1"
+// CHECK-NEXT:   kernel.store %mean_1, %mean[%block_id_x] : f32, !kernel.tensor<f32, 1>, i32
+// CHECK-NEXT:   kernel.comment "store output #2"
+// CHECK-NEXT:   kernel.store %invstd_1, %invstd[%block_id_x] : f32, !kernel.tensor<f32, 1>, i32

@@ -1,0 +1,272 @@
+"""The inner persistent (normalization) scheduler: each row is read once and stays in registers
+while every reduction over it completes, then the outputs are written from registers.
+
+It takes fusions with reductions over the innermost dims (the inner layout of
+`reduction_layout`) whose rows fit in registers, typically those with persistent buffers, which
+the reduction scheduler rejects: softmax (a sum of `exp(x - max(x))` after the max, then a
+division by the sum), layer norm (`var_mean`, then normalize with weight and bias), RMS norm
+(a sum of squares, then a scale).
+
+The kernel: a row per `threadIdx.y` (several rows per block for short rows), `blockDim.x`
+threads along it, each owning `chunks` chunks of `vector_width` adjacent elements (thread x's
+chunk c starts at element `(c * blockDim.x + x) * vector_width`, so a warp's chunk c is one
+coalesced access); a thread holds `chunks * vector_width` element *slots*. The code over the
+slots is fully unrolled straight-line scalar code: each value of a slot is an SSA scalar, so the
+row stays in registers. Per phase:
+
+1. load the reads the phase needs first (predicated 16-byte vector loads into local arrays;
+   chunks past the row end read nothing);
+2. compute the phase's per-element values for every slot; values that depend on the row only
+   (a reduction result, `rsqrt(var + eps)`) are computed once;
+3. for a reduction stage: reduce the stage's inputs over the thread's valid slots (invalid slots
+   give the identity: 0 for sum, -inf for max, an empty Welford state) and combine across the
+   row's threads with `kernel.block_reduce`/`kernel.block_welford` (their warp forms when a row
+   has exactly 32 threads).
+
+After the last stage the epilogue computes the reduced outputs (stored by thread 0 of the row),
+and the last phase computes and stores the full-shape outputs, as vectors where they are
+contiguous.
+
+`heuristics` sizes the slots per thread from the registers a slot needs across phases (values
+live from one phase into a later one); a row longer than 1024 threads can hold is rejected with
+its size, e.g. "row of 100000 f32 elements does not fit in registers".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.dialects import arith
+from xdsl.ir import SSAValue
+
+from fuser.dialects import fusion as fu
+from fuser.dialects import kernel
+from fuser.transforms.schedulers.base import (
+    ACCEPT,
+    LaunchConfig,
+    Params,
+    Scheduler,
+    Verdict,
+    reject,
+)
+from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.iteration_space import DimMap
+from fuser.transforms.schedulers.kernel_builder import Index
+from fuser.transforms.schedulers.reduction_layout import (
+    NONE,
+    Chunk,
+    KernelParts,
+    Key,
+    Layout,
+    Problem,
+    Structure,
+    ceil_div,
+    cooperate,
+    element_level,
+    full_output_keys,
+    named,
+    partial_state,
+    plan_layout,
+    pow2_ceil,
+    reduction_input,
+    row_level,
+    space_shape,
+)
+
+MAX_THREADS = kernel.MAX_THREADS_PER_BLOCK
+REGISTER_BUDGET = 40
+"""32-bit registers per thread for the slots' persistent values."""
+MAX_SLOTS = 32
+"""Element slots per thread at most."""
+TARGET_REGISTERS = 16
+"""Registers of persistent values per thread the heuristics aim at (more threads per row
+otherwise, for more loads in flight and more warps to hide latency)."""
+BLOCK_THREADS = 256
+MAX_GRID_X = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class PersistentParams(Params):
+    """The persistent template's parameters: `block` is (threads per row, rows per block, 1)."""
+
+    layout: Layout
+    chunks: int
+    """Chunks of `layout.vector_width` elements each thread holds."""
+
+    @property
+    def slots(self) -> int:
+        """Elements of the row each thread holds."""
+        return self.chunks * self.layout.vector_width
+
+
+@dataclass(frozen=True)
+class _Sizing:
+    bdx: int
+    chunks: int
+
+
+def _size(structure: Structure, problem: Problem) -> _Sizing | str:
+    """Threads per row and chunks per thread, or why the row does not fit."""
+    v = problem.layout.vector_width
+    regs = structure.slot_registers()
+    max_chunks = max(1, min(MAX_SLOTS, REGISTER_BUDGET // regs) // v)
+    total = ceil_div(problem.reduced, v)
+    if ceil_div(total, MAX_THREADS) > max_chunks:
+        t = fu.type_name(fu.element_type(reduction_input(structure.reductions[0]).type))
+        return (
+            f"row of {problem.reduced} {t} elements does not fit in registers: at most "
+            f"{MAX_THREADS * max_chunks * v} ({MAX_THREADS} threads x {max_chunks * v} "
+            f"elements of {regs} register(s) each)"
+        )
+    target = max(1, min(max_chunks, TARGET_REGISTERS // (regs * v)))
+    bdx = max(1, ceil_div(total, target))
+    if bdx > MAX_THREADS:
+        bdx = ceil_div(total, ceil_div(total, MAX_THREADS))
+    bdx = min(MAX_THREADS, ceil_div(bdx, 32) * 32) if bdx > 32 else pow2_ceil(bdx)
+    return _Sizing(bdx, max(1, ceil_div(total, bdx)))
+
+
+def analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, _Sizing] | str:
+    structure = Structure(fusion)
+    if structure.error is not None:
+        return structure.error
+    problem = plan_layout(structure, info)
+    if isinstance(problem, str):
+        return problem
+    if not problem.layout.inner:
+        return (
+            "the reduced dims are not the fastest-varying dims of the input: the inner "
+            "persistent scheduler keeps rows along the fastest dim"
+        )
+    sizing = _size(structure, problem)
+    if isinstance(sizing, str):
+        return sizing
+    return structure, problem, sizing
+
+
+class PersistentScheduler(Scheduler):
+    """Inner normalizations (softmax, layer norm, RMS norm): one read, rows in registers."""
+
+    name = "persistent"
+
+    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
+        result = analyze(fusion, info)
+        return reject(result) if isinstance(result, str) else ACCEPT
+
+    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PersistentParams:
+        result = analyze(fusion, info)
+        if isinstance(result, str):
+            raise ValueError(
+                f"persistent scheduler cannot schedule @{fusion.sym_name.data}: {result}"
+            )
+        _, problem, sizing = result
+        bdy = max(1, BLOCK_THREADS // sizing.bdx)
+        while bdy > 1 and ceil_div(problem.kept, bdy) < 2 * info.device.sm_count:
+            bdy //= 2
+        return PersistentParams(
+            block=(sizing.bdx, bdy, 1), layout=problem.layout, chunks=sizing.chunks
+        )
+
+    def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
+        p = cast(PersistentParams, params)
+        space = space_shape(Structure(fusion), info)
+        rows = 1
+        for d in p.layout.kept_dims:
+            rows *= space[d]
+        blocks = ceil_div(rows, p.block[1])
+        if blocks > MAX_GRID_X:
+            raise ValueError(f"persistent grid of {blocks} blocks exceeds the CUDA limit")
+        return LaunchConfig((max(1, blocks), 1, 1), p.block)
+
+    def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
+        p = cast(PersistentParams, params)
+        structure = Structure(fusion)
+        assert structure.error is None, structure.error
+        parts = KernelParts(structure, p.layout, kernel_name, p.block[0] * p.block[1])
+        with parts.kb.build():
+            _emit(parts, p)
+        return parts.kb.func
+
+
+Arrays = dict[tuple[int, DimMap], tuple[SSAValue, bool]]
+
+
+def _emit(parts: KernelParts, p: PersistentParams) -> None:
+    kb, structure, layout = parts.kb, parts.structure, p.layout
+    bdx, bdy, _ = p.block
+    v = layout.vector_width
+    tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
+    bx = kb.geometry(kernel.BlockIdOp, kernel.Dimension.X)
+    row: Index = kb.mul(bx, bdy)
+    if bdy > 1:
+        row = kb.add(row, kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y))
+    rows, length = parts.kept_extent, parts.reduced_extent
+    named(row, "row")
+    row_ok = named(kb.cmp("slt", row, rows), "row_ok")
+    end = arith.SelectOp(row_ok, kb.value(length), kb.value(0)).result
+    end.name_hint = "end"
+    row_chunk = Chunk(row, 0, 1, True, row_ok)
+    kept: dict[int, list[Index]] = {
+        id(plan): parts.kept_offsets(plan, row_chunk) for plan in parts.streamed_plans()
+    }
+    invariant: Arrays = {}
+    for plan in layout.reads:
+        if plan.reduced == NONE:
+            kernel.CommentOp("load (once per row)")
+            invariant[plan.param, plan.map] = (parts.load(plan, row_chunk, kept[id(plan)]), False)
+    first = kb.mul(tx, v)
+    chunks: list[Chunk] = []
+    for c in range(p.chunks):
+        column = kb.add(first, c * bdx * v)
+        valid = named(kb.cmp("slt", named(column, "col"), end), "valid")
+        chunks.append(Chunk(row, column, v, True, valid))
+    arrays: list[Arrays] = [dict(invariant) for _ in chunks]
+    envs: list[list[dict[Key, SSAValue]]] = [[{} for _ in range(v)] for _ in chunks]
+    env_row: dict[Key, SSAValue] = {}
+    read_row = parts.reader(invariant, 0)
+    fusion_inputs = structure.fusion.inputs
+    axes = structure.axes
+    for phase, needs in enumerate(structure.phases):
+        # 1. the reads this phase needs first
+        for plan in layout.reads:
+            if plan.reduced == NONE:
+                continue
+            key = (fusion_inputs[plan.param], plan.map)
+            if structure.first_phase(key) != phase:
+                continue
+            kernel.CommentOp(f"load {key[0].name_hint or f'input #{plan.param}'}")
+            for c, chunk in enumerate(chunks):
+                array = parts.load(plan, chunk, kept[id(plan)])
+                arrays[c][plan.param, plan.map] = (array, True)
+        # 2. the phase's values: per row once, then per slot
+        parts.compute(row_level(needs, axes), env_row, read_row)
+        per_slot = element_level(needs, axes)
+        for c in range(len(chunks)):
+            for j in range(v):
+                env = envs[c][j]
+                env.update(env_row)
+                parts.compute(per_slot, env, parts.reader(arrays[c], j))
+        # 3. the stage's reductions
+        if phase < len(structure.stages):
+            for op in structure.stages[phase]:
+                key = (reduction_input(op), structure.input_maps[op])
+                kernel.CommentOp(f"reduce {op.name} {key[0].name_hint or ''}".rstrip())
+                groups = [
+                    (chunk.valid, [envs[c][j][key] for j in range(v)])
+                    for c, chunk in enumerate(chunks)
+                ]
+                state = cooperate(op, partial_state(op, groups), kernel.Dimension.X, bdx)
+                env_row.update(parts.results(op, state))
+    # the full-shape outputs (computed in the last phase)
+    for o, key in full_output_keys(structure):
+        for c, chunk in enumerate(chunks):
+            values = [envs[c][j][key] for j in range(v)]
+            parts.store_full(o, chunk, values, kept[id(parts.output_plans[o])])
+    # the reduced outputs
+    if structure.reduced_outputs:
+        kernel.CommentOp("epilogue")
+        parts.compute(structure.reduced_needs, env_row, read_row)
+        head = kb.cmp("eq", tx, 0) if bdx > 1 else None
+        with kb.if_(kb.all_of([c for c in (head, row_ok) if c is not None])):
+            parts.store_reduced(env_row, row)
