@@ -39,27 +39,21 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FloatAttr,
-    FunctionType,
     IndexType,
     IntegerAttr,
     IntegerType,
     NoneAttr,
-    StringAttr,
     TensorType,
     UnitAttr,
     i64,
 )
 from xdsl.dialects.utils import (
     EnumAttribute,
-    parse_func_op_like,
-    print_func_op_like,
 )
 from xdsl.ir import (
     Attribute,
-    Block,
     Dialect,
     Operation,
-    Region,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
@@ -71,11 +65,9 @@ from xdsl.irdl import (
     base,
     irdl_attr_definition,
     irdl_op_definition,
-    lazy_traits_def,
     operand_def,
     opt_prop_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -84,13 +76,13 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
-    IsolatedFromAbove,
     IsTerminator,
     Pure,
-    SymbolOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from fuser.dialects.func_like import FuncLikeOp
 
 # --------------------------------------------------------------------------------------------
 # Element types and the rules on them
@@ -218,36 +210,13 @@ class GeluApproximationAttr(EnumAttribute[GeluApproximation], SpacedOpaqueSyntax
 
 
 @irdl_op_definition
-class FusionOp(IRDLOperation):
+class FusionOp(FuncLikeOp):
     """One fusion: inputs are the block arguments, outputs the `fusion.output` operands.
 
     `fusion.fusion @name(%x: tensor<?x?xf32>, %eps: f32) -> (tensor<?x?xf32>) { ... }`
     """
 
     name = "fusion.fusion"
-
-    sym_name = prop_def(StringAttr)
-    function_type = prop_def(FunctionType)
-    body = region_def("single_block")
-
-    traits = lazy_traits_def(lambda: (SymbolOpInterface(), IsolatedFromAbove()))
-
-    def __init__(
-        self,
-        name: str,
-        input_types: Sequence[Attribute],
-        output_types: Sequence[Attribute],
-        body: Region | None = None,
-    ):
-        if body is None:
-            body = Region(Block(arg_types=input_types))
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(name),
-                "function_type": FunctionType.from_lists(input_types, output_types),
-            },
-            regions=[body],
-        )
 
     @property
     def inputs(self) -> Sequence[SSAValue]:
@@ -260,11 +229,10 @@ class FusionOp(IRDLOperation):
         return last
 
     def verify_(self) -> None:
+        self.verify_signature()
         block = self.body.block
-        name = f"fusion.fusion @{self.sym_name.data}"
+        name = self.display_name
         inputs = self.function_type.inputs.data
-        if tuple(a.type for a in block.args) != tuple(inputs):
-            raise VerifyException(f"'{name}' block argument types do not match its signature")
         for i, t in enumerate(inputs):
             _check_value_type(name, f"input #{i}", t)
         if not isinstance(block.last_op, OutputOp):
@@ -278,34 +246,6 @@ class FusionOp(IRDLOperation):
         for i, t in enumerate(outs):
             if not isinstance(t, TensorType):
                 raise VerifyException(f"'{name}' output #{i} is a scalar; outputs are tensors")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        start = parser.pos
-        name, inputs, outputs, region, extra, arg_attrs, res_attrs = parse_func_op_like(
-            parser, reserved_attr_names=("sym_name", "function_type")
-        )
-        symbol_end = start + 1 + len(name)  # errors point at `@name`
-        if arg_attrs is not None or res_attrs is not None:
-            parser.raise_error(
-                "fusion.fusion takes no argument or result attributes", start, symbol_end
-            )
-        if not region.blocks:
-            parser.raise_error("fusion.fusion needs a body", start, symbol_end)
-        op = cls(name, inputs, outputs, region)
-        if extra is not None:
-            op.attributes |= extra.data
-        return op
-
-    def print(self, printer: Printer) -> None:
-        print_func_op_like(
-            printer,
-            self.sym_name,
-            self.function_type,
-            self.body,
-            self.attributes,
-            reserved_attr_names=("sym_name", "function_type"),
-        )
 
 
 @irdl_op_definition

@@ -23,15 +23,12 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseArrayBase,
     FlatSymbolRefAttr,
-    FunctionType,
     IndexType,
     IntegerAttr,
-    StringAttr,
     SymbolRefAttr,
     TensorType,
     i64,
 )
-from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import (
     Attribute,
     Block,
@@ -61,19 +58,18 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
-    IsolatedFromAbove,
     IsTerminator,
     MemoryAllocEffect,
     MemoryFreeEffect,
     Pure,
     RecursiveMemoryEffect,
     SingleBlockImplicitTerminator,
-    SymbolOpInterface,
     SymbolTable,
     ensure_terminator,
 )
 from xdsl.utils.exceptions import VerifyException
 
+from fuser.dialects.func_like import FuncLikeOp
 from fuser.dialects.fusion import ELEMENT_TYPES, format_shape
 from fuser.dialects.kernel import FuncOp as KernelFuncOp
 from fuser.dialects.kernel import TensorParamType
@@ -123,7 +119,7 @@ def _constant_index(value: SSAValue) -> int | None:
 
 
 @irdl_op_definition
-class ProgramOp(IRDLOperation):
+class ProgramOp(FuncLikeOp):
     """A host program: its arguments and results are tensors and scalars.
 
     `host.program @name(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) { ... }`
@@ -131,39 +127,11 @@ class ProgramOp(IRDLOperation):
 
     name = "host.program"
 
-    sym_name = prop_def(StringAttr)
-    function_type = prop_def(FunctionType)
-    body = region_def("single_block")
-
-    traits = lazy_traits_def(lambda: (SymbolOpInterface(), IsolatedFromAbove()))
-
-    def __init__(
-        self,
-        name: str,
-        input_types: Sequence[Attribute],
-        output_types: Sequence[Attribute],
-        body: Region | None = None,
-    ):
-        if body is None:
-            body = Region(Block(arg_types=input_types))
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(name),
-                "function_type": FunctionType.from_lists(input_types, output_types),
-            },
-            regions=[body],
-        )
-
-    @property
-    def args(self) -> Sequence[SSAValue]:
-        return self.body.block.args
-
     def verify_(self) -> None:
-        name = f"host.program @{self.sym_name.data}"
+        self.verify_signature()
+        name = self.display_name
         block = self.body.block
         inputs = self.function_type.inputs.data
-        if tuple(a.type for a in block.args) != tuple(inputs):
-            raise VerifyException(f"'{name}' block argument types do not match its signature")
         for what, types in (("argument", inputs), ("result", self.function_type.outputs.data)):
             for i, t in enumerate(types):
                 if not _is_tensor(t) and not _is_scalar(t):
@@ -173,30 +141,6 @@ class ProgramOp(IRDLOperation):
                     )
         if not isinstance(block.last_op, ReturnOp):
             raise VerifyException(f"'{name}' must end with a 'host.return'")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ProgramOp:
-        name, inputs, outputs, region, extra, arg_attrs, res_attrs = parse_func_op_like(
-            parser, reserved_attr_names=("sym_name", "function_type")
-        )
-        if arg_attrs is not None or res_attrs is not None:
-            parser.raise_error("host.program takes no argument or result attributes")
-        if not region.blocks:
-            parser.raise_error("host.program needs a body")
-        op = cls(name, inputs, outputs, region)
-        if extra is not None:
-            op.attributes |= extra.data
-        return op
-
-    def print(self, printer: Printer) -> None:
-        print_func_op_like(
-            printer,
-            self.sym_name,
-            self.function_type,
-            self.body,
-            self.attributes,
-            reserved_attr_names=("sym_name", "function_type"),
-        )
 
 
 @irdl_op_definition

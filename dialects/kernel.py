@@ -37,18 +37,15 @@ from typing import ClassVar
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
-    FunctionType,
     IntAttr,
     IntegerAttr,
     StringAttr,
     VectorType,
     i64,
 )
-from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import (
     Attribute,
-    Block,
     Dialect,
     ParametrizedAttribute,
     Region,
@@ -62,11 +59,9 @@ from xdsl.irdl import (
     VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
-    lazy_traits_def,
     operand_def,
     opt_prop_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
 )
@@ -74,17 +69,16 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
-    IsolatedFromAbove,
     IsTerminator,
     MemoryAllocEffect,
     MemoryReadEffect,
     MemoryWriteEffect,
     Pure,
-    SymbolOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from fuser.dialects.func_like import FuncLikeOp
 from fuser.dialects.fusion import (
     BF16,
     ELEMENT_TYPES,
@@ -296,7 +290,7 @@ class ArrayType(ParametrizedAttribute, TypeAttribute):
 
 
 @irdl_op_definition
-class FuncOp(IRDLOperation):
+class FuncOp(FuncLikeOp):
     """A `__global__` function.
 
     `kernel.func @name(%x: !kernel.tensor<f32, 2>, %eps: f32) attributes {max_threads = 256}`
@@ -310,12 +304,9 @@ class FuncOp(IRDLOperation):
 
     name = "kernel.func"
 
-    sym_name = prop_def(StringAttr)
-    function_type = prop_def(FunctionType)
     max_threads = opt_prop_def(IntegerAttr.constr(i64))
-    body = region_def("single_block")
 
-    traits = lazy_traits_def(lambda: (SymbolOpInterface(), IsolatedFromAbove()))
+    PRINT_EMPTY_OUTPUTS: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -324,31 +315,23 @@ class FuncOp(IRDLOperation):
         body: Region | None = None,
         max_threads: int | None = None,
     ):
-        if body is None:
-            body = Region(Block(arg_types=input_types))
         super().__init__(
-            properties={
-                "sym_name": StringAttr(name),
-                "function_type": FunctionType.from_lists(input_types, []),
-                "max_threads": None if max_threads is None else IntegerAttr(max_threads, i64),
-            },
-            regions=[body],
+            name,
+            input_types,
+            [],
+            body,
+            {"max_threads": None if max_threads is None else IntegerAttr(max_threads, i64)},
         )
 
-    @property
-    def args(self) -> Sequence[SSAValue]:
-        return self.body.block.args
-
     def verify_(self) -> None:
-        name = f"kernel.func @{self.sym_name.data}"
+        self.verify_signature()
+        name = self.display_name
         inputs = self.function_type.inputs.data
         if self.function_type.outputs.data:
             raise VerifyException(
                 f"'{name}' has results; a kernel writes its outputs through tensor parameters"
             )
         block = self.body.block
-        if tuple(a.type for a in block.args) != tuple(inputs):
-            raise VerifyException(f"'{name}' block argument types do not match its signature")
         for i, t in enumerate(inputs):
             if not isinstance(t, TensorParamType) and t not in ELEMENT_TYPES:
                 raise VerifyException(
@@ -378,39 +361,23 @@ class FuncOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> FuncOp:
-        name, inputs, outputs, region, extra, arg_attrs, res_attrs = parse_func_op_like(
-            parser, reserved_attr_names=("sym_name", "function_type")
-        )
-        if arg_attrs is not None or res_attrs is not None:
-            parser.raise_error("kernel.func takes no argument or result attributes")
+        name, inputs, outputs, region, attributes = cls.parse_signature(parser)
         if outputs:
             parser.raise_error("kernel.func has no results")
-        if not region.blocks:
-            parser.raise_error("kernel.func needs a body")
         op = cls(name, inputs, region)
-        if extra is not None:
-            attrs = dict(extra.data)
-            max_threads = attrs.pop("max_threads", None)
-            if max_threads is not None:
-                if not isinstance(max_threads, IntegerAttr):
-                    parser.raise_error("kernel.func max_threads must be an integer")
-                op.max_threads = IntegerAttr(max_threads.value.data, i64)
-            op.attributes |= attrs
+        max_threads = attributes.pop("max_threads", None)
+        if max_threads is not None:
+            if not isinstance(max_threads, IntegerAttr):
+                parser.raise_error("kernel.func max_threads must be an integer")
+            op.max_threads = IntegerAttr(max_threads.value.data, i64)
+        op.attributes |= attributes
         return op
 
-    def print(self, printer: Printer) -> None:
+    def printed_attributes(self) -> dict[str, Attribute]:
         attributes = dict(self.attributes)
         if self.max_threads is not None:
             attributes["max_threads"] = self.max_threads
-        print_func_op_like(
-            printer,
-            self.sym_name,
-            self.function_type,
-            self.body,
-            attributes,
-            reserved_attr_names=("sym_name", "function_type"),
-            print_empty_outputs=False,
-        )
+        return attributes
 
 
 @irdl_op_definition

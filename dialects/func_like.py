@@ -1,0 +1,110 @@
+"""What `fusion.fusion`, `kernel.func` and `host.program` share: a symbol, a signature and one
+block whose arguments are the inputs.
+
+Each is written like `func.func` (`@name(%x: T, ...) -> (R, ...) attributes {...} { ... }`) and
+parsed and printed with xDSL's func-like helpers; the dialects add their own rules in `verify_`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Sequence
+from typing import ClassVar, Self
+
+from xdsl.dialects.builtin import FunctionType, StringAttr
+from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.irdl import IRDLOperation, lazy_traits_def, prop_def, region_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+
+class FuncLikeOp(IRDLOperation, ABC):
+    """A symbol with a signature and a single-block body (undecorated: subclasses name the op)."""
+
+    sym_name = prop_def(StringAttr)
+    function_type = prop_def(FunctionType)
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (SymbolOpInterface(), IsolatedFromAbove()))
+
+    PRINT_EMPTY_OUTPUTS: ClassVar[bool] = True
+    """Whether `-> ()` is printed for a signature without results."""
+
+    def __init__(
+        self,
+        name: str,
+        input_types: Sequence[Attribute],
+        output_types: Sequence[Attribute],
+        body: Region | None = None,
+        properties: dict[str, Attribute | None] | None = None,
+    ):
+        if body is None:
+            body = Region(Block(arg_types=input_types))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "function_type": FunctionType.from_lists(input_types, output_types),
+                **(properties or {}),
+            },
+            regions=[body],
+        )
+
+    @property
+    def args(self) -> Sequence[SSAValue]:
+        """The block arguments: the inputs, in order."""
+        return self.body.block.args
+
+    @property
+    def display_name(self) -> str:
+        """How messages name this op: `fusion.fusion @layer_norm`."""
+        return f"{self.name} @{self.sym_name.data}"
+
+    def verify_signature(self) -> None:
+        """The block arguments have the signature's input types."""
+        if tuple(a.type for a in self.args) != tuple(self.function_type.inputs.data):
+            raise VerifyException(
+                f"'{self.display_name}' block argument types do not match its signature"
+            )
+
+    @classmethod
+    def parse_signature(
+        cls, parser: Parser
+    ) -> tuple[str, list[Attribute], list[Attribute], Region, dict[str, Attribute]]:
+        """Parses `@name(%x: T, ...) -> (...) attributes {...} { ... }`; errors point at `@name`."""
+        start = parser.pos
+        name, inputs, outputs, region, extra, arg_attrs, res_attrs = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type")
+        )
+        symbol_end = start + 1 + len(name)
+        if arg_attrs is not None or res_attrs is not None:
+            parser.raise_error(
+                f"{cls.name} takes no argument or result attributes", start, symbol_end
+            )
+        if not region.blocks:
+            parser.raise_error(f"{cls.name} needs a body", start, symbol_end)
+        return name, list(inputs), list(outputs), region, dict(extra.data) if extra else {}
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        name, inputs, outputs, region, attributes = cls.parse_signature(parser)
+        op = cls(name, inputs, outputs, region)
+        op.attributes |= attributes
+        return op
+
+    def printed_attributes(self) -> dict[str, Attribute]:
+        """The attributes shown in the `attributes {...}` dict of the custom syntax."""
+        return dict(self.attributes)
+
+    def print(self, printer: Printer) -> None:
+        print_func_op_like(
+            printer,
+            self.sym_name,
+            self.function_type,
+            self.body,
+            self.printed_attributes(),
+            reserved_attr_names=("sym_name", "function_type"),
+            print_empty_outputs=self.PRINT_EMPTY_OUTPUTS,
+        )
