@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     NoneAttr,
+    StringAttr,
     TensorType,
     UnitAttr,
     i64,
@@ -54,6 +55,7 @@ from xdsl.ir import (
     Attribute,
     Dialect,
     Operation,
+    Region,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
@@ -65,17 +67,21 @@ from xdsl.irdl import (
     base,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
+    IsolatedFromAbove,
     IsTerminator,
     Pure,
 )
@@ -257,6 +263,119 @@ class OutputOp(IRDLOperation):
     values = var_operand_def()
 
     traits = traits_def(IsTerminator(), HasParent(FusionOp))
+
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue | Operation]):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class SegmentOp(IRDLOperation):
+    """A segment of a segmented fusion: the ops one kernel computes, and the scheduler for it.
+
+    ```
+    %m, %v = fusion.segment "reduction" (%x) : (tensor<?x?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+    ^bb0(%x0: tensor<?x?xf32>):
+      ...
+      fusion.yield %m0, %v0 : tensor<?xf32>, tensor<?xf32>
+    }
+    ```
+    The body is isolated: its block arguments are the segment's inputs (tensors, scalars, and
+    `index` extents), so a segment reads like a fusion of its own; `fusion.yield` lists the values
+    other segments or the fusion's outputs use. The segmenter creates segments; `scheduler` names
+    the scheduler that accepted the segment (the empty string when a custom merge rule chose it).
+    """
+
+    name = "fusion.segment"
+
+    scheduler = prop_def(StringAttr)
+    args = var_operand_def()
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (IsolatedFromAbove(), HasParent(FusionOp)))
+
+    def __init__(
+        self,
+        scheduler: str,
+        args: Sequence[SSAValue],
+        output_types: Sequence[Attribute],
+        body: Region,
+    ):
+        super().__init__(
+            operands=[args],
+            result_types=[output_types],
+            properties={"scheduler": StringAttr(scheduler)},
+            regions=[body],
+        )
+
+    @property
+    def yield_op(self) -> YieldOp:
+        last = self.body.block.last_op
+        assert isinstance(last, YieldOp)
+        return last
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if tuple(a.type for a in block.args) != tuple(v.type for v in self.args):
+            raise VerifyException(
+                f"'{self.name}' block argument types must match its operand types"
+            )
+        if not isinstance(block.last_op, YieldOp):
+            raise VerifyException(f"'{self.name}' must end with a 'fusion.yield'")
+        yielded = tuple(v.type for v in block.last_op.values)
+        if yielded != tuple(r.type for r in self.outputs):
+            raise VerifyException(
+                f"'{self.name}' yields ({', '.join(map(str, yielded))}) but has results "
+                f"({', '.join(str(r.type) for r in self.outputs)})"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.scheduler)
+        printer.print_string(" (")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" : (")
+        printer.print_list((a.type for a in self.args), printer.print_attribute)
+        printer.print_string(") -> (")
+        printer.print_list((r.type for r in self.outputs), printer.print_attribute)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        scheduler = parser.parse_str_literal("the scheduler's name")
+        unresolved = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        parser.parse_punctuation(":")
+        arg_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        parser.parse_punctuation("->")
+        output_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        if len(arg_types) != len(unresolved):
+            parser.raise_error(
+                f"fusion.segment has {len(unresolved)} operands but {len(arg_types)} types"
+            )
+        args = [parser.resolve_operand(u, t) for u, t in zip(unresolved, arg_types, strict=True)]
+        op = cls(scheduler, args, output_types, parser.parse_region())
+        if attributes is not None:
+            op.attributes |= attributes.data
+        return op
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminates a `fusion.segment`, listing the values it makes visible outside."""
+
+    name = "fusion.yield"
+
+    values = var_operand_def()
+
+    traits = traits_def(IsTerminator(), HasParent(SegmentOp))
 
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
@@ -1151,6 +1270,8 @@ Fusion = Dialect(
     [
         FusionOp,
         OutputOp,
+        SegmentOp,
+        YieldOp,
         ConstantOp,
         DimOp,
         NegOp,

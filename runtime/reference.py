@@ -94,6 +94,7 @@ from fuser.dialects.fusion import (
     ReductionOp,
     ReluOp,
     RsqrtOp,
+    SegmentOp,
     SegmentSetOp,
     SetOp,
     SigmoidOp,
@@ -107,6 +108,7 @@ from fuser.dialects.fusion import (
     VarMeanOp,
     WelfordOp,
     WhereOp,
+    YieldOp,
     element_type,
     format_shape,
 )
@@ -348,6 +350,16 @@ class FusionFunctions(InterpreterFunctions):
     @impl_terminator(OutputOp)
     def run_output(
         self, interp: Interpreter, op: OutputOp, args: PythonValues
+    ) -> tuple[ReturnedValues, PythonValues]:
+        return ReturnedValues(args), ()
+
+    @impl(SegmentOp)
+    def run_segment(self, interp: Interpreter, op: SegmentOp, args: PythonValues) -> PythonValues:
+        return interp.run_ssacfg_region(op.body, args, "fusion.segment")
+
+    @impl_terminator(YieldOp)
+    def run_yield(
+        self, interp: Interpreter, op: YieldOp, args: PythonValues
     ) -> tuple[ReturnedValues, PythonValues]:
         return ReturnedValues(args), ()
 

@@ -12,6 +12,7 @@ import operator
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -889,3 +890,12 @@ def test_invalid_fusion_is_a_verification_error() -> None:
     f = single_op_fusion([t], f"  %y = fusion.exp %a : {t}", [t], ["%y"])
     with pytest.raises(VerificationError, match="storage types"):
         evaluate(f, [np.ones(2, np.float16)])
+
+
+def test_segmented_fusion_matches_the_unsegmented_one(rng: np.random.Generator) -> None:
+    """A segmented fusion evaluates each segment's region; the result is the fusion's."""
+    text = (Path(__file__).parent.parent / "lit_tests/dialects/fusion/segment.mlir").read_text()
+    segmented = parse_fusion(text)
+    x = random_values(rng, (3, 127), "f32") + 4.0
+    (y,) = evaluate(segmented, [x, 2.5])
+    np.testing.assert_allclose(y, x / x.sum(axis=0) * np.float32(2.5), rtol=1e-6)
