@@ -1,10 +1,12 @@
 """Times fuser against torch eager and torch.compile on one GPU, in one process.
 
-    python benchmarks/run.py [--out DIR] [--only NAME] [--no-compile]
+    python benchmarks/run.py [--out DIR] [--only NAME] [--no-compile] [--l2-flush read|zero]
 
 Each workload runs through `fd.execute` on torch CUDA tensors, torch eager and `torch.compile` on
-the same inputs. Times are CUDA-event medians from `triton.testing.do_bench` (warm-up, L2 cleared
-before every run); GB/s counts each input read once and each output written once; "% copy" is
+the same inputs. Times are CUDA-event medians after warm-up, with the L2 emptied before every run
+by reading a 256 MiB buffer (`--l2-flush zero`: `triton.testing.do_bench`'s flush, which leaves
+dirty lines to write back inside the timed run; see L2_FLUSH); GB/s counts each input read once
+and each output written once; "% copy" is
 against a device-to-device copy of 2 GiB measured in the same run. The host-overhead rows time
 steady-state `fd.execute` calls on the host. Writes `results.json` and `results.md` to `--out`
 and prints the table last.
@@ -31,9 +33,42 @@ from workloads import Workload, all_workloads
 
 from fuser import DataType, FusionDefinition
 
+L2_FLUSH = "read"
+"""How the L2 cache is emptied before each timed run: "read" sums a 256 MiB buffer, leaving the
+L2 full of clean lines; "zero" is `triton.testing.do_bench`'s own flush, which zeroes the buffer
+and so leaves the L2 full of dirty lines, whose write-back (tens of MB) then lands inside the
+timed run: against a workload of 100-300 MB that alone costs 5-15% (benchmarks/RESULTS.md,
+run 6), and far less against the 2 GiB copy the table compares with."""
 
-def median_ms(fn: Any) -> float:
-    return float(do_bench(fn, warmup=50, rep=300, return_mode="median"))
+
+def median_ms(fn: Any, warmup_ms: float = 50, rep_ms: float = 300) -> float:
+    """The median time of `fn` in ms over CUDA events, after warm-up; the L2 is emptied before
+    every run (see L2_FLUSH)."""
+    if L2_FLUSH == "zero":
+        return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+    flush = torch.ones(256 * 2**20 // 4, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        flush.sum()
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    estimate = max(start.elapsed_time(end) / 5, 1e-3)
+    for _ in range(max(1, int(warmup_ms / estimate))):
+        fn()
+    samples = []
+    for _ in range(max(5, int(rep_ms / estimate))):
+        flush.sum()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        samples.append((start, end))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in samples)
 
 
 def copy_bandwidth() -> float:
@@ -93,16 +128,24 @@ def run_workload(w: Workload, copy_gbs: float, use_compile: bool) -> dict[str, A
 
 
 def host_overhead(calls: int = 20000) -> list[dict[str, Any]]:
-    """Steady-state host time per call of a one-kernel pointwise fusion on two [1024] inputs."""
+    """Steady-state host time per call of a one-kernel pointwise fusion on two [1024] inputs,
+    and of a three-kernel one (two segment_sets in a pointwise chain: a host program)."""
     with FusionDefinition("add") as fd:
         a = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         fd.add_output(fd.ops.add(a, b))
+    with FusionDefinition("chain3") as chain:
+        a = chain.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = chain.define_tensor(shape=[-1], dtype=DataType.Float)
+        s = chain.ops.segment_set(chain.ops.add(a, b))
+        t = chain.ops.segment_set(chain.ops.mul(s, a))
+        chain.add_output(chain.ops.sub(t, b))
     x = torch.randn(1024, device="cuda")
     y = torch.randn(1024, device="cuda")
     rows = []
     for name, fn in (
         ("fuser fd.execute", lambda: fd.execute([x, y])),
+        ("fuser fd.execute, 3 kernels (two segment_sets)", lambda: chain.execute([x, y])),
         ("torch eager a + b", lambda: x + y),
     ):
         for _ in range(1000):
@@ -143,12 +186,18 @@ def markdown(
 
 
 def main() -> None:
+    global L2_FLUSH
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=".", help="folder for results.json and results.md")
     parser.add_argument("--only", default=None, help="run the workloads whose name contains this")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument(
+        "--l2-flush", choices=("read", "zero"), default=L2_FLUSH, help="see L2_FLUSH"
+    )
     args = parser.parse_args()
+    L2_FLUSH = args.l2_flush
     device = torch.cuda.get_device_name()
+    host = host_overhead()  # first: torch.compile's worker processes would disturb it
     copy_gbs = copy_bandwidth()
     rows = []
     for w in all_workloads(torch):
@@ -161,7 +210,6 @@ def main() -> None:
             f"best peer ratio {r['fuser_vs_best_peer']:.2f}",
             flush=True,
         )
-    host = host_overhead()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = {
@@ -170,6 +218,7 @@ def main() -> None:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "copy_gbs": copy_gbs,
+        "l2_flush": L2_FLUSH,
     }
     (out / "results.json").write_text(
         json.dumps({"meta": meta, "rows": rows, "host": host}, indent=1)

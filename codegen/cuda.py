@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     VectorType,
 )
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.base_printer import BasePrinter
 from xdsl.utils.exceptions import DiagnosticException
@@ -344,6 +345,12 @@ _HALF_TO_INT = {  # truncating, like C's float-to-integer conversion
 }
 
 
+def _approximate(op: Operation) -> bool:
+    """Whether a float op carries the `afn` (approximate functions) fast-math flag."""
+    flags = op.properties.get("fastmath")
+    return isinstance(flags, arith.FastMathFlagsAttr) and FastMathFlag.APPROX_FUNC in flags.data
+
+
 def _constant_value(value: SSAValue) -> int | None:
     op = value.owner
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
@@ -369,6 +376,7 @@ class CudaPrinter(BasePrinter):
     _counters: dict[str, int] = field(default_factory=dict[str, int], init=False)
     _max_threads: int = field(default=kernel.MAX_THREADS_PER_BLOCK, init=False)
     _kernel: str = field(default="", init=False)
+    _block_reductions: int = field(default=0, init=False)
 
     # ---- names and expressions --------------------------------------------------------------
 
@@ -433,6 +441,7 @@ class CudaPrinter(BasePrinter):
         self._exprs.clear()
         self._used.clear()
         self._counters.clear()
+        self._block_reductions = 0
         name = self._kernel = func.sym_name.data
         if identifier(name) != name:
             raise self._error(func, f"@{name} is not a valid C++ name for a kernel")
@@ -535,8 +544,21 @@ class CudaPrinter(BasePrinter):
     def _(self, op: kernel.BarrierOp):
         self._line("__syncthreads();")
 
-    def _along(self, along: kernel.DimensionAttr) -> str:
-        return f"fuser::{along.data.value.upper()}, {self._max_threads}"
+    def _along(self, op: Operation, along: kernel.DimensionAttr) -> str:
+        """The template arguments of a block reduction: dim, block size and scratch slot."""
+        return f"fuser::{along.data.value.upper()}, {self._max_threads}, {self._slot(op)}"
+
+    def _slot(self, op: Operation) -> int:
+        """The scratch slot of a block reduction: 0, 1, 0, ... in program order, -1 in a loop
+        (see `block_reduce` in the preamble)."""
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, kernel.FuncOp):
+            if isinstance(parent, scf.ForOp):
+                return -1
+            parent = parent.parent_op()
+        slot = self._block_reductions % 2
+        self._block_reductions += 1
+        return slot
 
     @print_op.register
     def _(self, op: kernel.WarpReduceOp):
@@ -546,7 +568,7 @@ class CudaPrinter(BasePrinter):
     @print_op.register
     def _(self, op: kernel.BlockReduceOp):
         functor = _REDUCE_FUNCTORS[op.kind.data]
-        call = f"fuser::block_reduce<{self._along(op.along)}>({self.expr(op.value)}, {functor})"
+        call = f"fuser::block_reduce<{self._along(op, op.along)}>({self.expr(op.value)}, {functor})"
         self._define_result(op, call)
 
     def _bind(self, results: Sequence[SSAValue], prefixes: Sequence[str], call: str) -> None:
@@ -558,7 +580,7 @@ class CudaPrinter(BasePrinter):
     def _(self, op: kernel.WarpWelfordOp | kernel.BlockWelfordOp):
         args = ", ".join(self.expr(v) for v in (op.avg, op.m2, op.count))
         if isinstance(op, kernel.BlockWelfordOp):
-            call = f"fuser::block_welford<{self._along(op.along)}>({args})"
+            call = f"fuser::block_welford<{self._along(op, op.along)}>({args})"
         else:
             call = f"fuser::warp_welford({args})"
         self._bind(op.results, ("avg", "m2", "count"), call)
@@ -615,6 +637,8 @@ class CudaPrinter(BasePrinter):
         | arith.MinnumfOp,
     ):
         pattern = _FLOAT_BINARY[type(op)]
+        if isinstance(op, arith.DivfOp) and _approximate(op) and op.lhs.type != F64:
+            pattern = "__fdividef({a}, {b})"  # 2 ulp; 0 for divisors beyond 2**126
         self._define_float(op, lambda x, f: pattern.format(a=x[0], b=x[1], f=f))
 
     @print_op.register
@@ -724,7 +748,9 @@ class CudaPrinter(BasePrinter):
             expr = expr if signed else f"({c_type(dst)}){expr}"
         else:
             expr = f"({c_type(dst)}){x}" if signed else f"({c_type(dst)})({_UNSIGNED[dst]}){x}"
-        self._define_result(op, expr)
+        # NaN -> 0: the hardware conversion gives the most negative integer for NaN in some
+        # forms (f32 -> i64 and f64 -> i32 on an H200)
+        self._define_result(op, f"{x} != {x} ? 0 : {expr}")
 
     @print_op.register
     def _(self, op: arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp | arith.IndexCastOp):
@@ -781,6 +807,9 @@ class CudaPrinter(BasePrinter):
         | mathd.PowFOp
         | mathd.FmaOp,
     ):
+        if isinstance(op, mathd.PowFOp):  # exact integer powers, see the preamble
+            self._define_float(op, lambda x, f: f"fuser::pow({', '.join(x)})")
+            return
         function = _UNARY_MATH.get(type(op)) or _BINARY_MATH.get(type(op)) or "fma"
         self._define_float(op, lambda x, f: f"{function}{f}({', '.join(x)})")
 

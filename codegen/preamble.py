@@ -37,18 +37,41 @@ struct alignas(sizeof(T) * N) Vec {
 
 namespace fuser {
 
-// max/min that propagate NaN like torch.maximum (fmaxf/fminf return the operand that is not NaN).
+// max/min that propagate NaN like torch.maximum (fmaxf/fminf return the operand that is not NaN):
+// one PTX max.NaN/min.NaN on sm_80 and later.
 __device__ __forceinline__ float maximum(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
   return a != a ? a : (b != b ? b : fmaxf(a, b));
+#endif
 }
 __device__ __forceinline__ float minimum(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
   return a != a ? a : (b != b ? b : fminf(a, b));
+#endif
 }
 __device__ __forceinline__ double maximum(double a, double b) {
   return a != a ? a : (b != b ? b : fmax(a, b));
 }
 __device__ __forceinline__ double minimum(double a, double b) {
   return a != a ? a : (b != b ? b : fmin(a, b));
+}
+// pow, exact where the result is an integer that CUDA's pow (2 ulp) comes within 0.5 of: an
+// integral base to a non-negative integral power (integer pow computes in floating point).
+__device__ __forceinline__ float pow(float x, float y) {
+  const float r = powf(x, y);
+  return y >= 0.0f && rintf(y) == y && rintf(x) == x && fabsf(r) < 1048576.0f ? rintf(r) : r;
+}
+__device__ __forceinline__ double pow(double x, double y) {
+  const double r = ::pow(x, y);
+  return y >= 0.0 && rint(y) == y && rint(x) == x && fabs(r) < 562949953421312.0 ? rint(r) : r;
 }
 // Integers compare plainly.
 template <typename T> __device__ __forceinline__ T maximum(T a, T b) { return a > b ? a : b; }
@@ -92,12 +115,16 @@ template <typename T> struct Welford {
   T avg, m2, n;
 };
 
+// A quotient of Welford counts (exact float integers): the fast division for float (2 ulp).
+__device__ __forceinline__ float count_ratio(float a, float b) { return __fdividef(a, b); }
+__device__ __forceinline__ double count_ratio(double a, double b) { return a / b; }
+
 // Chan et al.'s pairwise combination of Welford states; two empty states give an empty state.
 struct WelfordCombine {
   template <typename T> __device__ Welford<T> operator()(Welford<T> a, Welford<T> b) const {
     const T n = a.n + b.n;
     if (n == T(0)) return Welford<T>{T(0), T(0), T(0)};
-    const T delta = b.avg - a.avg, wb = b.n / n;
+    const T delta = b.avg - a.avg, wb = count_ratio(b.n, n);
     return Welford<T>{a.avg + delta * wb, a.m2 + b.m2 + delta * delta * a.n * wb, n};
   }
   template <typename T> __device__ static T identity() { return T{}; }
@@ -127,47 +154,58 @@ __device__ __forceinline__ T warp_reduce(T v, Op op, int width = 32, unsigned ma
 
 enum Dim { X, Y };
 
-// One shared scratch array per element type and size, reused by every block reduction.
-template <typename T, int Size> __device__ __forceinline__ T* scratch() {
+// Shared scratch arrays per element type and size: Slot 0 and 1 alternate between consecutive
+// block reductions (so that one needs no barrier after its last read: the next one writes the
+// other array, and the one after that writes only after every thread passed the barrier of the
+// one in between); slot -1 is for reductions that may follow each other without one in between
+// (in a loop), which end with a barrier.
+template <typename T, int Size, int Slot> __device__ __forceinline__ T* scratch() {
   __shared__ T buffer[Size];
   return buffer;
 }
 
 // Combines `v` across threadIdx.<Along> (x or y), separately for each group of threads sharing
 // the other thread indices; every thread of a group gets its group's result. Any block shape of
-// at most MaxThreads threads works; every thread of the block must call it.
-template <Dim Along, int MaxThreads, typename T, typename Op>
+// at most MaxThreads threads works; every thread of the block must call it. The emitter numbers
+// the block reductions of a kernel 0, 1, 0, 1, ... in program order (Slot), or -1 inside loops.
+template <Dim Along, int MaxThreads, int Slot, typename T, typename Op>
 __device__ T block_reduce(T v, Op op) {
-  T* buf = scratch<T, (MaxThreads < 32 ? 32 : MaxThreads)>();
+  T* buf = scratch<T, (MaxThreads < 32 ? 32 : MaxThreads), Slot>();
   const int bx = blockDim.x, by = blockDim.y;
   const int tid = threadIdx.x + bx * (threadIdx.y + by * threadIdx.z);
   const int n = Along == X ? bx : by;                    // threads per group
   const int pos = Along == X ? threadIdx.x : threadIdx.y;  // this thread's place in its group
   const int group = Along == X ? tid / bx : threadIdx.x + bx * threadIdx.z;
   if (Along == X && n % 32 == 0) {
-    // Each warp lies in one group: reduce the warps, then every warp reduces its group's warps.
+    // Each warp lies in one group: reduce the warps, then every run of `width` lanes (a power
+    // of two >= the group's warps) reduces the group's warps.
     const int warps = n / 32, lane = pos % 32;
     v = warp_reduce(v, op);
     if (lane == 0) buf[group * warps + pos / 32] = v;
     __syncthreads();
-    v = warp_reduce(lane < warps ? buf[group * warps + lane] : Op::template identity<T>(), op);
-  } else if (Along == X && 32 % n == 0) {
+    int width = 1;
+    while (width < warps) width *= 2;
+    const int k = lane & (width - 1);
+    v = warp_reduce(k < warps ? buf[group * warps + k] : Op::template identity<T>(), op, width);
+    if (Slot < 0) __syncthreads();  // the scratch array is free for the next reduction
+    return v;
+  }
+  if (Along == X && 32 % n == 0) {
     // Groups are aligned runs of n < 32 lanes; the last warp may be partial.
     const int left = bx * by * blockDim.z - (tid & ~31);
     return warp_reduce(v, op, n, left >= 32 ? 0xffffffffu : (1u << left) - 1);
-  } else {
-    // Any shape: stage all values group by group; threads 0..31 of a group fold every 32nd
-    // value into their own slot; then each thread folds its group's first min(n, 32) slots.
-    buf[group * n + pos] = v;
-    __syncthreads();
-    if (pos < 32) {
-      for (int i = pos + 32; i < n; i += 32) v = op(v, buf[group * n + i]);
-      buf[group * n + pos] = v;
-    }
-    __syncthreads();
-    v = buf[group * n];
-    for (int i = 1; i < n && i < 32; ++i) v = op(v, buf[group * n + i]);
   }
+  // Any shape: stage all values group by group; threads 0..31 of a group fold every 32nd
+  // value into their own slot; then each thread folds its group's first min(n, 32) slots.
+  buf[group * n + pos] = v;
+  __syncthreads();
+  if (pos < 32) {
+    for (int i = pos + 32; i < n; i += 32) v = op(v, buf[group * n + i]);
+    buf[group * n + pos] = v;
+  }
+  __syncthreads();
+  v = buf[group * n];
+  for (int i = 1; i < n && i < 32; ++i) v = op(v, buf[group * n + i]);
   __syncthreads();  // the scratch array is free for the next reduction
   return v;
 }
@@ -176,9 +214,9 @@ __device__ T block_reduce(T v, Op op) {
 template <typename T> __device__ __forceinline__ Welford<T> warp_welford(T avg, T m2, T n) {
   return warp_reduce(Welford<T>{avg, m2, n}, WelfordCombine());
 }
-template <Dim Along, int MaxThreads, typename T>
+template <Dim Along, int MaxThreads, int Slot, typename T>
 __device__ __forceinline__ Welford<T> block_welford(T avg, T m2, T n) {
-  return block_reduce<Along, MaxThreads>(Welford<T>{avg, m2, n}, WelfordCombine());
+  return block_reduce<Along, MaxThreads, Slot>(Welford<T>{avg, m2, n}, WelfordCombine());
 }
 
 template <typename T> struct GridResult {

@@ -1,34 +1,59 @@
-"""From a fusion and its inputs to kernels that run: scheduling, CUDA emission, NVRTC, caching.
+"""From a fusion and its inputs to kernels that run: scheduling, segmentation, CUDA, NVRTC, caching.
 
-`FusionCompiler` serves one `fusion.fusion` op. `execute(inputs)` reads the inputs into a
-signature (`fuser.runtime.executor`), looks the signature up and, on a hit, only launches. On a
-miss it validates the inputs against the fusion's signature (count, dtype, rank, static extents,
-scalar kinds; device placement is checked while reading), builds a `FusionInfo`, lets the
-scheduler registry pick a scheduler and its heuristics, and reuses the kernel already compiled for
-the same (arch, scheduler, heuristics), as nvFuser does, or emits CUDA and compiles a new one. The
-`KernelExecutor` of that kernel then caches the launch of the new signature.
+`FusionCompiler` serves one `fusion.fusion` op (nvFuser's FusionExecutorCache). `execute(inputs)`
+reads the inputs into a signature (`fuser.runtime.executor`: shapes, strides, dtypes, pointer
+alignment, device), looks the signature up and, on a hit, only launches. On a miss it validates
+the inputs against the fusion's signature (count, dtype, rank, static extents, scalar kinds;
+device placement is checked while reading), builds a `FusionInfo` and finds what runs it:
+
+1. **One kernel.** If the fusion holds no `segment_set`, the compiler has no merge predicate
+   (`should_merge`, which replaces the schedulers in the segmenter) and a scheduler accepts the
+   whole fusion, the kernel already compiled for the same (arch, scheduler, heuristics) is
+   reused, as nvFuser does, or a new one is emitted and compiled. Its `KernelExecutor` then
+   caches the launch of the new signature, and hits take the executor's generated fast path.
+2. **A compiled program whose heuristics still hold.** Otherwise each program compiled before is
+   asked whether it fits the new signature: every segment's scheduler must still accept the
+   segment, with heuristics equal to those it was compiled with (nvFuser's
+   `getMaybeHeuristicsFor`). The first that fits is reused: only its launch configurations are
+   recomputed, by the segments' executors.
+3. **A new program.** Else the fusion is segmented (`transforms.segment`), lowered to a
+   `host.program` and one `kernel.func` per segment (`transforms.lower_to_host`), the kernels
+   are compiled in parallel (NVRTC on a thread pool), and a `HostEvaluator` runs the program.
+
+Signatures run by a program are cached in a `ProgramCache` (runtime/host_evaluator.py) with its
+own torch fast path; once a fusion has one, `execute` is that cache's fast path, which hands
+single-kernel signatures on to the executor cache. `cache_info()` counts hits, misses,
+heuristic reuses, signatures, kernels and programs. Misses are serialized by a lock, so threads
+may share one compiler.
 
 `compile(inputs, arch=...)` runs the same pipeline without a GPU (NVRTC only), for an explicit
 `sm_XY` target with an H100's limits, and returns a `CompiledFusion` describing each kernel.
+`FUSER_DUMP` (`fuser.dump`) prints the stages as they happen.
 
-This is the one module that ties `transforms/` (schedulers), `codegen/` (CUDA) and `runtime/`
-(NVRTC, driver, executor) together; they never import each other.
+This is the one module that ties `transforms/` (segmenter, schedulers, host lowering),
+`codegen/` (CUDA) and `runtime/` (NVRTC, driver, executor, host evaluator) together; they never
+import each other.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from io import StringIO
+from typing import Any, NamedTuple
 
 import numpy as np
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, SymbolRefAttr, TensorType
+from xdsl.ir import Operation
+from xdsl.printer import Printer
 
+from fuser import dump
 from fuser.codegen.cuda import emit_cuda
-from fuser.dialects import kernel
-from fuser.dialects.fusion import I1, FusionOp, element_type, format_shape
+from fuser.dialects import host, kernel
+from fuser.dialects.fusion import I1, FusionOp, SegmentSetOp, element_type, format_shape
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
 from fuser.runtime import driver
 from fuser.runtime.compiled_kernel import CompiledKernel
@@ -46,16 +71,24 @@ from fuser.runtime.executor import (
     KernelParams,
     LaunchPlan,
     Planner,
-    PreparedLaunch,
     ScalarParam,
     TensorParam,
     decode_signature,
     read_inputs,
 )
+from fuser.runtime.host_evaluator import (
+    ExecutorKernel,
+    HostEvaluator,
+    ProgramCache,
+    Specialization,
+)
+from fuser.transforms.lower_to_host import HostLowering, lower_fusion
 from fuser.transforms.schedulers import propose
-from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler
+from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
+from fuser.transforms.segment import segment_calls, segment_fusion
+from fuser.transforms.segment_rules import MergePredicate
 
 # --------------------------------------------------------------------------------------------
 # What a compilation produced
@@ -178,17 +211,124 @@ class _Variant:
     scheduler: Scheduler
     params: Params
     device: DeviceInfo
+    info: FusionInfo
+    """The metadata it was first compiled for."""
+
+
+class SegmentSummary(NamedTuple):
+    """One segment of the last execution: the scheduler that runs it and its kernel's name."""
+
+    scheduler: str
+    kernel: str
+
+
+class _Program:
+    """A segmented fusion compiled for one set of heuristics: the segmented fusion, its host
+    program and kernels (one module), an executor per segment, and the evaluator."""
+
+    def __init__(
+        self,
+        segmented: FusionOp,
+        lowering: HostLowering,
+        executors: Sequence[KernelExecutor],
+        device: DeviceInfo,
+    ) -> None:
+        self.segmented = segmented
+        self.lowering = lowering
+        self.executors = tuple(executors)
+        self.device = device
+        self.module = ModuleOp([lowering.program, *lowering.kernels])
+        self.evaluator = HostEvaluator(
+            lowering.program,
+            {
+                s.kernel_name: ExecutorKernel(e)
+                for s, e in zip(lowering.segments, executors, strict=True)
+            },
+        )
+
+    @property
+    def arch(self) -> str:
+        return self.device.arch
+
+    def segment_infos(self, info: FusionInfo) -> list[FusionInfo]:
+        """Each segment's FusionInfo for the fusion's input metadata `info`."""
+        return [c.info for c in segment_calls(self.segmented, info)]
+
+    def heuristics_hold(self, info: FusionInfo) -> bool:
+        """Whether each segment's scheduler accepts it for `info` with unchanged heuristics."""
+        if info.device.arch != self.arch:
+            return False
+        for seg, seg_info in zip(self.lowering.segments, self.segment_infos(info), strict=True):
+            if not seg.scheduler.accepts(seg.fusion, seg_info):
+                return False
+            if seg.scheduler.heuristics(seg.fusion, seg_info) != seg.params:
+                return False
+        return True
+
+    def segments(self) -> list[SegmentSummary]:
+        return [SegmentSummary(s.scheduler.name, s.kernel_name) for s in self.lowering.segments]
+
+    def sources(self) -> list[str]:
+        return [e.kernel.source for e in self.executors]
+
+    def host_ir(self) -> str:
+        return _print(self.lowering.program)
+
+
+def _print(op: Operation) -> str:
+    out = StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue() + "\n"
+
+
+class _ProgramEntry:
+    """A program's specialization as the single-kernel ExecutorCache sees it (an entry and its
+    executor in one): a signature that first missed there runs the program through it."""
+
+    func = None  # the executor cache's fast path needs a function: it takes the general path
+    torch_out = None
+
+    def __init__(self, spec: Specialization) -> None:
+        self.spec = spec
+        self.executor = self
+
+    def entry(self, key: tuple[int, ...]) -> _ProgramEntry:
+        return self
+
+    def run_entry(self, entry: Any, call: Call) -> list[Any]:
+        return self.spec.run(call)
+
+    def prepare(self, call: Call) -> _PreparedProgram:
+        return _PreparedProgram(self.spec, call)
+
+
+class _PreparedProgram:
+    """A whole program's run with fixed inputs, for timing (`FusionCompiler.prepare`)."""
+
+    def __init__(self, spec: Specialization, call: Call) -> None:
+        self.spec = spec
+        self.call = call
+        self.name = f"@{spec.evaluator.name} ({len(spec.launches)} kernels)"
+        self.stream = call.stream
+        self.outputs = spec.run(call)
+
+    def __call__(self) -> None:
+        self.outputs = self.spec.run(self.call)
 
 
 class FusionCompiler:
     """Compiles and runs one fusion for whatever inputs it is given (see the module docstring).
 
     `hits` / `misses` count signature-cache lookups of `execute`; `kernels_compiled` counts NVRTC
-    compilations.
+    compilations; `heuristic_reuses` counts new signatures served by a kernel or program compiled
+    for another one.
     """
 
-    def __init__(self, fusion: FusionOp) -> None:
+    def __init__(self, fusion: FusionOp, *, should_merge: MergePredicate | None = None) -> None:
+        """`should_merge` replaces the schedulers in the segmenter (`segment_fusion`): every
+        signature then runs as a program of the segments it allows."""
         self.fusion = fusion
+        self.should_merge = should_merge
         args = fusion.body.block.args
         self.input_types = tuple(a.type for a in args)
         self.n_outputs = len(fusion.output_op.values)
@@ -201,11 +341,25 @@ class FusionCompiler:
         )
         self._is_tensor = self.layout.is_tensor
         self._variants: dict[tuple[str, str, Params], _Variant] = {}
+        self._variant_of: dict[KernelExecutor, _Variant] = {}
+        self._programs: list[_Program] = []
+        self._program_of: dict[HostEvaluator, _Program] = {}
+        self._lock = threading.RLock()
         self._cache = ExecutorCache(self.layout, self._on_miss)
-        # `execute` is the cache's (generated) fast path itself: no call layer in between
+        self._program_cache = ProgramCache(self.layout, self._on_program_miss, self._cache)
+        self._always_segment = should_merge is not None or any(
+            isinstance(op, SegmentSetOp) for op in fusion.body.walk()
+        )
+        # `execute` is a cache's (generated) fast path itself: no call layer in between. It is
+        # the program cache's once the fusion has run as a program (from the start when it
+        # always does: with a segment_set or a merge predicate).
         self.execute = self._cache.execute  # type: ignore[method-assign]
-        self._compiled_last: KernelExecutor | None = None
+        if self._always_segment:
+            self.execute = self._program_cache.execute  # type: ignore[method-assign]
+        self._compiled_last: _Variant | _Program | None = None
+        self._compiled_signatures: set[tuple[str, tuple[int, ...]]] = set()
         self.kernels_compiled = 0
+        self.heuristic_reuses = 0
         self._base_name = "fuser_" + (re.sub(r"[^A-Za-z0-9_]", "_", fusion.sym_name.data) or "f")
 
     # ---- reading and checking inputs ---------------------------------------------------------
@@ -257,16 +411,7 @@ class FusionCompiler:
 
     def output_shapes(self, info: FusionInfo) -> tuple[tuple[int, ...], ...]:
         """The outputs' shapes for the input shapes of `info` (InputError if they clash)."""
-        try:
-            env = value_shapes(self.fusion, info.input_shapes)
-        except ShapeMismatch as e:
-            raise InputError(f"@{self.layout.fusion_name}: input shapes do not fit: {e}") from None
-        shapes = []
-        for v in self.fusion.output_op.values:
-            shape = env[v]
-            assert isinstance(shape, tuple)
-            shapes.append(shape)
-        return tuple(shapes)
+        return _output_shapes(self.fusion, info, self.layout.fusion_name)
 
     def info_for(self, inputs: Sequence[Any], arch: str | None = None) -> FusionInfo:
         """The FusionInfo of a call: tensor metadata of the inputs (numpy arrays as the
@@ -278,48 +423,127 @@ class FusionCompiler:
 
     # ---- compiling ---------------------------------------------------------------------------
 
-    def _variant_for(self, info: FusionInfo) -> _Variant:
-        """The compiled kernel for `info`: the scheduler registry picks a scheduler and its
-        heuristics; a kernel is emitted and compiled only for heuristics not seen before."""
+    def _plan(self, info: FusionInfo) -> tuple[_Variant | _Program, bool]:
+        """What runs a new signature, and whether it was compiled for another one (see the
+        module docstring). Call with the lock held."""
         self.output_shapes(info)  # reports clashing shapes as an InputError before scheduling
-        scheduler, params = propose(self.fusion, info)
+        if not self._always_segment:
+            try:
+                proposal = propose(self.fusion, info)
+            except SchedulingError:
+                proposal = None
+            if proposal is not None:
+                return self._variant_for(info, *proposal)
+        for program in self._programs:
+            if program.heuristics_hold(info):
+                return program, True
+        return self._new_program(info), False
+
+    def _variant_for(
+        self, info: FusionInfo, scheduler: Scheduler, params: Params
+    ) -> tuple[_Variant, bool]:
+        """The compiled kernel for the scheduler's choice: a kernel is emitted and compiled
+        only for heuristics not seen before."""
         key = (info.device.arch, scheduler.name, params)
         variant = self._variants.get(key)
-        if variant is None:
-            name = f"{self._base_name}_{scheduler.name}_{len(self._variants)}"
-            func = scheduler.emit(self.fusion, params, name)
-            launch = scheduler.launch_config(self.fusion, params, info)
+        if variant is not None:
+            return variant, True
+        name = f"{self._base_name}_{scheduler.name}_{len(self._variants)}"
+        dump.dump("fusion_ir", f"@{self.layout.fusion_name}", lambda: _print(self.fusion))
+        dump.dump(
+            "segments",
+            f"@{self.layout.fusion_name}",
+            f"one segment: the whole fusion, scheduler {scheduler.name!r}, kernel {name}",
+        )
+        func = scheduler.emit(self.fusion, params, name)
+        launch = scheduler.launch_config(self.fusion, params, info)
+        dump.dump("kernel_ir", name, lambda: _print(func))
+        compiled = CompiledKernel(
+            emit_cuda(func), name, arch=info.device.arch, block_size=launch.threads_per_block
+        )
+        dump.dump("cuda", name, compiled.source)
+        compiled.compile()
+        self.kernels_compiled += 1
+        variant = _Variant(
+            KernelExecutor(
+                compiled,
+                kernel_params(func, self.fusion),
+                self._planner(self.fusion, scheduler, params, info.device),
+            ),
+            scheduler,
+            params,
+            info.device,
+            info,
+        )
+        self._variants[key] = variant
+        self._variant_of[variant.executor] = variant
+        return variant, False
+
+    def _new_program(self, info: FusionInfo) -> _Program:
+        """Segment, lower and compile the fusion for `info`."""
+        name = self.layout.fusion_name
+        dump.dump("fusion_ir", f"@{name}", lambda: _print(self.fusion))
+        segmented = self.fusion.clone()
+        log: list[str] = []
+        try:
+            segment_fusion(segmented, info, should_merge=self.should_merge, log=log)
+        finally:
+            dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(log))
+        dump.dump("segments", f"@{name}", lambda: _print(segmented))
+        prefix = f"{self._base_name}_p{len(self._programs)}"
+        lowering = lower_fusion(segmented, info, kernel_prefix=prefix)
+        executors = []
+        for seg in lowering.segments:
+            dump.dump("kernel_ir", seg.kernel_name, lambda seg=seg: _print(seg.func))
             compiled = CompiledKernel(
-                emit_cuda(func), name, arch=info.device.arch, block_size=launch.threads_per_block
+                emit_cuda(seg.func),
+                seg.kernel_name,
+                arch=info.device.arch,
+                block_size=seg.launch.threads_per_block,
             )
-            compiled.compile()
-            self.kernels_compiled += 1
-            variant = _Variant(
+            dump.dump("cuda", seg.kernel_name, compiled.source)
+            executors.append(
                 KernelExecutor(
                     compiled,
-                    kernel_params(func, self.fusion),
-                    self._planner(scheduler, params, info.device),
-                ),
-                scheduler,
-                params,
-                info.device,
+                    kernel_params(seg.func, seg.fusion),
+                    self._planner(seg.fusion, seg.scheduler, seg.params, info.device),
+                )
             )
-            self._variants[key] = variant
-        return variant
+        program = _Program(segmented, lowering, executors, info.device)
+        dump.dump("host_ir", f"@{name}", program.host_ir)
+        program.evaluator.compile_kernels()  # in parallel: NVRTC releases the GIL
+        self.kernels_compiled += len(executors)
+        self._programs.append(program)
+        self._program_of[program.evaluator] = program
+        return program
 
-    def _planner(self, scheduler: Scheduler, params: Params, dev: DeviceInfo) -> Planner:
-        """The launch of a new signature for a compiled kernel (its heuristics are fixed)."""
+    def _planner(
+        self, fusion: FusionOp, scheduler: Scheduler, params: Params, dev: DeviceInfo
+    ) -> Planner:
+        """The launch of a new signature for a compiled kernel of `fusion` (the whole fusion or
+        a segment's; its heuristics are fixed)."""
+        name = self.layout.fusion_name
 
         def plan(metas: tuple[InputMeta | None, ...], device: int) -> LaunchPlan:
             # the launch is for the device the signature names (the heuristics stay those
             # the kernel was compiled with)
             info = self._info_of(metas, device_info(device) if driver.gpu_available() else dev)
-            launch = scheduler.launch_config(self.fusion, params, info)
+            launch = scheduler.launch_config(fusion, params, info)
             return LaunchPlan(
-                launch.grid, launch.block, launch.shared_bytes, self.output_shapes(info)
+                launch.grid, launch.block, launch.shared_bytes, _output_shapes(fusion, info, name)
             )
 
         return plan
+
+    def _specialize(self, program: _Program, call: Call) -> Specialization:
+        """The program's specialization for a call's signature, cached for `execute`."""
+        spec = program.evaluator.specialize(call.key, call.scalars)
+        self._program_cache.entries[call.key] = spec
+        # from now on `execute` starts at the program cache (single-kernel signatures go on
+        # to the executor cache from there)
+        self.execute = self._program_cache.execute  # type: ignore[method-assign]
+        dump.dump("launch_params", f"@{self.layout.fusion_name}", spec.describe_launches)
+        return spec
 
     def compile(self, inputs: Sequence[Any], arch: str | None = None) -> CompiledFusion:
         """Compile the fusion for these inputs: for the current GPU, or without one for `arch`
@@ -337,22 +561,52 @@ class FusionCompiler:
         else:
             dev = DeviceInfo(arch=arch)
         info = self._infos(call, dev)
-        variant = self._variant_for(info)
-        if arch is None and call.key not in self._cache.entries:  # execute will hit
-            self._cache.entries[call.key] = variant.executor.entry(call.key)
-        self._compiled_last = variant.executor
+        with self._lock:
+            choice, reused = self._plan(info)
+            signature = (dev.arch, call.key)
+            seen = signature in self._compiled_signatures or (
+                arch is None
+                and (call.key in self._cache.entries or call.key in self._program_cache.entries)
+            )
+            self._compiled_signatures.add(signature)
+            if not seen:  # a new signature, served by code compiled for another one
+                self.heuristic_reuses += reused
+            if arch is None and call.key not in self._cache.entries:  # execute will hit
+                if isinstance(choice, _Variant):
+                    self._cache.entries[call.key] = choice.executor.entry(call.key)
+                elif call.key not in self._program_cache.entries:
+                    self._specialize(choice, call)
+        self._compiled_last = choice
         self._cache.last = None
-        compiled = variant.executor.kernel
-        summary = KernelSummary(
-            name=compiled.kernel_name,
-            scheduler=variant.scheduler.name,
-            heuristics=variant.params,
-            source=compiled.source,
-            cubin_size=compiled.cubin_size,
-            launch=variant.scheduler.launch_config(self.fusion, variant.params, info),
-            arch=compiled.arch,
-        )
-        return CompiledFusion(self.layout.fusion_name, dev.arch, (summary,))
+        self._program_cache.last = None
+        if isinstance(choice, _Variant):
+            compiled = choice.executor.kernel
+            summary = KernelSummary(
+                name=compiled.kernel_name,
+                scheduler=choice.scheduler.name,
+                heuristics=choice.params,
+                source=compiled.source,
+                cubin_size=compiled.cubin_size,
+                launch=choice.scheduler.launch_config(self.fusion, choice.params, info),
+                arch=compiled.arch,
+            )
+            return CompiledFusion(self.layout.fusion_name, dev.arch, (summary,))
+        summaries = []
+        for seg, executor, seg_info in zip(
+            choice.lowering.segments, choice.executors, choice.segment_infos(info), strict=True
+        ):
+            summaries.append(
+                KernelSummary(
+                    name=seg.kernel_name,
+                    scheduler=seg.scheduler.name,
+                    heuristics=seg.params,
+                    source=executor.kernel.source,
+                    cubin_size=executor.kernel.cubin_size,
+                    launch=seg.scheduler.launch_config(seg.fusion, seg.params, seg_info),
+                    arch=executor.kernel.arch,
+                )
+            )
+        return CompiledFusion(self.layout.fusion_name, dev.arch, tuple(summaries))
 
     # ---- running -----------------------------------------------------------------------------
 
@@ -361,56 +615,164 @@ class FusionCompiler:
         numpy). Compiles on the first call for each new signature."""
         return self._cache.execute(inputs)
 
-    def _on_miss(self, call: Call) -> KernelExecutor:
-        """A new signature: validate it, then find or compile its kernel."""
+    def _decide(self, call: Call) -> _Variant | _Program:
+        """A new signature: validate it, then find or compile what runs it. Lock held."""
         self.validate(call)
         if not driver.gpu_available():
             raise _no_gpu_error()
-        return self._variant_for(self._infos(call, device_info(call.device))).executor
+        choice, reused = self._plan(self._infos(call, device_info(call.device)))
+        self.heuristic_reuses += reused
+        return choice
 
-    def prepare(self, inputs: Sequence[Any]) -> list[PreparedLaunch]:
+    def _on_miss(self, call: Call) -> KernelExecutor | _ProgramEntry:
+        """A new signature in the executor cache: its kernel's executor (entry planned), or
+        the program that runs it, as an entry of that cache."""
+        with self._lock:
+            spec = self._program_cache.entries.get(call.key)
+            if spec is not None:  # another thread compiled it meanwhile
+                return _ProgramEntry(spec)
+            choice = self._decide(call)
+            if isinstance(choice, _Program):
+                return _ProgramEntry(self._specialize(choice, call))
+            executor = choice.executor
+            entry = executor.entry(call.key)
+            dump.dump(
+                "launch_params",
+                f"@{self.layout.fusion_name}",
+                lambda: (
+                    f"{executor.kernel.kernel_name}: grid={list(entry.grid)} "
+                    f"block={list(entry.block)} smem={entry.shared_bytes}"
+                ),
+            )
+            return executor
+
+    def _on_program_miss(self, call: Call) -> Specialization | None:
+        """A new signature in the program cache: its specialization, or None when one kernel
+        runs it (the program cache then hands the call to the executor cache, whose miss
+        finds the kernel again)."""
+        with self._lock:
+            spec = self._program_cache.entries.get(call.key)
+            if spec is not None:
+                return spec
+            if call.key in self._cache.entries:
+                return None
+            if not self._always_segment:
+                self.validate(call)
+                if not driver.gpu_available():
+                    raise _no_gpu_error()
+                info = self._infos(call, device_info(call.device))
+                self.output_shapes(info)
+                try:
+                    propose(self.fusion, info)
+                    return None
+                except SchedulingError:
+                    pass
+            choice = self._decide(call)
+            assert isinstance(choice, _Program)
+            return self._specialize(choice, call)
+
+    def prepare(self, inputs: Sequence[Any]) -> list[Any]:
         """Each kernel's launch for these inputs with its outputs allocated once, for timing
-        (compiles on a new signature, like `execute`)."""
+        (compiles on a new signature, like `execute`). A fusion that runs as a program gives
+        one callable that runs the whole program (allocating its buffers each time)."""
         call = read_inputs(inputs, self.layout)
+        spec = self._program_cache.entries.get(call.key)
+        if spec is not None:
+            self._program_cache.last = spec
+            self._cache.last = None
+            return [_PreparedProgram(spec, call)]
         entry = self._cache.lookup(call)
         self._cache.last = entry
         return [entry.executor.prepare(call)]
 
-    def last_cuda_code(self) -> str:
-        """The CUDA source of the kernel the last `execute` or `compile` used."""
+    def _last(self) -> _Variant | _Program:
+        """What the last `execute` (or else `compile`) ran."""
         last = self._cache.last
-        executor = last.executor if last is not None else self._compiled_last
-        if executor is None:
-            raise DefinitionError(
-                f"fusion '@{self.layout.fusion_name}' has not been compiled yet: call "
-                "execute(inputs) or compile(inputs) first"
-            )
-        return executor.kernel.source
+        if isinstance(last, _ProgramEntry):
+            return self._program_of[last.spec.evaluator]
+        if last is not None:
+            return self._variant_of[last.executor]
+        spec = self._program_cache.last
+        if spec is not None:
+            return self._program_of[spec.evaluator]
+        if self._compiled_last is not None:
+            return self._compiled_last
+        raise DefinitionError(
+            f"fusion '@{self.layout.fusion_name}' has not been compiled yet: call "
+            "execute(inputs) or compile(inputs) first"
+        )
+
+    def last_cuda_code(self) -> str:
+        """The CUDA source of every kernel the last `execute` or `compile` used."""
+        last = self._last()
+        if isinstance(last, _Variant):
+            return last.executor.kernel.source
+        return "\n".join(last.sources())
+
+    def last_segments(self) -> list[SegmentSummary]:
+        """The segments of the last `execute` or `compile`: scheduler and kernel name each
+        (one for a fusion that runs as one kernel)."""
+        last = self._last()
+        if isinstance(last, _Variant):
+            return [SegmentSummary(last.scheduler.name, last.executor.kernel.kernel_name)]
+        return last.segments()
+
+    def host_ir(self) -> str:
+        """The host program of the last `execute` or `compile`, as text. For a fusion that
+        runs as one kernel it is the program that launches that kernel (lowered on demand)."""
+        last = self._last()
+        if isinstance(last, _Program):
+            return last.host_ir()
+        lowering = lower_fusion(self.fusion, last.info)
+        program = lowering.program
+        for op in program.walk():
+            if isinstance(op, host.LaunchOp):
+                op.kernel = SymbolRefAttr(last.executor.kernel.kernel_name)
+        return _print(program)
 
     @property
     def hits(self) -> int:
         """Signature-cache hits of `execute`."""
-        return self._cache.hits
+        return self._cache.hits + self._program_cache.hits
 
     @property
     def misses(self) -> int:
         """Signature-cache misses of `execute` (each validated the inputs)."""
-        return self._cache.misses
+        return self._cache.misses + self._program_cache.misses
 
     def cache_info(self) -> dict[str, int]:
-        """Signature-cache hits and misses, signatures seen and kernels compiled."""
+        """Signature-cache hits and misses, new signatures served by a kernel or program
+        compiled for another one (`heuristic_reuses`), signatures seen, kernels compiled and
+        host programs built."""
         return {
             "hits": self.hits,
             "misses": self.misses,
-            "signatures": len(self._cache.entries),
+            "heuristic_reuses": self.heuristic_reuses,
+            "signatures": len(self._cache.entries.keys() | self._program_cache.entries.keys()),
             "kernels": self.kernels_compiled,
+            "programs": len(self._programs),
         }
 
     def __repr__(self) -> str:
+        info = self.cache_info()
         return (
-            f"FusionCompiler(@{self.layout.fusion_name}, {len(self._cache.entries)} signature(s), "
-            f"{self.kernels_compiled} kernel(s), hits={self.hits}, misses={self.misses})"
+            f"FusionCompiler(@{self.layout.fusion_name}, {info['signatures']} signature(s), "
+            f"{self.kernels_compiled} kernel(s), {len(self._programs)} program(s), "
+            f"hits={self.hits}, misses={self.misses})"
         )
+
+
+def _output_shapes(fusion: FusionOp, info: FusionInfo, name: str) -> tuple[tuple[int, ...], ...]:
+    try:
+        env = value_shapes(fusion, info.input_shapes)
+    except ShapeMismatch as e:
+        raise InputError(f"@{name}: input shapes do not fit: {e}") from None
+    shapes = []
+    for v in fusion.output_op.values:
+        shape = env[v]
+        assert isinstance(shape, tuple)
+        shapes.append(shape)
+    return tuple(shapes)
 
 
 def _check_scalar(where: str, t: Any, value: object) -> None:

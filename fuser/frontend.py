@@ -33,7 +33,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 if TYPE_CHECKING:
-    from fuser.compiler import CompiledFusion, FusionCompiler
+    from fuser.compiler import CompiledFusion, FusionCompiler, SegmentSummary
 
 from fuser.dialects.fusion import (
     I1,
@@ -1193,8 +1193,19 @@ class FusionDefinition:
         """The CUDA source of the kernels of the last `execute` or `compile`."""
         return self._fusion_compiler().last_cuda_code()
 
+    def last_segments(self) -> list[SegmentSummary]:
+        """The segments of the last `execute` or `compile`, in launch order: each one's
+        scheduler and kernel name (one entry for a fusion that runs as one kernel)."""
+        return self._fusion_compiler().last_segments()
+
+    def host_ir(self) -> str:
+        """The host program of the last `execute` or `compile` as `host` dialect text."""
+        return self._fusion_compiler().host_ir()
+
     def cache_info(self) -> dict[str, int]:
-        """Hits and misses of the per-signature compile cache."""
+        """The per-signature compile cache: `hits` and `misses` of `execute`,
+        `heuristic_reuses` (new signatures served by kernels compiled for another one, their
+        heuristics unchanged), `signatures`, `kernels` compiled and host `programs` built."""
         return self._fusion_compiler().cache_info()
 
     def __repr__(self) -> str:

@@ -143,8 +143,11 @@ def test_every_preamble_helper_instantiates_for_every_reduce_type() -> None:
         body.append(f"{t} v{i} = ({t})threadIdx.x;")
         for op in ("Sum", "Max", "Min"):
             body.append(f"v{i} = fuser::warp_reduce(v{i}, fuser::{op}());")
-            body.append(f"v{i} = fuser::block_reduce<fuser::X, 96>(v{i}, fuser::{op}());")
-            body.append(f"v{i} = fuser::block_reduce<fuser::Y, 96>(v{i}, fuser::{op}());")
+            for slot in (0, 1, -1):
+                body.append(
+                    f"v{i} = fuser::block_reduce<fuser::X, 96, {slot}>(v{i}, fuser::{op}());"
+                )
+            body.append(f"v{i} = fuser::block_reduce<fuser::Y, 96, -1>(v{i}, fuser::{op}());")
         body.append(f"auto g{i} = fuser::grid_reduce(v{i}, fuser::Max(), w{i}, sem, fuser::Y);")
         body.append(f"w{i}.data[0] = g{i}.value;")
     for t in ("float", "double"):
@@ -152,7 +155,7 @@ def test_every_preamble_helper_instantiates_for_every_reduce_type() -> None:
             f"auto [a{t[0]}, m{t[0]}, n{t[0]}] = fuser::warp_welford(({t})1, ({t})0, ({t})1);"
         )
         body.append(
-            f"auto b{t[0]} = fuser::block_welford<fuser::Y, 96>(a{t[0]}, m{t[0]}, n{t[0]});"
+            f"auto b{t[0]} = fuser::block_welford<fuser::Y, 96, 0>(a{t[0]}, m{t[0]}, n{t[0]});"
         )
     params = ", ".join(
         f"Tensor<{t}, 1> w{i}" for i, t in enumerate(("float", "double", "int", "long long"))

@@ -139,6 +139,7 @@ _INT_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
 _FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     arith.NegfOp: lambda a: -a,
     mathd.ExpOp: np.exp,
+    mathd.Exp2Op: np.exp2,
     mathd.LogOp: np.log,
     mathd.SqrtOp: np.sqrt,
     mathd.RsqrtOp: lambda a: 1 / np.sqrt(a),
@@ -967,13 +968,13 @@ def _workloads() -> list[Any]:
 EXPECTED = {
     # name, dtype: (scheduler, inner, vector width, block, launch grid x)
     ("softmax(-1)", "float32"): ("persistent", True, 4, (512, 1, 1), 8192),
-    ("softmax(-1)", "bfloat16"): ("persistent", True, 8, (64, 4, 1), 8192),
+    ("softmax(-1)", "bfloat16"): ("persistent", True, 8, (32, 4, 1), 8192),
     ("layer norm", "float32"): ("persistent", True, 4, (512, 1, 1), 8192),
-    ("layer norm", "bfloat16"): ("persistent", True, 8, (256, 1, 1), 16384),
-    ("RMS norm", "bfloat16"): ("persistent", True, 8, (256, 1, 1), 16384),
+    ("layer norm", "bfloat16"): ("persistent", True, 8, (128, 1, 1), 16384),
+    ("RMS norm", "bfloat16"): ("persistent", True, 8, (128, 1, 1), 16384),
     ("var_mean(-1)", "float32"): ("reduction", True, 4, (128, 2, 1), 8192),
     ("sum(-1)", "float32"): ("reduction", True, 4, (512, 1, 1), 16384),
-    ("sum(0)", "float32"): ("reduction", False, 4, (16, 32, 1), 256),
+    ("sum(0)", "float32"): ("reduction", False, 4, (8, 16, 1), 512),
 }
 
 

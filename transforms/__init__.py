@@ -13,4 +13,18 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ScheduleFusionPass
 
-    return {"fuser-schedule": get_schedule}
+    def get_segment() -> type[ModulePass]:
+        from fuser.transforms.segment import SegmentFusionPass
+
+        return SegmentFusionPass
+
+    def get_lower_host() -> type[ModulePass]:
+        from fuser.transforms.lower_to_host import LowerToHostPass
+
+        return LowerToHostPass
+
+    return {
+        "fuser-schedule": get_schedule,
+        "fuser-segment": get_segment,
+        "fuser-lower-host": get_lower_host,
+    }

@@ -260,6 +260,7 @@ def compute_element(
     needs: Needs,
     read: Callable[[SSAValue, DimMap], SSAValue],
     env: dict[tuple[SSAValue, DimMap], SSAValue] | None = None,
+    lower: Callable[[Operation, Sequence[SSAValue]], SSAValue] = lower_pointwise,
 ) -> dict[tuple[SSAValue, DimMap], SSAValue]:
     """Emits the scalar code of `ops` for one element and returns the scalar of each (value,
     map) computed, extending `env` (values a scheduler computed itself, e.g. a reduction).
@@ -267,7 +268,7 @@ def compute_element(
     Walks `ops` in order and lowers each result under each map that `needs` gives it (ops
     nothing needs are skipped; `fusion.dim` is an extent). An operand that is neither in `env`
     nor computed here (a fusion input) is `read(value, map)`: a load at the current point, or a
-    scalar parameter.
+    scalar parameter. `lower` lowers one op (a scheduler may specialize `lower_pointwise`).
     """
     env = {} if env is None else env
 
@@ -289,7 +290,7 @@ def compute_element(
                 for o, om in zip(op.operands, operand_maps(op, m), strict=True)
                 if om is not None
             ]
-            env[result, m] = lower_pointwise(op, operands)
+            env[result, m] = lower(op, operands)
             if result.name_hint is not None and env[result, m].name_hint is None:
                 env[result, m].name_hint = result.name_hint
     return env

@@ -12,12 +12,14 @@ outer [Rn, I]; each element is read once, in one of two kernels:
   loads (`vector_width` elements, 16 bytes at most) per thread before computing anything, so
   several loads are in flight; their slots reduce as a tree into a per-thread partial that merges
   into the loop-carried state. Then `kernel.block_reduce` along x (a warp reduction when a row has
-  exactly 32 threads) combines a row's threads, and the epilogue and stores run once per row.
+  exactly 32 threads; two sums for a Welford state, see `reduction_layout.combine_welford`)
+  combines a row's threads, and the epilogue and stores run once per row.
   Short rows take fewer threads and several rows per block (`blockDim.y`).
 - **outer** (a kept dim is the fastest): threads along the kept columns, each owning
   `vector_width` adjacent columns (vector loads along a row), accumulating down the rows; the
-  rows are split across `blockDim.y`, combined by `kernel.block_reduce` along y. Blocks tile the
-  columns; when there are few of them, blocks get narrower so that more of them fill the GPU.
+  rows are split across `blockDim.y`, combined by `kernel.block_reduce` along y, and each thread
+  loads OUTER_UNROLL rows per loop iteration. Blocks tile the columns, 8 threads (128 bytes of
+  a row) wide when that gives twice as many blocks as SMs.
 
 Reductions over dims that do not merge into two groups (a reduction over {0, 2} of a 3-D tensor,
 a permuted input) take the same kernels with `general` accesses: group indices are delinearized
@@ -76,7 +78,12 @@ MAX_ELEMENTS_IN_FLIGHT = 64
 """Cap on elements loaded per thread per loop iteration (unroll x width x reads)."""
 BLOCK_THREADS = 256
 """The block size the inner kernel aims at when rows are short (several rows per block)."""
-OUTER_BLOCK_THREADS = 512
+OUTER_BLOCK_THREADS = 128
+OUTER_UNROLL = 16
+"""Rows each thread of the outer kernel loads per loop iteration: many loads in flight from
+small blocks (on an H200, sum(0) of [16384, 16384] f32 ran at 94-98% of copy bandwidth with
+(8, 16) threads and 16 rows or (8, 32) and 8, 88-90% with (16, 32) and 4;
+benchmarks/RESULTS.md, runs 2 and 3)."""
 MAX_GRID_X = 2**31 - 1
 MAX_THREADS = kernel.MAX_THREADS_PER_BLOCK
 
@@ -110,9 +117,9 @@ def _chunk_reads(layout: Layout) -> int:
     return max(1, sum(1 for p in layout.reads if p.reduced != NONE))
 
 
-def _unroll(layout: Layout, chunks: int) -> int:
+def _unroll(layout: Layout, chunks: int, most: int = 4) -> int:
     cap = max(1, MAX_ELEMENTS_IN_FLIGHT // (layout.vector_width * _chunk_reads(layout)))
-    return next(u for u in (4, 2, 1) if u == 1 or (u <= cap and u <= chunks))
+    return next(u for u in (16, 8, 4, 2, 1) if u == 1 or (u <= min(cap, most) and u <= chunks))
 
 
 class ReductionScheduler(Scheduler):
@@ -149,14 +156,15 @@ class ReductionScheduler(Scheduler):
             return ReductionParams(block=(bdx, bdy, 1), layout=layout, unroll=unroll)
         columns = ceil_div(problem.kept, v)
         bdx = min(32, pow2_ceil(columns))
-        while bdx > 8 and ceil_div(columns, bdx) < sms:
+        # narrow blocks (8 threads: 128-byte row segments) so that more of them fill the GPU
+        while bdx > 8 and ceil_div(columns, bdx) < 2 * sms:
             bdx //= 2
-        unroll = _unroll(layout, problem.reduced)
+        unroll = _unroll(layout, problem.reduced, OUTER_UNROLL)
         # few columns: the whole block goes down the rows (no grid reduction, see above)
         threads = OUTER_BLOCK_THREADS if ceil_div(columns, bdx) >= sms else MAX_THREADS
         bdy = min(max(1, threads // bdx), pow2_ceil(ceil_div(problem.reduced, unroll)))
         # few rows: wider blocks rather than tiny ones, while the grid still fills the GPU
-        while bdx * bdy < BLOCK_THREADS and ceil_div(columns, 2 * bdx) >= 2 * sms:
+        while bdx * bdy < OUTER_BLOCK_THREADS and ceil_div(columns, 2 * bdx) >= 2 * sms:
             bdx *= 2
         return ReductionParams(block=(bdx, bdy, 1), layout=layout, unroll=unroll)
 
@@ -328,7 +336,8 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
     env: dict[Key, SSAValue] = {}
     for op, state in zip(structure.reductions, states, strict=True):
         kernel.CommentOp(f"combine {op.name} across the row's threads")
-        env.update(parts.results(op, cooperate(op, state, kernel.Dimension.X, bdx)))
+        count = parts.reduced_count(state[0].type) if len(state) == 3 and bdx > 1 else None
+        env.update(parts.results(op, cooperate(op, state, kernel.Dimension.X, bdx, count)))
     if structure.reduced_needs:
         kernel.CommentOp("epilogue")
     parts.compute(structure.reduced_needs, env, parts.reader(invariant, 0))
@@ -390,7 +399,9 @@ def _emit_outer(parts: KernelParts, p: ReductionParams) -> None:
         env: dict[Key, SSAValue] = {}
         for r, op in enumerate(structure.reductions):
             kernel.CommentOp(f"combine {op.name} across the column's threads")
-            state = cooperate(op, flat[r * v + j], kernel.Dimension.Y, bdy)
+            state = flat[r * v + j]
+            count = parts.reduced_count(state[0].type) if len(state) == 3 and bdy > 1 else None
+            state = cooperate(op, state, kernel.Dimension.Y, bdy, count)
             env.update(parts.results(op, state))
         parts.compute(structure.reduced_needs, env, parts.reader(invariant, j))
         envs.append(env)

@@ -33,10 +33,13 @@ masked slots, merging states, the warp/block combine, the final values of each r
 results, and the stores of reduced and full-shape outputs.
 
 Welford: a thread reduces its slots by two passes over registers (count, mean, sum of squared
-deviations from that mean), and states merge with Chan et al.'s formula, in-thread and across
-threads (`kernel.block_welford`). Data with a large mean and a small spread keeps its accuracy, as
-no sum of squares is ever formed. The count is the float number of elements; the `count` result
-is the exact `Rn`; the mean of zero elements is NaN, as in the reference.
+deviations from that mean), and states merge with Chan et al.'s formula in-thread (the quotients
+of counts are fast `afn` divisions); across threads, two sums (`combine_welford`): of n mean,
+giving the mean, then of each thread's M2 moved to that mean. A persistent kernel, whose row
+stays in registers, takes two plain passes over its slots instead (`two_pass_welford`). Data
+with a large mean and a small spread keeps its accuracy, as no sum of squares is ever formed.
+The count is the float number of elements; the `count` result is the exact `Rn`; the mean of
+zero elements is NaN, as in the reference.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     VectorType,
 )
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
@@ -76,7 +80,7 @@ from fuser.transforms.schedulers.kernel_builder import (
     compute_element,
     value_name,
 )
-from fuser.transforms.schedulers.scalar_lowering import constant, is_pointwise
+from fuser.transforms.schedulers.scalar_lowering import constant, is_pointwise, lower_pointwise
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
 REDUCTION_OPS = (fu.ReductionOp, fu.WelfordOp, fu.VarMeanOp)
@@ -608,6 +612,11 @@ def tree(values: Sequence[SSAValue], op: Callable[[SSAValue, SSAValue], SSAValue
     return level[0]
 
 
+COUNT_DIVISION = arith.FastMathFlagsAttr([FastMathFlag.APPROX_FUNC])
+"""The flags of a division by a Welford count (an exact float integer, at least 1): the fast
+`__fdividef` (2 ulp), as the quotient only weighs a mean (a merge) or is one (a chunk's)."""
+
+
 def _select(valid: SSAValue | None, value: SSAValue, otherwise: SSAValue) -> SSAValue:
     return value if valid is None else arith.SelectOp(valid, value, otherwise).result
 
@@ -626,7 +635,9 @@ def partial_state(op: Operation, groups: Groups) -> State:
             lambda a, b: arith.AddfOp(a, b).result,
         )
         total = tree([_select(valid, tree(vs, _addf), zero) for valid, vs in groups], _addf)
-        mean = arith.DivfOp(total, arith.MaximumfOp(count, constant(1.0, t))).result
+        mean = arith.DivfOp(
+            total, arith.MaximumfOp(count, constant(1.0, t)), flags=COUNT_DIVISION
+        ).result
         m2_parts = []
         for valid, vs in groups:
             squares = []
@@ -663,30 +674,86 @@ def merge_states(op: Operation, a: State, b: State) -> State:
     t = mean_a.type
     n = arith.AddfOp(n_a, n_b).result
     delta = arith.SubfOp(mean_b, mean_a).result
-    w_b = arith.DivfOp(n_b, arith.MaximumfOp(n, constant(1.0, t))).result
+    w_b = arith.DivfOp(n_b, arith.MaximumfOp(n, constant(1.0, t)), flags=COUNT_DIVISION).result
     mean = arith.AddfOp(mean_a, arith.MulfOp(delta, w_b)).result
     cross = arith.MulfOp(arith.MulfOp(arith.MulfOp(delta, delta), n_a), w_b).result
     m2 = arith.AddfOp(arith.AddfOp(m2_a, m2_b), cross).result
     return (mean, m2, n)
 
 
-def cooperate(op: Operation, state: State, along: kernel.Dimension, threads: int) -> State:
+def cooperate(
+    op: Operation,
+    state: State,
+    along: kernel.Dimension,
+    threads: int,
+    count: SSAValue | None = None,
+) -> State:
     """Combines the state across the `threads` threads along `along` (a warp op when they are
-    exactly the warp's 32 lanes along x, nothing for one thread)."""
+    exactly the warp's 32 lanes along x, nothing for one thread). A Welford state needs
+    `count`, the number of elements over all the threads (see `combine_welford`)."""
     if threads == 1:
         return state
-    warp = along == kernel.Dimension.X and threads == 32
     if is_welford(op):
-        avg, m2, n = state
-        combined: Operation = (
-            kernel.WarpWelfordOp(avg, m2, n) if warp else kernel.BlockWelfordOp(avg, m2, n, along)
-        )
-        return tuple(combined.results)
-    kind = _KINDS[type(op)]
-    result = (
-        kernel.WarpReduceOp(kind, state[0]) if warp else kernel.BlockReduceOp(kind, state[0], along)
-    )
-    return (result.result,)
+        assert count is not None
+        return combine_welford(state, count, along, threads)
+    return (cooperate_kind(_KINDS[type(op)], state[0], along, threads),)
+
+
+def combine_welford(state: State, count: SSAValue, along: kernel.Dimension, threads: int) -> State:
+    """The Welford state over `threads` threads' states (mean_t, m2_t, n_t) by two plain sums
+    rather than Chan's pairwise merge at each step of a tree: the mean is the sum of n_t mean_t
+    over `count`, then M2 the sum of m2_t + n_t (mean_t - mean)^2 (each thread's M2 moved to
+    the common mean, an exact identity; every term is non-negative). Two sum reductions of one
+    value each cost far less than a reduction of three values with a division at every step."""
+    mean_t, m2_t, n_t = state
+    t = mean_t.type
+    total = cooperate_kind(kernel.ReduceKind.SUM, arith.MulfOp(n_t, mean_t).result, along, threads)
+    mean = arith.DivfOp(total, arith.MaximumfOp(count, constant(1.0, t))).result
+    d = arith.SubfOp(mean_t, mean).result
+    moved = arith.AddfOp(m2_t, arith.MulfOp(arith.MulfOp(n_t, d), d)).result
+    m2 = cooperate_kind(kernel.ReduceKind.SUM, moved, along, threads)
+    return (mean, m2, count)
+
+
+def cooperate_kind(
+    kind: kernel.ReduceKind, value: SSAValue, along: kernel.Dimension, threads: int
+) -> SSAValue:
+    """Combines one value with `kind` across the `threads` threads along `along`."""
+    if threads == 1:
+        return value
+    if along == kernel.Dimension.X and threads == 32:
+        return kernel.WarpReduceOp(kind, value).result
+    return kernel.BlockReduceOp(kind, value, along).result
+
+
+def two_pass_welford(
+    groups: Groups,
+    count: SSAValue,
+    along: kernel.Dimension,
+    threads: int,
+    finalize: Callable[[SSAValue], SSAValue] = lambda mean: mean,
+) -> State:
+    """The Welford state of values held in registers across `threads` threads, in two passes:
+    the mean of the valid slots (a sum over the threads, divided by `count`, the number of
+    valid slots over all the threads), then the sum of squared deviations from that mean (a
+    second sum). No division per element or per combine, and exact centering: the persistent
+    kernels use it, as their rows stay in registers between the passes. The deviations are
+    taken from `finalize(mean)` (`KernelParts.final_mean`), the mean result itself, so that
+    `x - mean` computed again later (layer norm) is the same expression and is computed once."""
+    t = groups[0][1][0].type
+    zero = constant(0.0, t)
+    local = tree([_select(valid, tree(vs, _addf), zero) for valid, vs in groups], _addf)
+    total = cooperate_kind(kernel.ReduceKind.SUM, local, along, threads)
+    mean = finalize(arith.DivfOp(total, arith.MaximumfOp(count, constant(1.0, t))).result)
+    parts = []
+    for valid, vs in groups:
+        squares = []
+        for v in vs:
+            d = arith.SubfOp(v, mean).result
+            squares.append(arith.MulfOp(d, d).result)
+        parts.append(_select(valid, tree(squares, _addf), zero))
+    m2 = cooperate_kind(kernel.ReduceKind.SUM, tree(parts, _addf), along, threads)
+    return (mean, m2, count)
 
 
 def carried_loop(
@@ -746,6 +813,7 @@ class KernelParts:
         self.params: list[SSAValue] = [*self.kb.inputs, *self.kb.outputs]
         n_in = len(fusion.inputs)
         self.output_plans: dict[int, AccessPlan] = {p.param - n_in: p for p in layout.outputs}
+        self._final_means: set[SSAValue] = set()
 
     def streamed_plans(self) -> list[AccessPlan]:
         """The plans addressed per element: every read and the full-shape outputs."""
@@ -868,10 +936,11 @@ class KernelParts:
         needs: Needs,
         env: dict[Key, SSAValue],
         read: Callable[[SSAValue, DimMap], SSAValue],
+        lower: Callable[[Operation, Sequence[SSAValue]], SSAValue] = lower_pointwise,
     ) -> dict[Key, SSAValue]:
         """`compute_element` over the fusion's pointwise ops, also reading needed inputs that
         no op consumes (an input that is itself a reduction's input or an output)."""
-        compute_element(self.structure.pointwise, needs, read, env)
+        compute_element(self.structure.pointwise, needs, read, env, lower)
         for value, maps in needs.items():
             for m in maps:
                 if (value, m) not in env and isinstance(value, BlockArgument):
@@ -879,6 +948,28 @@ class KernelParts:
         return env
 
     # --- reductions ----------------------------------------------------------------------
+
+    def reduced_count(self, t: Attribute) -> SSAValue:
+        """The number of elements each reduction combines per kept point (Rn), a float of
+        type `t`."""
+        rn = self.reduced_extent
+        if isinstance(rn, int):
+            return constant(float(rn), t)
+        return arith.SIToFPOp(self.kb.value(rn), t).result
+
+    def final_mean(self, avg: SSAValue) -> SSAValue:
+        """The mean result from a Welford state's mean: NaN where the reduction has no
+        elements (a select, unless the extent is a static positive number); the same value
+        again for a value it returned."""
+        if avg in self._final_means:
+            return avg
+        rn = self.reduced_extent
+        mean = avg
+        if not (isinstance(rn, int) and rn > 0):
+            empty = self.kb.cmp("eq", rn, 0)
+            mean = arith.SelectOp(empty, constant(math.nan, avg.type), avg).result
+        self._final_means.add(mean)
+        return mean
 
     def results(self, op: Operation, state: State) -> dict[Key, SSAValue]:
         """The scalars of `op`'s results at a kept point from its final state."""
@@ -890,10 +981,7 @@ class KernelParts:
         avg, m2, _ = state
         t = avg.type
         rn = self.reduced_extent
-        mean = avg
-        if not (isinstance(rn, int) and rn > 0):
-            empty = kb.cmp("eq", rn, 0)
-            mean = arith.SelectOp(empty, constant(math.nan, t), avg).result
+        mean = self.final_mean(avg)
         values: list[SSAValue]
         if isinstance(op, fu.WelfordOp):
             if isinstance(rn, int):

@@ -67,7 +67,7 @@ kernel.func @softmax(%x: !kernel.tensor<f32, 2>, %y: !kernel.tensor<f32, 2>) att
 // CHECK-NEXT:      float acc2 = fuser::maximum(mloc, v);
 // CHECK-NEXT:      mloc = acc2;
 // CHECK-NEXT:    }
-// CHECK-NEXT:    float m = fuser::block_reduce<fuser::X, 256>(mloc, fuser::Max());
+// CHECK-NEXT:    float m = fuser::block_reduce<fuser::X, 256, 0>(mloc, fuser::Max());
 
 // Names reused in a later loop (%j, %jo, %o, %v, %acc2) get a suffix: names are unique in a
 // kernel, so no scope shadows another.
@@ -82,7 +82,7 @@ kernel.func @softmax(%x: !kernel.tensor<f32, 2>, %y: !kernel.tensor<f32, 2>) att
 // CHECK-NEXT:      float acc2_1 = sloc + e;
 // CHECK-NEXT:      sloc = acc2_1;
 // CHECK-NEXT:    }
-// CHECK-NEXT:    float s = fuser::block_reduce<fuser::X, 256>(sloc, fuser::Sum());
+// CHECK-NEXT:    float s = fuser::block_reduce<fuser::X, 256, 1>(sloc, fuser::Sum());
 // CHECK-NEXT:    // fusion.div %y
 // CHECK-NEXT:    float inv = 1.0f / s;
 // CHECK-NEXT:    for (long long j_2 = tid; j_2 < d; j_2 += bdim) {

@@ -79,7 +79,7 @@ kernel.func @layer_norm(%x: !kernel.tensor<f32, 2>, %w: !kernel.tensor<bf16, 1>,
 // CHECK-NEXT:      m2 = m3;
 // CHECK-NEXT:      cnt = c2;
 // CHECK-NEXT:    }
-// CHECK-NEXT:    auto [mu, m2_all, n] = fuser::block_welford<fuser::X, 512>(avg, m2, cnt);
+// CHECK-NEXT:    auto [mu, m2_all, n] = fuser::block_welford<fuser::X, 512, 0>(avg, m2, cnt);
 // CHECK-NEXT:    float var = m2_all / n;
 // CHECK-NEXT:    // fusion.rsqrt %r
 // CHECK-NEXT:    float ve = var + eps;

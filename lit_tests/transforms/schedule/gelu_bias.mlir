@@ -1,5 +1,6 @@
 // gelu(x + bias) with the bias broadcast along rows: 16384 rows of 4096 f32 take a 2-D grid of
-// 4-wide vectors, 4 per thread; the bias is read at the innermost index, x and y at the flat one.
+// 4-wide vectors, 2 per thread (16 loaded elements: x and bias), 128 threads a block; the bias
+// is read at the innermost index, x and y at the flat one.
 // RUN: fuser-opt %s -p 'fuser-schedule{shapes="16384x4096,4096"}' | filecheck %s
 // RUN: fuser-opt %s -p 'fuser-schedule{shapes="16384x4096,4096"}' | fuser-opt | filecheck %s
 
@@ -16,9 +17,9 @@ fusion.fusion @gelu_bias(%x: tensor<?x?xf32>, %bias: tensor<?xf32>) -> (tensor<?
 // CHECK:        fusion.output %y
 // CHECK:      kernel.func @gelu_bias_pointwise(%x: !kernel.tensor<f32, 2>, %bias: !kernel.tensor<f32, 1>, %y: !kernel.tensor<f32, 2>)
 // CHECK-SAME:   fuser.scheduler = "pointwise"
-// CHECK-SAME:   fuser.params = "PointwiseParams(block=(256, 1, 1), reference=0, vector_width=4, unroll=4, index_bits=32, grid_2d=True, dense_inputs=(True, False), dense_outputs=(True,))"
-// CHECK-SAME:   fuser.launch = "grid=[1, 16384, 1] block=[256, 1, 1] smem=0"
-// CHECK-SAME:   max_threads = 256 : i64
+// CHECK-SAME:   fuser.params = "PointwiseParams(block=(128, 1, 1), reference=0, vector_width=4, unroll=2, index_bits=32, grid_2d=True, dense_inputs=(True, False), dense_outputs=(True,))"
+// CHECK-SAME:   fuser.launch = "grid=[4, 16384, 1] block=[128, 1, 1] smem=0"
+// CHECK-SAME:   max_threads = 128 : i64
 
 // Extents and strides are read once, in i32; a bias of extent 1 would be read with stride 0.
 // CHECK:        %thread_id_x = kernel.thread_id x : i32
@@ -27,11 +28,11 @@ fusion.fusion @gelu_bias(%x: tensor<?x?xf32>, %bias: tensor<?xf32>) -> (tensor<?
 // CHECK-NEXT:   %y_size1 = arith.trunci %[[YS]] : i64 to i32
 // CHECK-NEXT:   %row_vectors = arith.divsi %y_size1, %{{.*}} : i32
 // CHECK:        %bias_bstride0 = arith.select
-// CHECK:        %x_buf = kernel.alloc : !kernel.array<16xf32, local>
-// CHECK-NEXT:   %bias_buf = kernel.alloc : !kernel.array<16xf32, local>
+// CHECK:        %x_buf = kernel.alloc : !kernel.array<8xf32, local>
+// CHECK-NEXT:   %bias_buf = kernel.alloc : !kernel.array<8xf32, local>
 // CHECK-NEXT:   %y_buf = kernel.alloc : !kernel.array<4xf32, local>
 
-// First every load of the thread's 4 vectors...
+// First every load of the thread's 2 vectors...
 // CHECK:        scf.for %k = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
 // CHECK:          %vec = arith.addi
 // CHECK-NEXT:     %inner = arith.muli %vec, %{{.*}} : i32
@@ -40,7 +41,7 @@ fusion.fusion @gelu_bias(%x: tensor<?x?xf32>, %bias: tensor<?xf32>) -> (tensor<?
 // CHECK-NEXT:       %[[ROW:.*]] = arith.muli %block_id_y, %y_size1 : i32
 // CHECK-NEXT:       %elem = arith.addi %[[ROW]], %inner : i32
 // CHECK-NEXT:       %[[XV:.*]] = kernel.load %x[%elem] : !kernel.tensor<f32, 2>, i32 -> vector<4xf32>
-// CHECK:            kernel.array_store %[[XV]], %x_buf[%{{.*}}] : vector<4xf32>, !kernel.array<16xf32, local>, i32
+// CHECK:            kernel.array_store %[[XV]], %x_buf[%{{.*}}] : vector<4xf32>, !kernel.array<8xf32, local>, i32
 // CHECK-NEXT:       %bias_off = arith.muli %inner, %bias_bstride0 : i32
 // CHECK-NEXT:       %[[BV:.*]] = kernel.load %bias[%bias_off] : !kernel.tensor<f32, 1>, i32 -> vector<4xf32>
 // CHECK:            kernel.array_store %[[BV]], %bias_buf[%{{.*}}]
@@ -50,9 +51,9 @@ fusion.fusion @gelu_bias(%x: tensor<?x?xf32>, %bias: tensor<?xf32>) -> (tensor<?
 // CHECK:        scf.for %k_1 = {{.*}} : i32 {
 // CHECK:            scf.for %j = {{.*}} : i32 {
 // CHECK-NEXT:         kernel.comment "fusion.broadcast_in_dim %b"
-// CHECK:              %b = kernel.array_load %bias_buf[%{{.*}}] : !kernel.array<16xf32, local>, i32 -> f32
+// CHECK:              %b = kernel.array_load %bias_buf[%{{.*}}] : !kernel.array<8xf32, local>, i32 -> f32
 // CHECK-NEXT:         kernel.comment "fusion.add %t"
-// CHECK:              %[[XE:.*]] = kernel.array_load %x_buf[%{{.*}}] : !kernel.array<16xf32, local>, i32 -> f32
+// CHECK:              %[[XE:.*]] = kernel.array_load %x_buf[%{{.*}}] : !kernel.array<8xf32, local>, i32 -> f32
 // CHECK-NEXT:         %t = arith.addf %[[XE]], %b : f32
 // CHECK-NEXT:         kernel.comment "fusion.gelu %y"
 // CHECK-NEXT:         %[[C:.*]] = arith.constant 0.707106769 : f32

@@ -9,7 +9,7 @@ fusion.fusion @neg(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
 }
 
 // I64:      vector_width=4, unroll=4, index_bits=64, grid_2d=False
-// I64-SAME: fuser.launch = "grid=[524288, 1, 1] block=[512, 1, 1] smem=0"
+// I64-SAME: fuser.launch = "grid=[2097152, 1, 1] block=[128, 1, 1] smem=0"
 // I64:      %thread_id_x = kernel.thread_id x : i64
 // I64-NEXT: %block_id_x = kernel.block_id x : i64
 // I64-NOT:  arith.trunci
@@ -17,6 +17,6 @@ fusion.fusion @neg(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
 // I64:      kernel.load %x[%elem] : !kernel.tensor<f32, 2>, i64 -> vector<4xf32>
 
 // I32:      index_bits=32, grid_2d=True
-// I32-SAME: fuser.launch = "grid=[6, 46000, 1] block=[512, 1, 1] smem=0"
+// I32-SAME: fuser.launch = "grid=[23, 46000, 1] block=[128, 1, 1] smem=0"
 // I32:      %thread_id_x = kernel.thread_id x : i32
 // I32:      arith.trunci %{{.*}} : i64 to i32

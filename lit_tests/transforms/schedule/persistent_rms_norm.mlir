@@ -1,6 +1,6 @@
 // RMS norm over the last dim of a bf16 [16384, 4096] tensor (the benchmark): the sum of squares
-// is a reduction whose result scales the same row, so the row stays in registers (2 vectors of
-// 8 bf16 per thread, 256 threads per row) between the block reduction and the scaling.
+// is a reduction whose result scales the same row, so the row stays in registers (4 vectors of
+// 8 bf16 per thread, 128 threads per row) between the block reduction and the scaling.
 // RUN: fuser-opt %s -p 'fuser-schedule{shapes="16384x4096,4096"}' | filecheck %s
 
 fusion.fusion @rms_norm(%x: tensor<?x?xbf16>, %w: tensor<?xbf16>) -> (tensor<?x?xbf16>) {
@@ -25,16 +25,16 @@ fusion.fusion @rms_norm(%x: tensor<?x?xbf16>, %w: tensor<?xbf16>) -> (tensor<?x?
 
 // CHECK:      kernel.func @rms_norm_persistent(%x: !kernel.tensor<bf16, 2>, %w: !kernel.tensor<bf16, 1>, %y: !kernel.tensor<bf16, 2>)
 // CHECK-SAME: fuser.scheduler = "persistent"
-// CHECK-SAME: fuser.params = "PersistentParams(block=(256, 1, 1)
-// CHECK-SAME: vector_width=8, index_bits=32), chunks=2)"
-// CHECK-SAME: fuser.launch = "grid=[16384, 1, 1] block=[256, 1, 1] smem=0"
+// CHECK-SAME: fuser.params = "PersistentParams(block=(128, 1, 1)
+// CHECK-SAME: vector_width=8, index_bits=32), chunks=4)"
+// CHECK-SAME: fuser.launch = "grid=[16384, 1, 1] block=[128, 1, 1] smem=0"
 // CHECK-NOT:  scf.for
 // CHECK:      kernel.load %x[%{{.*}}] : !kernel.tensor<bf16, 2>, i32 -> vector<8xbf16>
 // CHECK:      kernel.load %x[%{{.*}}] : !kernel.tensor<bf16, 2>, i32 -> vector<8xbf16>
-// CHECK:      %sq_15 = arith.mulf %xf_15, %xf_15 : f32
+// CHECK:      %sq_31 = arith.mulf %xf_31, %xf_31 : f32
 // CHECK:      kernel.comment "reduce fusion.sum sq"
 // CHECK:      %ms = kernel.block_reduce sum %{{.*}} along x : f32
 // CHECK:      kernel.load %w[%col] : !kernel.tensor<bf16, 1>, i32 -> vector<8xbf16>
 // CHECK:      %inv = math.rsqrt %me : f32
-// CHECK:      %y0_15 = arith.mulf %xf_15, %inv : f32
+// CHECK:      %y0_31 = arith.mulf %xf_31, %inv : f32
 // CHECK:      kernel.store %{{.*}}, %y[%{{.*}}] : vector<8xbf16>, !kernel.tensor<bf16, 2>, i32

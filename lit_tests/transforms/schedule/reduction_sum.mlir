@@ -1,7 +1,8 @@
 // sum(-1) and sum(0) of a [16384, 16384] f32 tensor: the reduction scheduler's inner kernel (a
 // block per row, 16-byte loads, four in flight per thread, a block reduction along x) and its
-// outer kernel (threads along the columns, each with 4 columns, rows split across blockDim.y
-// and combined along y; 256 narrow blocks rather than 128 wide ones fill the 132 SMs).
+// outer kernel (threads along the columns, each with 4 columns, 16 rows loaded per loop
+// iteration, rows split across blockDim.y and combined along y; 512 blocks 8 threads wide, 128
+// bytes of a row each, rather than 128 wide ones fill the 132 SMs).
 // RUN: fuser-opt %s -p 'fuser-schedule{shapes="16384x16384"}' | filecheck %s
 
 fusion.fusion @sum_inner(%x: tensor<?x?xf32>) -> (tensor<?xf32>) {
@@ -40,8 +41,8 @@ fusion.fusion @sum_outer(%x: tensor<?x?xf32>) -> (tensor<?xf32>) {
 // CHECK-SAME: fuser.scheduler = "reduction"
 // CHECK-SAME: layout=Layout(inner=False, kept_dims=(1,), reduced_dims=(0,)
 // CHECK-SAME: kept='unit', reduced='dense', vector=True
-// CHECK-SAME: vector_width=4, index_bits=32), unroll=4)"
-// CHECK-SAME: fuser.launch = "grid=[256, 1, 1] block=[16, 32, 1] smem=0"
+// CHECK-SAME: vector_width=4, index_bits=32), unroll=16)"
+// CHECK-SAME: fuser.launch = "grid=[512, 1, 1] block=[8, 16, 1] smem=0"
 // CHECK:      %column_ok = arith.cmpi slt, %column, %x_size1 : i32
 // CHECK:      scf.for %row = %thread_id_y to %end step %{{.*}} iter_args(%acc_4 = %acc, %acc_5 = %acc_1, %acc_6 = %acc_2, %acc_7 = %acc_3) -> (f32, f32, f32, f32) : i32 {
 // CHECK:        kernel.load %x[%{{.*}}] : !kernel.tensor<f32, 2>, i32 -> vector<4xf32>

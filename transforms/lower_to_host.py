@@ -1,0 +1,462 @@
+"""`fuser-lower-host`: a segmented fusion becomes a `host.program` and a `kernel.func` per segment.
+
+Each `fusion.segment` is scheduled as a fusion of its own (`segment_as_fusion`, through
+`segment_calls`, which also gives its inputs' metadata: fusion inputs keep theirs, intermediates
+are contiguous and 16-byte aligned) with `schedule_fusion`, honouring the scheduler the segment
+names. A fusion without `fusion.segment` ops is lowered as one segment. The program then:
+
+- takes the fusion's inputs and returns its outputs (`host.return`);
+- computes every extent it needs with `host.dim` on its arguments (each dynamic extent of an
+  intermediate or output follows from an input extent through the typing rules: pointwise
+  operands, kept dims of reductions, `broadcast_in_dim` sizes, matmul dims);
+- `host.allocate`s each segment's results right before its launch, intermediates and outputs
+  alike (contiguous), launches the segments in topological order (`host.launch` with the
+  kernel's symbol, grid, block and dynamic shared memory; `ins` then `outs` in the kernel's
+  parameter order), and `host.deallocate`s each intermediate right after its last use.
+
+**A program is specialized to the signature it was lowered for**: its allocations are
+shape-generic, but its `grid` operands are `arith.constant`s computed for the input metadata of
+the lowering (recorded as `fuser.shapes` on the program), as are the kernels' heuristics. The
+host evaluator takes each launch's configuration from the kernel's `KernelExecutor` entry
+instead, which recomputes it for every signature, so a program whose heuristics still hold for
+another signature runs it unchanged.
+
+`lower_fusion(fusion, info)` returns a `HostLowering` (the program, the kernels and, per
+segment, its standalone fusion, scheduler, heuristics and launch); `lower_to_host` returns just
+the program and kernels. The pass replaces each `fusion.fusion` of the module by its program
+(same symbol) followed by its kernels (`@<fusion>_s<k>_<scheduler>`), so
+`-p 'fuser-segment{shapes=...},fuser-lower-host{shapes=...}'` gives one module that
+`-t cuda` prints. Options: `shapes`, `arch`, `sm_count`, as `fuser-schedule`; without `shapes`
+the pass reads a `fuser.shapes` string attribute of the fusion (same syntax), else the static
+shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from fuser.dialects import fusion as fu
+from fuser.dialects import host, kernel
+from fuser.transforms.schedule import (
+    ScheduledKernel,
+    ScheduleOptionError,
+    format_launch,
+    fusion_info,
+    parse_shapes,
+    schedule_fusion,
+)
+from fuser.transforms.schedulers import get_scheduler
+from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
+from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo
+from fuser.transforms.schedulers.shapes import value_shapes
+from fuser.transforms.segment import segment_calls
+
+__all__ = [
+    "HostLowering",
+    "LowerToHostPass",
+    "LoweredSegment",
+    "format_shapes",
+    "lower_fusion",
+    "lower_to_host",
+    "segment_pieces",
+]
+
+
+@dataclass(frozen=True)
+class LoweredSegment:
+    """One segment as lowered: its standalone fusion and the kernel scheduled from it."""
+
+    index: int
+    label: str
+    """The scheduler the `fusion.segment` names ("" when a merge rule chose the segment, and
+    for a fusion lowered whole)."""
+    fusion: fu.FusionOp
+    """The segment as a fusion of its own: its inputs and outputs are the kernel's parameters."""
+    info: FusionInfo
+    output_shapes: tuple[tuple[int, ...], ...]
+    scheduler: Scheduler
+    params: Params
+    func: kernel.FuncOp
+    launch: LaunchConfig
+
+    @property
+    def kernel_name(self) -> str:
+        return self.func.sym_name.data
+
+
+@dataclass(frozen=True)
+class HostLowering:
+    """A fusion lowered for one input signature: the program, the kernels, the segments."""
+
+    program: host.ProgramOp
+    segments: tuple[LoweredSegment, ...]
+
+    @property
+    def kernels(self) -> list[kernel.FuncOp]:
+        return [s.func for s in self.segments]
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A segment to lower: its standalone fusion, the outer values its inputs and outputs are."""
+
+    label: str
+    fusion: fu.FusionOp
+    info: FusionInfo
+    output_shapes: tuple[tuple[int, ...], ...]
+    args: tuple[SSAValue, ...]
+    results: tuple[SSAValue, ...]
+
+
+def segment_pieces(fusion: fu.FusionOp, info: FusionInfo) -> list[_Piece]:
+    """The segments of `fusion` for `info`, in order (the whole fusion when it has none)."""
+    if any(isinstance(op, fu.SegmentOp) for op in fusion.body.block.ops):
+        return [
+            _Piece(
+                c.segment.scheduler.data,
+                c.fusion,
+                c.info,
+                c.output_shapes,
+                tuple(c.segment.args),
+                tuple(c.segment.outputs),
+            )
+            for c in segment_calls(fusion, info)
+        ]
+    body = [op for op in fusion.body.block.ops if not isinstance(op, fu.OutputOp)]
+    if not any(isinstance(r.type, TensorType) for op in body for r in op.results):
+        return []  # the outputs are inputs: nothing to compute
+    whole = fusion.clone()
+    whole.sym_name = StringAttr(f"{fusion.sym_name.data}_s0")
+    env = value_shapes(whole, info.input_shapes)
+    shapes = tuple(_shape(env[v]) for v in whole.output_op.values)
+    outputs = tuple(fusion.output_op.values)
+    return [_Piece("", whole, info, shapes, tuple(fusion.inputs), outputs)]
+
+
+def _shape(shape: tuple[int, ...] | int | None) -> tuple[int, ...]:
+    assert isinstance(shape, tuple)
+    return shape
+
+
+def _schedule(piece: _Piece, name: str) -> ScheduledKernel:
+    """Schedules a segment as `<name>_<scheduler>`: with the scheduler the segment names, or the
+    first that accepts it when it names none."""
+    if not piece.label:
+        scheduled = schedule_fusion(piece.fusion, piece.info)
+        scheduled.func.sym_name = StringAttr(f"{name}_{scheduled.scheduler.name}")
+        return scheduled
+    scheduler = get_scheduler(piece.label)
+    verdict = scheduler.accepts(piece.fusion, piece.info)
+    if not verdict:
+        raise SchedulingError(
+            f"segment @{piece.fusion.sym_name.data} names scheduler '{piece.label}', which "
+            f"rejects it: {verdict.reason}"
+        )
+    params = scheduler.heuristics(piece.fusion, piece.info)
+    func = scheduler.emit(piece.fusion, params, f"{name}_{scheduler.name}")
+    launch = scheduler.launch_config(piece.fusion, params, piece.info)
+    func.attributes["fuser.scheduler"] = StringAttr(scheduler.name)
+    func.attributes["fuser.params"] = StringAttr(repr(params))
+    func.attributes["fuser.launch"] = StringAttr(format_launch(launch))
+    return ScheduledKernel(scheduler, params, func, launch)
+
+
+# --------------------------------------------------------------------------------------------
+# Extents as the program computes them
+
+
+@dataclass(frozen=True)
+class _InputDim:
+    """The extent of dim `axis` of program argument `arg`."""
+
+    arg: int
+    axis: int
+
+
+_Extent = int | _InputDim
+_Shape = tuple[_Extent, ...]
+
+
+def _symbolic_shapes(
+    fusion: fu.FusionOp, inputs: Sequence[_Shape | None]
+) -> dict[SSAValue, _Shape | _Extent | None]:
+    """Each tensor's extents (and each index value's) in terms of the program's arguments:
+    `value_shapes` on symbols (see the module docstring)."""
+    env: dict[SSAValue, _Shape | _Extent | None] = dict(zip(fusion.inputs, inputs, strict=True))
+
+    def tensor(v: SSAValue) -> _Shape:
+        shape = env[v]
+        assert isinstance(shape, tuple)
+        return shape
+
+    for op in fusion.body.block.ops:
+        if isinstance(op, fu.OutputOp):
+            break
+        if isinstance(op, fu.DimOp):
+            env[op.result] = tensor(op.input)[op.axis.value.data]
+            continue
+        if isinstance(op, fu.ConstantOp):
+            env[op.result] = None
+            continue
+        results: list[_Shape | None]
+        if isinstance(op, fu.BroadcastInDimOp):
+            source = dict(zip(op.dims, tensor(op.input), strict=True))
+            sized = dict(zip(op.sized_dims(), op.sizes, strict=True))
+            out: list[_Extent] = []
+            for d, static in enumerate(fu.shape_of(op.result.type) or ()):
+                if d in sized:
+                    extent = env[sized[d]]
+                    assert isinstance(extent, int | _InputDim)
+                    out.append(extent)
+                elif static != DYNAMIC_INDEX:
+                    out.append(static)
+                else:
+                    out.append(source[d])
+            results = [tuple(out)]
+        elif isinstance(op, fu.ReductionOp | fu.WelfordOp | fu.VarMeanOp):
+            shape = tensor(op.input)
+            axes = set(op.axes.get_values())
+            keep = getattr(op, "keepdim", None) is not None
+            reduced = tuple(
+                1 if i in axes else e for i, e in enumerate(shape) if keep or i not in axes
+            )
+            results = [reduced] * len(op.results)
+        elif isinstance(op, fu.MatmulOp):
+            a, b = tensor(op.lhs), tensor(op.rhs)
+            results = [(*a[:-2], a[-2], b[-1])]
+        else:  # pointwise: operands and result share their extents
+            shapes = [tensor(o) for o in op.operands if isinstance(o.type, TensorType)]
+            if not shapes:
+                results = [None] * len(op.results)
+            else:
+                dims = []
+                for extents in zip(*shapes, strict=True):
+                    static = [e for e in extents if isinstance(e, int)]
+                    dims.append(static[0] if static else extents[0])
+                results = [tuple(dims)] * len(op.results)
+        for r, shape in zip(op.results, results, strict=True):
+            if shape is not None and isinstance(r.type, TensorType):
+                statics = r.type.get_shape()
+                shape = tuple(
+                    s if s != DYNAMIC_INDEX else e for s, e in zip(statics, shape, strict=True)
+                )
+            env[r] = shape if isinstance(r.type, TensorType) else None
+    return env
+
+
+class _ProgramBuilder:
+    """Builds the ops of a `host.program` at the end of its block."""
+
+    def __init__(self, fusion: fu.FusionOp, info: FusionInfo) -> None:
+        self.fusion = fusion
+        self.info = info
+        types = [a.type for a in fusion.inputs]
+        outputs = [v.type for v in fusion.output_op.values]
+        self.program = host.ProgramOp(fusion.sym_name.data, types, outputs)
+        self.block: Block = self.program.body.block
+        for a, b in zip(fusion.inputs, self.block.args, strict=True):
+            b.name_hint = a.name_hint
+        self.values: dict[SSAValue, SSAValue] = dict(
+            zip(fusion.inputs, self.block.args, strict=True)
+        )
+        self.dims: dict[_InputDim, SSAValue] = {}
+        self.constants: dict[int, SSAValue] = {}
+        self.allocated: set[SSAValue] = set()
+
+    def add(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def index(self, extent: _Extent) -> SSAValue:
+        """An `index` value holding the extent: `host.dim` of an argument or a constant."""
+        if isinstance(extent, int):
+            value = self.constants.get(extent)
+            if value is None:
+                const = arith.ConstantOp(IntegerAttr(extent, IndexType()))
+                const.result.name_hint = f"c{extent}"
+                value = self.constants[extent] = self.add(const).results[0]
+            return value
+        value = self.dims.get(extent)
+        if value is None:
+            arg = self.block.args[extent.arg]
+            op = host.DimOp(arg, extent.axis)
+            if arg.name_hint:
+                op.result.name_hint = f"{arg.name_hint}_d{extent.axis}"
+            value = self.dims[extent] = self.add(op).results[0]
+        return value
+
+    def allocate(self, value: SSAValue, extents: _Shape) -> SSAValue:
+        """A `host.allocate` for the outer tensor `value` with these extents."""
+        t = value.type
+        assert isinstance(t, TensorType)
+        sizes = [
+            self.index(e)
+            for e, static in zip(extents, t.get_shape(), strict=True)
+            if static == DYNAMIC_INDEX
+        ]
+        op = host.AllocateOp(t, sizes)
+        op.result.name_hint = value.name_hint
+        result = self.values[value] = self.add(op).results[0]
+        self.allocated.add(value)
+        return result
+
+    def numeric(self, extent: _Extent) -> int:
+        if isinstance(extent, int):
+            return extent
+        meta = self.info.inputs[extent.arg]
+        assert meta is not None
+        return meta.shape[extent.axis]
+
+
+def lower_fusion(
+    fusion: fu.FusionOp, info: FusionInfo, kernel_prefix: str | None = None
+) -> HostLowering:
+    """Lowers a (segmented) fusion for the input metadata `info` (see the module docstring).
+
+    Kernels are named `<kernel_prefix>_s<k>_<scheduler>` (the prefix defaults to the fusion's
+    name). The fusion is left unchanged. Raises SchedulingError when a segment's scheduler
+    rejects it (or, for an unsegmented fusion, when no scheduler accepts the whole fusion).
+    """
+    prefix = kernel_prefix or fusion.sym_name.data
+    pieces = segment_pieces(fusion, info)
+    b = _ProgramBuilder(fusion, info)
+    syms: dict[SSAValue, _Shape] = {}
+    for i, arg in enumerate(fusion.inputs):
+        if isinstance(arg.type, TensorType):
+            syms[arg] = tuple(
+                e if e != DYNAMIC_INDEX else _InputDim(i, axis)
+                for axis, e in enumerate(arg.type.get_shape())
+            )
+    outputs = set(fusion.output_op.values)
+    last_use: dict[SSAValue, int] = {}
+    for k, piece in enumerate(pieces):
+        for v in piece.args:
+            last_use[v] = k
+    lowered: list[LoweredSegment] = []
+    for k, piece in enumerate(pieces):
+        scheduled = _schedule(piece, f"{prefix}_s{k}")
+        env = _symbolic_shapes(piece.fusion, [syms.get(v) for v in piece.args])
+        results: list[SSAValue] = []
+        for outer, inner, shape in zip(
+            piece.results, piece.fusion.output_op.values, piece.output_shapes, strict=True
+        ):
+            symbolic = env[inner]
+            assert isinstance(symbolic, tuple)
+            if tuple(b.numeric(e) for e in symbolic) != shape:
+                raise AssertionError(
+                    f"lowering @{fusion.sym_name.data}: extents {symbolic} of a result of "
+                    f"segment #{k} do not evaluate to its shape {list(shape)}"
+                )
+            syms[outer] = symbolic
+            results.append(b.allocate(outer, symbolic))
+        func, launch = scheduled.func, scheduled.launch
+        b.add(
+            host.LaunchOp(
+                func.sym_name.data,
+                [b.index(g) for g in launch.grid],
+                launch.block,
+                [b.values[v] for v in piece.args],
+                results,
+                launch.shared_bytes,
+            )
+        )
+        # intermediates whose last reader this was, and results nothing reads
+        done = [v for v in piece.args if last_use[v] == k and v in b.allocated]
+        done += [v for v in piece.results if v not in last_use]
+        for v in dict.fromkeys(done):
+            if v not in outputs:
+                b.add(host.DeallocateOp(b.values[v]))
+        lowered.append(
+            LoweredSegment(
+                k,
+                piece.label,
+                piece.fusion,
+                piece.info,
+                piece.output_shapes,
+                scheduled.scheduler,
+                scheduled.params,
+                func,
+                launch,
+            )
+        )
+    b.add(host.ReturnOp([b.values[v] for v in fusion.output_op.values]))
+    b.program.attributes["fuser.shapes"] = StringAttr(format_shapes(info))
+    b.program.verify()
+    return HostLowering(b.program, tuple(lowered))
+
+
+def lower_to_host(
+    module_or_fusion: ModuleOp | fu.FusionOp, info: FusionInfo, kernel_prefix: str | None = None
+) -> tuple[host.ProgramOp, list[kernel.FuncOp]]:
+    """The program and kernels of the one fusion of a module (or of a fusion), for `info`."""
+    if isinstance(module_or_fusion, ModuleOp):
+        fusions = [op for op in module_or_fusion.walk() if isinstance(op, fu.FusionOp)]
+        if len(fusions) != 1:
+            raise ValueError(f"lower_to_host: the module holds {len(fusions)} fusions, not one")
+        fusion = fusions[0]
+    else:
+        fusion = module_or_fusion
+    lowering = lower_fusion(fusion, info, kernel_prefix)
+    return lowering.program, lowering.kernels
+
+
+def format_shapes(info: FusionInfo) -> str:
+    """The tensor input shapes of `info` in the `shapes` option syntax (`"4x8,8"`)."""
+    return ",".join("x".join(map(str, m.shape)) for m in info.inputs if m is not None)
+
+
+# --------------------------------------------------------------------------------------------
+# The pass
+
+
+@dataclass(frozen=True)
+class LowerToHostPass(ModulePass):
+    """Replaces every `fusion.fusion` by its host program and kernels (see the module
+    docstring)."""
+
+    name = "fuser-lower-host"
+
+    shapes: str = ""
+    arch: str = "sm_90"
+    sm_count: int = 132
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            shapes = parse_shapes(self.shapes)
+        except ScheduleOptionError as e:
+            raise _renamed(e) from None
+        device = DeviceInfo(arch=self.arch, sm_count=self.sm_count)
+        for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
+            given = shapes
+            attr = fusion.attributes.get("fuser.shapes")
+            if given is None and isinstance(attr, StringAttr):
+                given = parse_shapes(attr.data)
+            try:
+                info = fusion_info(fusion, given, device)
+            except ScheduleOptionError as e:
+                raise _renamed(e) from None
+            lowering = lower_fusion(fusion, info)
+            Rewriter.insert_op(lowering.program, InsertPoint.before(fusion))
+            for func in reversed(lowering.kernels):
+                Rewriter.insert_op(func, InsertPoint.after(lowering.program))
+            Rewriter.erase_op(fusion)
+
+
+def _renamed(e: ScheduleOptionError) -> ScheduleOptionError:
+    """A `fuser-schedule` option error as one of `fuser-lower-host`."""
+    return ScheduleOptionError(str(e).replace("fuser-schedule:", "fuser-lower-host:", 1))

@@ -1,0 +1,934 @@
+"""`fuser-segment`: splits each fusion into segments, each one kernel that a scheduler accepts.
+
+A fusion that no single kernel can hold (a reduction feeding a broadcast of another shape, an
+explicit `fusion.segment_set`) becomes a sequence of `fusion.segment` ops in topological order,
+each naming the scheduler that accepted it; the fusion's body then holds only segments and its
+`fusion.output`. This is nvFuser's `SegmentCandidateFinder` on our IR
+(`csrc/fusion_segmenter.cpp`):
+
+1. **Whole fusion.** If the fusion holds no `segment_set` and a scheduler accepts it (in
+   `SCHEDULERS` priority order; asked about the segment it would be: live ops, used inputs), it
+   is one segment.
+2. **Initial groups.** Otherwise every op is a group of its own, except constants and scalar
+   arithmetic (cloned into every segment that uses them), `fusion.dim` (recomputed in every
+   segment, see below) and *forwarded* unary chains (recomputed in every consumer segment).
+3. **Level merge** (Herrmann et al., SIAM J. Sci. Comput. 2019). Groups get topological levels;
+   a producer and a consumer whose levels differ by at most one are merge candidates. Candidates
+   are tried largest first, by the bytes of the tensors between them (from the concrete shapes):
+   the merge that keeps the largest intermediate on chip wins; ties go to lower levels, then to
+   block order. The first accepted merge is taken and the levels recomputed, until no candidate
+   merges.
+4. **Final merge.** Every remaining producer/consumer pair (levels further apart), producers in
+   topological order, consumers largest edge first, until none merges.
+5. **Schedulers.** Each final group is asked about again as exactly the segment it becomes; it
+   names the first scheduler that accepts it. An op that no scheduler accepts even alone (a
+   matmul, for now) is a `SegmentationError`.
+
+A merge of groups A and B is taken only if (a) the union spans no `segment_set`: a group may
+hold a `segment_set` only as the producer of one of its own outputs, never together with a
+consumer of it; (b) the group graph stays acyclic: no path from A to B (or B to A) through a
+third group; (c) a scheduler accepts the union as a fusion of its own (`accepts` on the union
+with the inputs' `FusionInfo`: real metadata for fusion inputs, contiguous tensors of the
+concrete shapes for intermediates), or, when `should_merge` is given, `should_merge(a, b)`.
+Only producer/consumer pairs merge; siblings that merely share an input stay apart.
+
+**Forwarded unary chains.** A unary op (`neg`, `exp`, ..., `gelu`, `cast`, `set`; not
+`segment_set`, not `broadcast_in_dim`) whose operand is a fusion input, or the result of a
+forwarded op that has no other use, is *forwarded*, unless its result is a fusion output or is
+read by a `segment_set`. Forwarded ops form no group: each segment that reads the chain's value
+recomputes the chain from the fusion input, so, e.g., an f32 copy of a bf16 input is never
+materialized between two segments (nvFuser's `forwardInputs`).
+
+**Scalars and extents.** Segments yield tensors only. Constants and scalar ops are cloned into
+each segment that uses them; scalar fusion inputs become segment inputs. Every `fusion.dim` is
+first rewritten to take a fusion input of the same extent (extents are equal when the typing
+rules make them so: pointwise operands and result, kept dims of a reduction, `broadcast_in_dim`'s
+carried dims and `sizes`, matmul's M/N/K/batch dims, `fusion.dim` itself, static extents).
+Inside a segment, an extent is recomputed by `fusion.dim` from the tensor it names when the
+segment has it, else from any tensor input of the segment with that extent, else the fusion
+input it names (the tensor it names, where no fusion input has the extent) is passed to the
+segment as one more input, read only for its extent (schedulers
+read only the inputs the outputs need, so the kernel takes its pointer and never loads it).
+Segments therefore never take `index` arguments, and `segment_as_fusion` of a segment is a
+`fusion.fusion` that the schedulers accept as it is.
+
+A `segment_set` that ends a segment becomes a `fusion.set` inside it: the segment op is the
+boundary now. Dead ops are erased first.
+
+With `should_merge` (or `fuser-segment{merge=<rule>}`, see `segment_rules`), no scheduler is
+queried at all (not even for the whole fusion), every segment names the scheduler `""`, and the
+Welford translation of issue 5 is off, as in nvFuser when `custom_should_merge_groups` is set.
+
+The log (`FUSER_DUMP=segmenter_log`) has a line for the whole-fusion attempt, the forwarded
+chains, the initial groups, each candidate merge (the scheduler that accepted it, or every
+scheduler's reason, or why it was refused before asking) and the resulting segments.
+
+Options of the pass:
+- `shapes`, `arch`, `sm_count`: as `fuser-schedule` (the concrete shapes of the tensor inputs).
+  `shapes` may be omitted for static shapes, or with a `merge` rule (merges are then ordered by
+  block order only).
+- `merge`: the name of a merge rule in `segment_rules.MERGE_RULES` (`none`,
+  `standalone-host-ops`); empty (the default) asks the schedulers.
+Fusions that already hold `fusion.segment` ops are left as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from fuser.dialects import fusion as fu
+from fuser.dialects import kernel
+from fuser.errors import CompilationError
+from fuser.transforms.schedule import ScheduleOptionError, fusion_info, parse_shapes
+from fuser.transforms.schedulers import SCHEDULERS
+from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
+from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
+from fuser.transforms.segment_rules import MERGE_RULES, GroupView, MergePredicate
+
+__all__ = [
+    "GroupView",
+    "MergePredicate",
+    "SegmentCall",
+    "SegmentFusionPass",
+    "SegmentOptionError",
+    "SegmentationError",
+    "SegmentedFusion",
+    "segment_as_fusion",
+    "segment_calls",
+    "segment_fusion",
+]
+
+
+class SegmentOptionError(DiagnosticException):
+    """A `fuser-segment` option that is malformed or does not fit the module."""
+
+
+class SegmentationError(CompilationError, DiagnosticException):
+    """A fusion that cannot be segmented: an op that no scheduler accepts even on its own."""
+
+
+# --------------------------------------------------------------------------------------------
+# Results and the public helpers on segments
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentedFusion:
+    """What `segment_fusion` did: the rewritten fusion, its segments and the log."""
+
+    fusion: fu.FusionOp
+    segments: tuple[fu.SegmentOp, ...]
+    """In topological (= block) order."""
+    log: tuple[str, ...]
+    custom_merge: bool
+    """A `should_merge` predicate chose the segments: no scheduler was asked, the segments name
+    the scheduler "" and the Welford translation is off."""
+
+    @property
+    def schedulers(self) -> tuple[str, ...]:
+        """The scheduler each segment names, in order."""
+        return tuple(s.scheduler.data for s in self.segments)
+
+
+@dataclass(frozen=True)
+class SegmentCall:
+    """One segment of a segmented fusion, ready to schedule: its standalone fusion, the metadata
+    of its inputs for one call, and the shapes of its outputs."""
+
+    segment: fu.SegmentOp
+    fusion: fu.FusionOp
+    info: FusionInfo
+    output_shapes: tuple[tuple[int, ...], ...]
+
+
+def segment_as_fusion(segment: fu.SegmentOp, name: str) -> fu.FusionOp:
+    """The segment's body as a standalone, verified `fusion.fusion @name`: inputs are the block
+    arguments, outputs the yielded values (a `segment_set` in it becomes a `set`). This is what
+    a scheduler is asked about and what gets scheduled."""
+    for i, arg in enumerate(segment.body.block.args):
+        if not isinstance(arg.type, TensorType) and arg.type not in fu.ELEMENT_TYPES:
+            raise SegmentationError(
+                f"segment_as_fusion: input #{i} of the segment has type {arg.type}; a segment "
+                "whose extents come from its tensor inputs (as fuser-segment makes them) is "
+                "needed"
+            )
+    region = segment.body.clone()
+    block = region.block
+    for op in list(block.ops):
+        if isinstance(op, fu.SegmentSetOp):
+            copy = fu.SetOp(op.input)
+            block.insert_op_before(copy, op)
+            copy.result.name_hint = op.result.name_hint
+            op.result.replace_all_uses_with(copy.result)
+            block.erase_op(op)
+    terminator = block.last_op
+    assert isinstance(terminator, fu.YieldOp)
+    values = list(terminator.values)
+    block.insert_op_before(fu.OutputOp(values), terminator)
+    block.erase_op(terminator)
+    fusion = fu.FusionOp(name, [a.type for a in block.args], [v.type for v in values], region)
+    fusion.verify()
+    return fusion
+
+
+def segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> list[SegmentCall]:
+    """For a segmented fusion and the metadata of its inputs: each segment's standalone fusion
+    (`<fusion>_s<k>`), `FusionInfo` (fusion inputs keep their metadata, segment results are
+    contiguous, 16-byte aligned tensors) and output shapes, in order."""
+    metas: dict[SSAValue, TensorMeta | None] = dict(zip(fusion.inputs, info.inputs, strict=True))
+    calls: list[SegmentCall] = []
+    for k, segment in enumerate(s for s in fusion.body.block.ops if isinstance(s, fu.SegmentOp)):
+        seg_fusion = segment_as_fusion(segment, f"{fusion.sym_name.data}_s{k}")
+        seg_info = FusionInfo(tuple(metas[a] for a in segment.args), info.device)
+        env = value_shapes(seg_fusion, seg_info.input_shapes)
+        shapes = tuple(_tuple_shape(env[v]) for v in seg_fusion.output_op.values)
+        for result, shape in zip(segment.outputs, shapes, strict=True):
+            metas[result] = TensorMeta.contiguous(shape)
+        calls.append(SegmentCall(segment, seg_fusion, seg_info, shapes))
+    return calls
+
+
+def _tuple_shape(shape: tuple[int, ...] | int | None) -> tuple[int, ...]:
+    assert isinstance(shape, tuple)
+    return shape
+
+
+# --------------------------------------------------------------------------------------------
+# Analysis: op kinds, equal extents
+# --------------------------------------------------------------------------------------------
+
+_FORWARDABLE = (fu.UnaryOp, fu.GeluOp, fu.CastOp, fu.SetOp)
+"""Unary ops a chain from a fusion input may consist of (SegmentSetOp is not a SetOp)."""
+
+_Key = tuple[object, int]
+
+
+class _Extents:
+    """Union-find over extents: (tensor value, axis), (index value, -1) and ("static", n)."""
+
+    def __init__(self, fusion: fu.FusionOp, ops: Sequence[Operation]):
+        self.parent: dict[_Key, _Key] = {}
+        for arg in fusion.inputs:
+            self._static(arg)
+        for op in ops:
+            for r in op.results:
+                self._static(r)
+            self._relate(op)
+
+    def find(self, k: _Key) -> _Key:
+        root = k
+        while (p := self.parent.get(root, root)) != root:
+            root = p
+        while (p := self.parent.get(k, k)) != root:
+            self.parent[k] = root
+            k = p
+        return root
+
+    def union(self, a: _Key, b: _Key) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+    def _static(self, v: SSAValue) -> None:
+        if isinstance(v.type, TensorType):
+            for axis, e in enumerate(v.type.get_shape()):
+                if e != DYNAMIC_INDEX:
+                    self.union((v, axis), ("static", e))
+
+    def _relate(self, op: Operation) -> None:
+        if isinstance(op, fu.DimOp):
+            self.union((op.result, -1), (op.input, op.axis.value.data))
+        elif isinstance(op, fu.BroadcastInDimOp):
+            sized = op.sized_dims()
+            for size, d in zip(op.sizes, sized, strict=True):
+                self.union((size, -1), (op.result, d))
+            in_shape = fu.shape_of(op.input.type) or ()
+            out_shape = fu.shape_of(op.result.type) or ()
+            for i, d in enumerate(op.dims):
+                # A dynamic operand dim may be 1 at run time under a static result dim.
+                if in_shape[i] != 1 and out_shape[d] == DYNAMIC_INDEX and d not in sized:
+                    self.union((op.input, i), (op.result, d))
+        elif isinstance(op, fu.ReductionOp | fu.VarMeanOp | fu.WelfordOp):
+            axes = tuple(op.axes.get_values())
+            keep = getattr(op, "keepdim", None) is not None
+            rank = len(fu.shape_of(op.input.type) or ())
+            kept = [i for i in range(rank) if i not in axes]
+            for r in op.results:
+                for j, i in enumerate(kept):
+                    self.union((op.input, i), (r, i if keep else j))
+        elif isinstance(op, fu.MatmulOp):
+            rank = len(fu.shape_of(op.lhs.type) or ())
+            for d in range(rank - 2):
+                self.union((op.lhs, d), (op.result, d))
+                self.union((op.rhs, d), (op.result, d))
+            self.union((op.lhs, rank - 2), (op.result, rank - 2))
+            self.union((op.rhs, rank - 1), (op.result, rank - 1))
+            self.union((op.lhs, rank - 1), (op.rhs, rank - 2))
+        else:  # pointwise: tensor operands have the result's shape at run time
+            for r in op.results:
+                if not isinstance(r.type, TensorType):
+                    continue
+                for o in op.operands:
+                    if isinstance(o.type, TensorType):
+                        for axis in range(o.type.get_num_dims()):
+                            self.union((o, axis), (r, axis))
+
+    def find_axis(self, key: _Key, tensors: Iterable[SSAValue]) -> tuple[SSAValue, int] | None:
+        """The first (tensor, axis) among `tensors` whose extent equals `key`'s, or None."""
+        root = self.find(key)
+        for t in tensors:
+            if isinstance(t.type, TensorType):
+                for axis in range(t.type.get_num_dims()):
+                    if self.find((t, axis)) == root:
+                        return t, axis
+        return None
+
+
+def _erase_dead_ops(block: Block) -> None:
+    """Erases ops none of whose results is used (every fusion op is pure), last first."""
+    for op in reversed(list(block.ops)):
+        if op.results and all(not r.uses for r in op.results):
+            block.erase_op(op)
+
+
+def _value_key(index: dict[Operation, int], v: SSAValue) -> tuple[int, int, int]:
+    """Orders values: fusion inputs by position, then op results by block order."""
+    if isinstance(v, BlockArgument):
+        return (0, v.index, 0)
+    assert isinstance(v, OpResult)
+    return (1, index[v.op], v.index)
+
+
+def _op_label(op: Operation) -> str:
+    """`sum %r` (the op without its dialect, and its first result's name)."""
+    name = op.name.removeprefix("fusion.")
+    hint = op.results[0].name_hint if op.results else None
+    return f"{name} %{hint}" if hint else name
+
+
+def _byte_size(v: SSAValue, shapes: dict[SSAValue, tuple[int, ...] | int | None] | None) -> int:
+    if shapes is None or not isinstance(v.type, TensorType):
+        return 0
+    shape = shapes.get(v)
+    if not isinstance(shape, tuple):
+        return 0
+    return math.prod(shape) * kernel.byte_size(v.type.element_type)
+
+
+# --------------------------------------------------------------------------------------------
+# Groups and the segmenter
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Group:
+    """A set of ops that becomes one segment (identity-compared)."""
+
+    id: int
+    ops: frozenset[Operation]
+    first: int
+    """The block position of its first op (orders groups deterministically)."""
+
+
+@dataclass
+class _Plan:
+    """How a set of ops becomes a segment body: what to clone, in block order, and its inputs."""
+
+    ops: list[Operation]
+    dims: dict[Operation, tuple[SSAValue, int]]
+    """`fusion.dim` ops recomputed from another tensor input of the segment (tensor, axis)."""
+    inputs: list[SSAValue]
+
+
+@dataclass
+class _Layout:
+    """The final segments: groups in topological order, each one's plan and outputs (the
+    fusion's outputs first, in their order, then the intermediates others read)."""
+
+    order: list[_Group]
+    plans: dict[_Group, _Plan]
+    outputs: dict[_Group, list[SSAValue]]
+
+
+_Edges = dict[_Group, dict[_Group, list[SSAValue]]]
+
+
+class _Segmenter:
+    """The state of one `segment_fusion` call."""
+
+    def __init__(
+        self,
+        fusion: fu.FusionOp,
+        info: FusionInfo | None,
+        should_merge: MergePredicate | None,
+        log: list[str],
+    ):
+        self.fusion = fusion
+        self.name = fusion.sym_name.data
+        self.info = info
+        self.should_merge = should_merge
+        self.log = log
+        self.block = fusion.body.block
+        body = [op for op in self.block.ops if not isinstance(op, fu.OutputOp)]
+        self.extents = _Extents(fusion, body)
+        self._canonicalize_dims(body)
+        _erase_dead_ops(self.block)
+        self.ops = [op for op in self.block.ops if not isinstance(op, fu.OutputOp)]
+        self.index = {op: i for i, op in enumerate(self.ops)}
+        self.outputs = list(fusion.output_op.values)
+        self.forwarded = self._find_forwarded()
+        self.compute = [op for op in self.ops if self._is_compute(op)]
+        self.shapes: dict[SSAValue, tuple[int, ...] | int | None] | None = None
+        if info is not None:
+            try:
+                self.shapes = value_shapes(fusion, info.input_shapes)
+            except ShapeMismatch as e:
+                raise SegmentationError(f"fusion @{self.name}: {e}") from e
+        self.groups: list[_Group] = []
+        self.group_of: dict[Operation, _Group] = {}
+        self.next_id = 0
+        self.verdicts: dict[frozenset[Operation], str | None] = {}
+        self.cycles: set[str] = set()
+
+    # --- classification ------------------------------------------------------------------
+
+    def _canonicalize_dims(self, body: Sequence[Operation]) -> None:
+        """Points every `fusion.dim` at a fusion input of the same extent, where one has it."""
+        for op in body:
+            if isinstance(op, fu.DimOp) and not isinstance(op.input, BlockArgument):
+                found = self.extents.find_axis((op.result, -1), self.fusion.inputs)
+                if found is not None:
+                    op.operands = (found[0],)
+                    op.axis = IntegerAttr(found[1], i64)
+
+    def _is_compute(self, op: Operation) -> bool:
+        """An op that forms a group: one with a tensor result that is not forwarded."""
+        return (
+            op not in self.forwarded
+            and not isinstance(op, fu.DimOp)
+            and any(isinstance(r.type, TensorType) for r in op.results)
+        )
+
+    def _find_forwarded(self) -> set[Operation]:
+        outputs = set(self.outputs)
+        forwarded: set[Operation] = set()
+        for op in self.ops:
+            if not isinstance(op, _FORWARDABLE) or not isinstance(op.input.type, TensorType):
+                continue
+            source = op.input
+            fed = isinstance(source, BlockArgument) or (
+                isinstance(source, OpResult) and source.op in forwarded and source.has_one_use()
+            )
+            result = op.results[0]
+            read_by_segment_set = any(isinstance(u.operation, fu.SegmentSetOp) for u in result.uses)
+            if fed and result not in outputs and not read_by_segment_set:
+                forwarded.add(op)
+        return forwarded
+
+    def _kind(self, op: Operation) -> str:
+        if op in self.forwarded:
+            return "forwarded"
+        if isinstance(op, fu.DimOp):
+            return "dim"
+        if not any(isinstance(r.type, TensorType) for r in op.results):
+            return "scalar"
+        return "compute"
+
+    # --- plans and bodies ------------------------------------------------------------------
+
+    def _plan(self, members: frozenset[Operation]) -> _Plan:
+        """What a segment of the compute ops `members` clones and takes as inputs."""
+        cloned: set[Operation] = set(members)
+        inputs: set[SSAValue] = set()
+        dims: list[Operation] = []
+
+        def need(v: SSAValue) -> None:
+            if isinstance(v, BlockArgument):
+                inputs.add(v)
+                return
+            assert isinstance(v, OpResult)
+            op = v.op
+            if op in cloned:
+                return
+            kind = self._kind(op)
+            if kind == "compute":
+                inputs.add(v)
+            elif kind == "dim":
+                if op not in dims:
+                    dims.append(op)
+            else:
+                cloned.add(op)
+                for o in op.operands:
+                    need(o)
+
+        for op in sorted(members, key=self.index.__getitem__):
+            for o in op.operands:
+                need(o)
+        recomputed: dict[Operation, tuple[SSAValue, int]] = {}
+        tensor_inputs = sorted(inputs, key=lambda v: _value_key(self.index, v))
+        for d in sorted(dims, key=self.index.__getitem__):
+            assert isinstance(d, fu.DimOp)
+            x = d.input
+            available = x in inputs or (isinstance(x, OpResult) and x.op in cloned)
+            if not available:
+                found = self.extents.find_axis((d.result, -1), tensor_inputs)
+                if found is not None:
+                    recomputed[d] = found
+                else:
+                    need(x)
+            cloned.add(d)
+        ops = sorted(cloned, key=self.index.__getitem__)
+        return _Plan(ops, recomputed, sorted(inputs, key=lambda v: _value_key(self.index, v)))
+
+    def _build_body(
+        self, plan: _Plan, outputs: Sequence[SSAValue], terminator: type[fu.OutputOp | fu.YieldOp]
+    ) -> Block:
+        """A block whose arguments are the plan's inputs, with the plan's ops cloned into it."""
+        block = Block(arg_types=[v.type for v in plan.inputs])
+        mapping: dict[SSAValue, SSAValue] = {}
+        for arg, v in zip(block.args, plan.inputs, strict=True):
+            mapping[v] = arg
+            arg.name_hint = v.name_hint
+        for op in plan.ops:
+            new: Operation
+            if op in plan.dims:
+                assert isinstance(op, fu.DimOp)
+                source, axis = plan.dims[op]
+                new = fu.DimOp(mapping[source], axis)
+                mapping[op.result] = new.result
+            elif isinstance(op, fu.SegmentSetOp):
+                new = fu.SetOp(mapping[op.input])
+                mapping[op.result] = new.result
+            else:
+                assert all(o in mapping for o in op.operands), f"unmapped operand of {op.name}"
+                new = op.clone(mapping)
+            for old_r, new_r in zip(op.results, new.results, strict=True):
+                new_r.name_hint = old_r.name_hint
+            block.add_op(new)
+        block.add_op(terminator([mapping[v] for v in outputs]))
+        return block
+
+    def _check_outputs(self, members: frozenset[Operation]) -> list[SSAValue]:
+        """The results of `members` used by other compute ops or the fusion's outputs."""
+        outputs = set(self.outputs)
+        used: list[SSAValue] = []
+        for op in sorted(members, key=self.index.__getitem__):
+            for r in op.results:
+                if r in outputs or any(
+                    u.operation not in members
+                    and (u.operation in self.index and self._kind(u.operation) == "compute")
+                    for u in r.uses
+                ):
+                    used.append(r)
+        return used
+
+    def _candidate(self, members: frozenset[Operation]) -> tuple[fu.FusionOp, FusionInfo]:
+        """The union of `members` as a fusion of its own, with the metadata of its inputs."""
+        plan = self._plan(members)
+        outs = self._check_outputs(members)
+        body = self._build_body(plan, outs, fu.OutputOp)
+        fusion = fu.FusionOp(
+            f"{self.name}_candidate",
+            [v.type for v in plan.inputs],
+            [v.type for v in outs],
+            Region(body),
+        )
+        return fusion, self._info_for(plan.inputs)
+
+    def _info_for(self, inputs: Sequence[SSAValue]) -> FusionInfo:
+        assert self.info is not None and self.shapes is not None
+        metas: list[TensorMeta | None] = []
+        for v in inputs:
+            if not isinstance(v.type, TensorType):
+                metas.append(None)
+            elif isinstance(v, BlockArgument):
+                metas.append(self.info.inputs[v.index])
+            else:
+                shape = self.shapes[v]
+                assert isinstance(shape, tuple)
+                metas.append(TensorMeta.contiguous(shape))
+        return FusionInfo(tuple(metas), self.info.device)
+
+    def _ask_schedulers(self, fusion: fu.FusionOp, info: FusionInfo) -> tuple[str | None, str]:
+        """The first scheduler that accepts, or None and every scheduler's reason."""
+        reasons: list[str] = []
+        for scheduler in SCHEDULERS:
+            verdict = scheduler.accepts(fusion, info)
+            if verdict:
+                return scheduler.name, f"accepted by {scheduler.name}"
+            reasons.append(f"{scheduler.name}: {verdict.reason}")
+        return None, "rejected: " + "; ".join(reasons)
+
+    # --- the group graph -------------------------------------------------------------------
+
+    def _new_group(self, ops: frozenset[Operation]) -> _Group:
+        group = _Group(self.next_id, ops, min(self.index[op] for op in ops))
+        self.next_id += 1
+        self.groups.append(group)
+        for op in ops:
+            self.group_of[op] = group
+        return group
+
+    def label(self, g: _Group) -> str:
+        ops = sorted(g.ops, key=self.index.__getitem__)
+        return f"g{g.id}{{{', '.join(_op_label(op) for op in ops)}}}"
+
+    def _edges(self) -> _Edges:
+        """Producer -> consumer -> the tensors between them (in block order)."""
+        edges: _Edges = {g: {} for g in self.groups}
+        for g in self.groups:
+            for op in sorted(g.ops, key=self.index.__getitem__):
+                for o in op.operands:
+                    if isinstance(o, OpResult) and o.op in self.group_of:
+                        p = self.group_of[o.op]
+                        if p is not g and o not in (values := edges[p].setdefault(g, [])):
+                            values.append(o)
+        return edges
+
+    def _topological(self, edges: _Edges) -> list[_Group]:
+        """Groups in topological order, earliest first op first among the ready ones."""
+        indegree = {g: 0 for g in self.groups}
+        for consumers in edges.values():
+            for c in consumers:
+                indegree[c] += 1
+        ready = sorted((g for g, n in indegree.items() if n == 0), key=lambda g: g.first)
+        order: list[_Group] = []
+        while ready:
+            g = ready.pop(0)
+            order.append(g)
+            for c in edges[g]:
+                indegree[c] -= 1
+                if indegree[c] == 0:
+                    ready.append(c)
+            ready.sort(key=lambda g: g.first)
+        if len(order) != len(self.groups):
+            raise SegmentationError(f"fusion @{self.name}: the segments depend on each other")
+        return order
+
+    def _levels(self, edges: _Edges) -> dict[_Group, int]:
+        levels: dict[_Group, int] = {}
+        order = self._topological(edges)
+        for g in order:
+            levels.setdefault(g, 0)
+            for c in edges[g]:
+                levels[c] = max(levels.get(c, 0), levels[g] + 1)
+        return levels
+
+    def _edge_bytes(self, values: Sequence[SSAValue]) -> int:
+        return sum(_byte_size(v, self.shapes) for v in values)
+
+    def _path_through(self, edges: _Edges, a: _Group, b: _Group) -> _Group | None:
+        """A group on a path from `a` to `b` other than the direct edge, or None."""
+        stack = [c for c in edges[a] if c is not b]
+        seen = set(stack)
+        while stack:
+            g = stack.pop()
+            if b in edges[g]:
+                return g
+            for c in edges[g]:
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return None
+
+    def _spanned_segment_set(self, members: frozenset[Operation]) -> Operation | None:
+        for op in sorted(members, key=self.index.__getitem__):
+            if isinstance(op, fu.SegmentSetOp) and any(
+                u.operation in members for u in op.result.uses
+            ):
+                return op
+        return None
+
+    def _view(self, g: _Group) -> GroupView:
+        plan = self._plan(g.ops)
+        return GroupView(
+            tuple(sorted(g.ops, key=self.index.__getitem__)),
+            tuple(plan.inputs),
+            tuple(self._check_outputs(g.ops)),
+        )
+
+    def _try_merge(self, a: _Group, b: _Group, edges: _Edges, phase: str) -> str | None:
+        """The scheduler ("" for a predicate) that takes the union of `a` and `b`, or None."""
+        members = a.ops | b.ops
+        if members in self.verdicts and self.verdicts[members] is None:
+            return None  # refused before (and logged then)
+        what = f"{phase} {self.label(a)} + {self.label(b)}"
+        for x, y in ((a, b), (b, a)):
+            through = self._path_through(edges, x, y)
+            if through is not None:  # not cached: a later merge may change the path
+                message = f"{what}: refused: cycle through {self.label(through)}"
+                if message not in self.cycles:
+                    self.cycles.add(message)
+                    self.log.append(message)
+                return None
+        if members in self.verdicts:  # each union is judged (and logged) once
+            return self.verdicts[members]
+        verdict: str | None
+        spanned = self._spanned_segment_set(members)
+        if spanned is not None:
+            verdict = None
+            self.log.append(
+                f"{what}: refused: the union would span {_op_label(spanned)} (its result is "
+                "used inside)"
+            )
+        elif self.should_merge is not None:
+            verdict = "" if self.should_merge(self._view(a), self._view(b)) else None
+            self.log.append(f"{what}: {'accepted' if verdict == '' else 'refused'} by should_merge")
+        else:
+            verdict, message = self._ask_schedulers(*self._candidate(members))
+            self.log.append(f"{what}: {message}")
+        self.verdicts[members] = verdict
+        return verdict
+
+    def _merge(self, a: _Group, b: _Group) -> None:
+        self.groups = [g for g in self.groups if g is not a and g is not b]
+        self._new_group(a.ops | b.ops)
+
+    # --- the phases ------------------------------------------------------------------------
+
+    def run(self) -> tuple[_Layout, dict[_Group, str]]:
+        """The final segments' layout and the scheduler of each."""
+        if not self.compute:
+            self.log.append(f"fusion @{self.name}: no ops to segment")
+            return self._layout([]), {}
+        segment_sets = [op for op in self.compute if isinstance(op, fu.SegmentSetOp)]
+        if self.should_merge is not None:
+            self.log.append("whole fusion: not tried: a should_merge predicate is set")
+        elif segment_sets:
+            self.log.append(f"whole fusion: not tried: it holds {_op_label(segment_sets[0])}")
+        else:
+            # the whole fusion as its one segment would be (live ops, used inputs)
+            whole = self._new_group(frozenset(self.compute))
+            layout = self._layout([whole])
+            scheduler, message = self._ask_schedulers(*self._segment_fusion(layout, whole))
+            self.log.append(f"whole fusion: {message}")
+            if scheduler is not None:
+                return layout, {whole: scheduler}
+            self.groups, self.group_of, self.next_id = [], {}, 0
+        if self.forwarded:
+            ops = sorted(self.forwarded, key=self.index.__getitem__)
+            self.log.append(
+                "forwarded (recomputed in each consumer segment): "
+                + ", ".join(_op_label(op) for op in ops)
+            )
+        for op in self.compute:
+            self._new_group(frozenset((op,)))
+        self.log.append("initial groups: " + " ".join(self.label(g) for g in self.groups))
+        self._level_merge()
+        self._final_merge()
+        layout = self._layout(self.groups)
+        return layout, self._name_schedulers(layout)
+
+    def _level_merge(self) -> None:
+        while True:
+            edges = self._edges()
+            levels = self._levels(edges)
+            candidates = [
+                (self._edge_bytes(values), p, c)
+                for p, consumers in edges.items()
+                for c, values in consumers.items()
+                if abs(levels[c] - levels[p]) <= 1
+            ]
+            candidates.sort(key=lambda t: (-t[0], levels[t[1]], t[1].first, t[2].first))
+            for _, p, c in candidates:
+                if self._try_merge(p, c, edges, "merge") is not None:
+                    self._merge(p, c)
+                    break
+            else:
+                return
+
+    def _final_merge(self) -> None:
+        while True:
+            edges = self._edges()
+            merged = False
+            for p in self._topological(edges):
+                consumers = sorted(
+                    edges[p].items(), key=lambda kv: (-self._edge_bytes(kv[1]), kv[0].first)
+                )
+                for c, _ in consumers:
+                    if self._try_merge(p, c, edges, "final merge") is not None:
+                        self._merge(p, c)
+                        merged = True
+                        break
+                if merged:
+                    break
+            if not merged:
+                return
+
+    def _name_schedulers(self, layout: _Layout) -> dict[_Group, str]:
+        """The scheduler of each final segment, asked again on the exact segment ("" for all
+        with a predicate)."""
+        names: dict[_Group, str] = {}
+        for g in layout.order:
+            if self.should_merge is not None:
+                names[g] = ""
+                continue
+            scheduler, message = self._ask_schedulers(*self._segment_fusion(layout, g))
+            if scheduler is None:
+                raise SegmentationError(
+                    f"fusion @{self.name}: no scheduler accepts segment {self.label(g)}: "
+                    + message.removeprefix("rejected: ")
+                )
+            names[g] = scheduler
+        return names
+
+    # --- the final layout and the rewrite ---------------------------------------------------
+
+    def _layout(self, groups: Sequence[_Group]) -> _Layout:
+        """The exact plans and outputs of `groups` as the final segments, and their order."""
+        plans = {g: self._plan(g.ops) for g in groups}
+        needed = set(self.outputs)
+        for plan in plans.values():
+            needed.update(plan.inputs)
+        producer: dict[SSAValue, _Group] = {}
+        outputs: dict[_Group, list[SSAValue]] = {}
+        for g in groups:
+            outs = [r for op in sorted(g.ops, key=self.index.__getitem__) for r in op.results]
+            # the fusion's outputs first, in their order, then the intermediates
+            fusion_outs = [v for v in dict.fromkeys(self.outputs) if v in outs]
+            outputs[g] = fusion_outs + [r for r in outs if r in needed and r not in fusion_outs]
+            for r in outs:
+                producer[r] = g
+        deps = {g: {producer[v] for v in plans[g].inputs if v in producer} - {g} for g in groups}
+        order: list[_Group] = []
+        done: set[_Group] = set()
+        while len(order) < len(groups):
+            ready = [g for g in groups if g not in done and deps[g] <= done]
+            if not ready:  # only through an extent that no fusion input carries
+                raise SegmentationError(f"fusion @{self.name}: the segments depend on each other")
+            g = min(ready, key=lambda g: g.first)
+            done.add(g)
+            order.append(g)
+        return _Layout(order, plans, outputs)
+
+    def _segment_fusion(self, layout: _Layout, g: _Group) -> tuple[fu.FusionOp, FusionInfo]:
+        """Group `g` of `layout` as the fusion its segment will be, with its inputs' metadata."""
+        plan, outs = layout.plans[g], layout.outputs[g]
+        body = self._build_body(plan, outs, fu.OutputOp)
+        fusion = fu.FusionOp(
+            f"{self.name}_segment",
+            [v.type for v in plan.inputs],
+            [v.type for v in outs],
+            Region(body),
+        )
+        return fusion, self._info_for(plan.inputs)
+
+    def rewrite(self, layout: _Layout, schedulers: dict[_Group, str]) -> list[fu.SegmentOp]:
+        """Replaces the body with one `fusion.segment` per group, in the layout's order."""
+        outer: dict[SSAValue, SSAValue] = {}
+        terminator = self.fusion.output_op
+        segments: list[fu.SegmentOp] = []
+        for g in layout.order:
+            plan, outs = layout.plans[g], layout.outputs[g]
+            body = self._build_body(plan, outs, fu.YieldOp)
+            args = [v if isinstance(v, BlockArgument) else outer[v] for v in plan.inputs]
+            segment = fu.SegmentOp(schedulers[g], args, [v.type for v in outs], Region(body))
+            self.block.insert_op_before(segment, terminator)
+            for old, new in zip(outs, segment.outputs, strict=True):
+                outer[old] = new
+                new.name_hint = old.name_hint
+            segments.append(segment)
+        terminator.operands = tuple(outer.get(v, v) for v in terminator.operands)
+        for op in reversed(self.ops):
+            self.block.erase_op(op)
+        return segments
+
+
+def segment_fusion(
+    fusion: fu.FusionOp,
+    info: FusionInfo | None,
+    *,
+    should_merge: MergePredicate | None = None,
+    log: list[str] | None = None,
+) -> SegmentedFusion:
+    """Rewrites `fusion` in place into `fusion.segment` ops (see the module docstring).
+
+    `info` gives the metadata of the inputs (the concrete shapes the schedulers decide on); it
+    may be None only with `should_merge`, which then replaces every scheduler query. `log`, if
+    given, receives the segmenter's log lines as they are written. Raises SegmentationError when
+    an op is accepted by no scheduler even alone; the fusion is then left as it was except for
+    dead ops and the rewritten `fusion.dim` operands.
+    """
+    if any(isinstance(op, fu.SegmentOp) for op in fusion.body.block.ops):
+        raise SegmentationError(f"fusion @{fusion.sym_name.data} is already segmented")
+    if info is None and should_merge is None:
+        raise ValueError("segment_fusion needs a FusionInfo unless should_merge is given")
+    lines: list[str] = [] if log is None else log
+    lines.append(f"segmenter: fusion @{fusion.sym_name.data}")
+    segmenter = _Segmenter(fusion, info, should_merge, lines)
+    layout, schedulers = segmenter.run()
+    segments = tuple(segmenter.rewrite(layout, schedulers))
+    labels = [f'"{schedulers[g]}" {segmenter.label(g)}' for g in layout.order]
+    lines.append("segments: " + (", ".join(labels) or "none"))
+    try:
+        fusion.verify()
+    except VerifyException as e:  # a bug of the segmenter, never a user's mistake
+        raise AssertionError(
+            f"segmented fusion @{fusion.sym_name.data} does not verify: {e}"
+        ) from e
+    return SegmentedFusion(fusion, segments, tuple(lines), should_merge is not None)
+
+
+# --------------------------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentFusionPass(ModulePass):
+    """Segments every `fusion.fusion` of a module (see the module docstring)."""
+
+    name = "fuser-segment"
+
+    shapes: str = ""
+    merge: str = ""
+    arch: str = "sm_90"
+    sm_count: int = 132
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        predicate: MergePredicate | None = None
+        if self.merge:
+            if self.merge not in MERGE_RULES:
+                names = ", ".join(sorted(MERGE_RULES))
+                raise SegmentOptionError(
+                    f"fuser-segment: unknown merge rule {self.merge!r}: expected one of {names}"
+                )
+            predicate = MERGE_RULES[self.merge]
+        if not re.fullmatch(r"sm_\d+", self.arch):
+            raise SegmentOptionError(
+                f"fuser-segment: bad arch {self.arch!r}: expected sm_<digits>, like sm_90"
+            )
+        if self.sm_count < 1:
+            raise SegmentOptionError(
+                f"fuser-segment: sm_count must be at least 1, got {self.sm_count}"
+            )
+        device = DeviceInfo(arch=self.arch, sm_count=self.sm_count)
+        try:
+            shapes = parse_shapes(self.shapes)
+        except ScheduleOptionError as e:
+            raise SegmentOptionError(_renamed(e)) from None
+        for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
+            if any(isinstance(s, fu.SegmentOp) for s in fusion.body.block.ops):
+                continue
+            info: FusionInfo | None
+            try:
+                info = fusion_info(fusion, shapes, device)
+            except ScheduleOptionError as e:
+                if predicate is None or shapes is not None:
+                    raise SegmentOptionError(_renamed(e)) from None
+                info = None
+            segment_fusion(fusion, info, should_merge=predicate)
+
+
+def _renamed(e: ScheduleOptionError) -> str:
+    """A `fuser-schedule` option message as one of `fuser-segment`."""
+    return str(e).replace("fuser-schedule:", "fuser-segment:", 1)
