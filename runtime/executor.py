@@ -962,12 +962,12 @@ def _relaunch(entry: Entry, stream: int) -> None:
     driver.launch(entry.func, entry.grid, entry.block, entry.shared_bytes, stream, entry.address)
 
 
-def _fast_path_source(layout: InputLayout) -> str:
-    """The source of the fast path for torch inputs of a fusion with this layout ("" for a
-    fusion without tensor inputs). See ExecutorCache."""
+def torch_signature_prologue(layout: InputLayout) -> tuple[list[str], str]:
+    """The opening of a generated torch fast path, shared by the kernel and program caches:
+    `def execute(inputs):` and, inside a `try:`, lines that bind `x<i>` (inputs), `p<i>` (data
+    pointers), `s<i>` (shapes) and `device`; and the expression of the signature key over them
+    (the same key `signature_of` builds on the general path). Needs tensor inputs."""
     tensors, scalars = layout.tensors, layout.scalars
-    if not tensors:
-        return ""
     first = tensors[0]
     lines = [
         "def execute(inputs):",
@@ -986,8 +986,19 @@ def _fast_path_source(layout: InputLayout) -> str:
         f"len(s{i}), *s{i}, *x{i}.stride(), CODES[x{i}.dtype], ALIGN[p{i} & 15]" for i in tensors
     ]
     parts += [f"-1, KINDS.get(type(x{i}), 0)" for i in scalars]
+    return lines, f"({', '.join(parts)}, device)"
+
+
+def _fast_path_source(layout: InputLayout) -> str:
+    """The source of the fast path for torch inputs of a fusion with this layout ("" for a
+    fusion without tensor inputs). See ExecutorCache."""
+    tensors, scalars = layout.tensors, layout.scalars
+    if not tensors:
+        return ""
+    first = tensors[0]
+    lines, key = torch_signature_prologue(layout)
     lines += [
-        f"        entry = ENTRIES[({', '.join(parts)}, device)]",
+        f"        entry = ENTRIES[{key}]",
         "        func = entry.func",
         "        alloc = entry.torch_out",
         "        if func is None or alloc is None or driver.current_device().ordinal != device:",

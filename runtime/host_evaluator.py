@@ -78,6 +78,7 @@ from .executor import (
     contiguous_strides,
     decode_signature,
     read_inputs,
+    torch_signature_prologue,
 )
 
 #: Streams in the pool `host.stream` indexes (as nvFuser's `number_of_streams`).
@@ -1240,28 +1241,11 @@ def _program_fast_path_source(layout: InputLayout) -> str:
     tensors, scalars = layout.tensors, layout.scalars
     if not tensors:
         return ""
-    first = tensors[0]
-    lines = [
-        "def execute(inputs):",
-        "    try:",
-        f"        if len(inputs) != {layout.count}:",
-        "            raise TypeError",
-    ]
-    lines += [f"        x{i} = inputs[{i}]" for i in (*tensors, *scalars)]
-    lines += [f"        if type(x{first}) not in TYPES:", "            raise TypeError"]
-    for i in tensors:
-        lines += [f"        p{i} = x{i}.data_ptr()", f"        s{i} = x{i}.shape"]
-    lines.append(f"        device = x{first}.get_device()")
-    for i in tensors[1:]:
-        lines += [f"        if x{i}.get_device() != device:", "            raise TypeError"]
-    parts = [
-        f"len(s{i}), *s{i}, *x{i}.stride(), CODES[x{i}.dtype], ALIGN[p{i} & 15]" for i in tensors
-    ]
-    parts += [f"-1, KINDS.get(type(x{i}), 0)" for i in scalars]
+    lines, key = torch_signature_prologue(layout)
     ptrs = "".join(f"p{i}, " for i in tensors)
     values = "".join(f"x{i}, " for i in scalars)
     lines += [
-        f"        key = ({', '.join(parts)}, device)",
+        f"        key = {key}",
         "    except (AttributeError, TypeError, KeyError):",
         "        return GENERAL(inputs)",
         "    spec = SPECS.get(key)",
