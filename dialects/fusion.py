@@ -88,7 +88,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from fuser.dialects.func_like import FuncLikeOp
+from fuser.dialects.common import FuncLikeOp, TensorDimOp
 
 # --------------------------------------------------------------------------------------------
 # Element types and the rules on them
@@ -425,33 +425,14 @@ class ConstantOp(IRDLOperation):
 
 
 @irdl_op_definition
-class DimOp(IRDLOperation):
+class DimOp(TensorDimOp):
     """The runtime extent of one dim of a tensor: `%n = fusion.dim %x[1] : tensor<?x?xf32>`."""
 
     name = "fusion.dim"
 
-    input = operand_def(base(TensorType))
-    axis = prop_def(IntegerAttr.constr(i64))
-    result = result_def(IndexType)
-
-    traits = traits_def(Pure())
-
-    assembly_format = "$input `[` $axis `]` attr-dict `:` type($input)"
-
-    def __init__(self, input: SSAValue, axis: int):
-        super().__init__(
-            operands=[input],
-            properties={"axis": IntegerAttr(axis, i64)},
-            result_types=[IndexType()],
-        )
-
     def verify_(self) -> None:
         _check_values(self)
-        rank = len(shape_of(self.input.type) or ())
-        if not 0 <= self.axis.value.data < rank:
-            raise VerifyException(
-                f"'fusion.dim' axis {self.axis.value.data} is out of range for rank {rank}"
-            )
+        super().verify_()
 
 
 # --------------------------------------------------------------------------------------------

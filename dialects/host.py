@@ -69,7 +69,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from fuser.dialects.func_like import FuncLikeOp
+from fuser.dialects.common import FuncLikeOp, TensorDimOp
 from fuser.dialects.fusion import ELEMENT_TYPES, format_shape
 from fuser.dialects.kernel import FuncOp as KernelFuncOp
 from fuser.dialects.kernel import TensorParamType
@@ -176,32 +176,10 @@ class ReturnOp(IRDLOperation):
 
 
 @irdl_op_definition
-class DimOp(IRDLOperation):
+class DimOp(TensorDimOp):
     """The runtime extent of one dim of a tensor: `%n = host.dim %x[1] : tensor<?x?xf32>`."""
 
     name = "host.dim"
-
-    input = operand_def(base(TensorType))
-    axis = prop_def(IntegerAttr.constr(i64))
-    result = result_def(IndexType)
-
-    traits = traits_def(Pure())
-
-    assembly_format = "$input `[` $axis `]` attr-dict `:` type($input)"
-
-    def __init__(self, input: SSAValue, axis: int):
-        super().__init__(
-            operands=[input],
-            properties={"axis": IntegerAttr(axis, i64)},
-            result_types=[IndexType()],
-        )
-
-    def verify_(self) -> None:
-        assert isinstance(self.input.type, TensorType)
-        rank = self.input.type.get_num_dims()
-        axis = self.axis.value.data
-        if not 0 <= axis < rank:
-            raise VerifyException(f"'{self.name}' axis {axis} is out of range for rank {rank}")
 
 
 @irdl_op_definition

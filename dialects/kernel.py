@@ -78,7 +78,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from fuser.dialects.func_like import FuncLikeOp
+from fuser.dialects.common import FuncLikeOp
 from fuser.dialects.fusion import (
     BF16,
     ELEMENT_TYPES,

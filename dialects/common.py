@@ -1,8 +1,11 @@
-"""What `fusion.fusion`, `kernel.func` and `host.program` share: a symbol, a signature and one
-block whose arguments are the inputs.
+"""Op shapes the dialects share (undecorated bases; each dialect names its ops).
 
-Each is written like `func.func` (`@name(%x: T, ...) -> (R, ...) attributes {...} { ... }`) and
-parsed and printed with xDSL's func-like helpers; the dialects add their own rules in `verify_`.
+- `FuncLikeOp`: `fusion.fusion`, `kernel.func` and `host.program` -- a symbol, a signature and one
+  block whose arguments are the inputs, written like `func.func` (`@name(%x: T, ...) -> (R, ...)
+  attributes {...} { ... }`) and parsed and printed with xDSL's func-like helpers.
+- `TensorDimOp`: `fusion.dim` and `host.dim` -- the run-time extent of one dim of a tensor.
+
+The dialects add their own rules in `verify_`.
 """
 
 from __future__ import annotations
@@ -11,13 +14,22 @@ from abc import ABC
 from collections.abc import Sequence
 from typing import ClassVar, Self
 
-from xdsl.dialects.builtin import FunctionType, StringAttr
+from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, StringAttr, TensorType, i64
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import Attribute, Block, Region, SSAValue
-from xdsl.irdl import IRDLOperation, lazy_traits_def, prop_def, region_def
+from xdsl.irdl import (
+    IRDLOperation,
+    base,
+    lazy_traits_def,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsolatedFromAbove, SymbolOpInterface
+from xdsl.traits import IsolatedFromAbove, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -108,3 +120,29 @@ class FuncLikeOp(IRDLOperation, ABC):
             reserved_attr_names=("sym_name", "function_type"),
             print_empty_outputs=self.PRINT_EMPTY_OUTPUTS,
         )
+
+
+class TensorDimOp(IRDLOperation, ABC):
+    """The run-time extent of one dim of a tensor: `%n = <dialect>.dim %x[1] : tensor<?x?xf32>`."""
+
+    input = operand_def(base(TensorType))
+    axis = prop_def(IntegerAttr.constr(i64))
+    result = result_def(IndexType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$input `[` $axis `]` attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, axis: int):
+        super().__init__(
+            operands=[input],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[IndexType()],
+        )
+
+    def verify_(self) -> None:
+        assert isinstance(self.input.type, TensorType)
+        rank = self.input.type.get_num_dims()
+        axis = self.axis.value.data
+        if not 0 <= axis < rank:
+            raise VerifyException(f"'{self.name}' axis {axis} is out of range for rank {rank}")
