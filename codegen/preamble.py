@@ -1,7 +1,7 @@
 """The CUDA C++ support code printed before every generated kernel.
 
 Kernels printed by `fuser.codegen.cuda` rely on it: the `Tensor<T, N>` parameter struct (the
-layout the runtime packs, see `fuser.runtime.compiled_kernel.TENSOR_STRUCT_SOURCE`), `Vec<T, N>`
+layout the runtime packs, see `fuser.dialects.kernel.TENSOR_STRUCT_SOURCE`), `Vec<T, N>`
 for 2/4/8-wide memory accesses, and in namespace `fuser` the NaN-propagating `maximum` and
 `minimum`, the reduction functors and the warp, block and grid reductions and Welford combines
 that the cooperative ops of the `kernel` dialect become. It is plain text so that it reads as
@@ -9,7 +9,10 @@ what it is; NVRTC compiles it with the CUDA headers on its include path and with
 (hence `long long`, never `int64_t`).
 """
 
-PREAMBLE = r"""// ---- fuser preamble --------------------------------------------------------------
+from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
+
+PREAMBLE = (
+    r"""// ---- fuser preamble --------------------------------------------------------------
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
@@ -18,17 +21,9 @@ PREAMBLE = r"""// ---- fuser preamble ------------------------------------------
 #pragma nv_diag_suppress 550
 
 // A tensor parameter: the data pointer, then sizes and strides in elements (rank 0: data only).
-template <typename T, int N>
-struct Tensor {
-  T* data;
-  long long size[N];
-  long long stride[N];
-};
-template <typename T>
-struct Tensor<T, 0> {
-  T* data;
-};
-
+"""
+    + TENSOR_STRUCT_SOURCE
+    + r"""
 // N consecutive elements, moved as one 32/64/128-bit memory transaction.
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Vec {
@@ -258,4 +253,5 @@ __device__ GridResult<T> grid_reduce(T v, Op op, Tensor<T, 1> work, Tensor<int, 
 }  // namespace fuser
 // ---- end of the fuser preamble --------------------------------------------------------
 """
+)
 """The text printed before the kernels (`-t 'cuda{preamble=false}'` leaves it out)."""

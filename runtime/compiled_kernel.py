@@ -28,21 +28,6 @@ from fuser.errors import CompilationError
 from . import driver
 from .arrays import DeviceArray, view_of
 
-#: The struct every tensor parameter of a generated kernel is passed as (sizes and strides in
-#: elements). `long long` rather than `int64_t`: NVRTC has no <cstdint> without extra headers.
-TENSOR_STRUCT_SOURCE = """\
-template <typename T, int N>
-struct Tensor {
-  T* data;
-  long long size[N];
-  long long stride[N];
-};
-template <typename T>
-struct Tensor<T, 0> {
-  T* data;
-};
-"""
-
 #: Registers of one SM on every architecture fuser targets (sm_80 .. sm_120).
 DEFAULT_REGISTERS_PER_SM = 65536
 _WARP = 32
@@ -195,7 +180,8 @@ def nvrtc_compile(
 
 
 def pack_tensor_param(ptr: int, sizes: Sequence[int], strides: Sequence[int]) -> bytes:
-    """The bytes of `Tensor<T, N>{ptr, sizes, strides}` (see TENSOR_STRUCT_SOURCE).
+    """The bytes of `Tensor<T, N>{ptr, sizes, strides}`, the layout of
+    `fuser.dialects.kernel.TENSOR_STRUCT_SOURCE`.
 
     Sizes and strides are in elements; the struct is 8 + 16 * N bytes with no padding.
     """

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from cuda.bindings import driver as cu
 
+from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CompilationError, CudaError
 from fuser.runtime import driver
 from fuser.runtime.compiled_kernel import (
-    TENSOR_STRUCT_SOURCE,
     CompiledKernel,
     RtcKernel,
     check_arch,

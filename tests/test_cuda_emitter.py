@@ -39,8 +39,9 @@ from fuser.codegen.cuda import (
 from fuser.codegen.preamble import PREAMBLE
 from fuser.dialects import get_all_dialects, kernel
 from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64
+from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.runtime import driver
-from fuser.runtime.compiled_kernel import TENSOR_STRUCT_SOURCE, nvrtc_compile
+from fuser.runtime.compiled_kernel import nvrtc_compile
 
 ROOT = Path(__file__).resolve().parent.parent
 LIT_DIRS = (ROOT / "lit_tests/targets/cuda", ROOT / "lit_tests/dialects/kernel")

@@ -26,11 +26,12 @@ from fuser.compiler import (
 )
 from fuser.dialects import kernel
 from fuser.dialects.fusion import F16, F64
+from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
 from fuser.run import compare, main, parse_shapes
 from fuser.runtime import driver, executor
 from fuser.runtime.arrays import BFLOAT16
-from fuser.runtime.compiled_kernel import TENSOR_STRUCT_SOURCE, CompiledKernel, pack_tensor_param
+from fuser.runtime.compiled_kernel import CompiledKernel, pack_tensor_param
 from fuser.runtime.dtypes import round_to_float
 from fuser.runtime.executor import (
     ALIGNMENT,

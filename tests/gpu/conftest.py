@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 # On the GPU machine torch 2.11 failed to import (a schema parse error in torch.library) when it
 # was first imported late in the test process, after the driver tests; importing it first works.
 with contextlib.suppress(ImportError):
-    import torch  # noqa: F401
+    import torch as _torch_first  # noqa: F401
 
 from fuser.runtime import driver
 
@@ -43,3 +44,12 @@ def stream(device: driver.Device) -> Iterator[driver.Stream]:
     s = driver.Stream()
     yield s
     s.synchronize()
+
+
+@pytest.fixture
+def torch(device: driver.Device) -> Any:
+    """The torch module, on a device torch can use (skips the test without torch or CUDA)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA support here")
+    return torch

@@ -15,11 +15,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CudaError
 from fuser.runtime import arrays, driver
 from fuser.runtime.arrays import BFLOAT16, DeviceArray, view_of
 from fuser.runtime.compiled_kernel import (
-    TENSOR_STRUCT_SOURCE,
     CompiledKernel,
     RtcKernel,
     pack_tensor_param,
@@ -486,14 +486,6 @@ def test_dlpack_export_checks_device_and_copies(
 
 # --------------------------------------------------------------------------------------------
 # torch and cupy
-
-
-@pytest.fixture
-def torch(device: driver.Device) -> Any:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA support here")
-    return torch
 
 
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.int64, np.bool_], ids=str)

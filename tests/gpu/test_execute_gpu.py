@@ -32,14 +32,6 @@ FLOATS[DataType.BFloat16] = BFLOAT16
 
 
 @pytest.fixture
-def torch(device: driver.Device) -> Any:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA support here")
-    return torch
-
-
-@pytest.fixture
 def cupy(device: driver.Device) -> Any:
     return pytest.importorskip("cupy")
 

@@ -31,7 +31,6 @@ import numpy as np
 import pytest
 
 from fuser import DataType, FusionDefinition
-from fuser.runtime import driver
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
 
 pytestmark = pytest.mark.gpu
@@ -57,14 +56,6 @@ TRANSCENDENTAL = {F32: (1e-4, 1e-5)}
 
 def np_dtype(dtype: DataType) -> np.dtype:
     return numpy_dtype(dtype.element_type)
-
-
-@pytest.fixture
-def torch(device: driver.Device) -> Any:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA support here")
-    return torch
 
 
 # --------------------------------------------------------------------------------------------

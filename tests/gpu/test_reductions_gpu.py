@@ -31,7 +31,6 @@ import numpy as np
 import pytest
 
 from fuser import DataType, FusionDefinition
-from fuser.runtime import driver
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
 
 pytestmark = pytest.mark.gpu
@@ -69,14 +68,6 @@ def mean_tol(n: int, scale: float = 1.0) -> tuple[float, float]:
 def var_tol(n: int) -> tuple[float, float]:
     """A variance (or sum of squared deviations) of `n` values: relative, growing slowly."""
     return 2e-5 * max(1.0, math.sqrt(n) / 32), 1e-6
-
-
-@pytest.fixture
-def torch(device: driver.Device) -> Any:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA support here")
-    return torch
 
 
 def normal(

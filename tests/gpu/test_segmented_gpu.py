@@ -32,10 +32,11 @@ from fuser import DataType, FusionDefinition
 from fuser.compiler import FusionCompiler
 from fuser.dialects import fusion as fu
 from fuser.dialects import get_all_dialects, host
+from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.run import main
 from fuser.runtime import driver
 from fuser.runtime.arrays import BFLOAT16, DeviceArray
-from fuser.runtime.compiled_kernel import TENSOR_STRUCT_SOURCE, CompiledKernel
+from fuser.runtime.compiled_kernel import CompiledKernel
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
 from fuser.runtime.executor import (
     InputLayout,
@@ -55,14 +56,6 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 LIT = ROOT / "lit_tests" / "transforms" / "lower_to_host"
-
-
-@pytest.fixture
-def torch(device: driver.Device) -> Any:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA support here")
-    return torch
 
 
 def load(path: Path) -> fu.FusionOp:
