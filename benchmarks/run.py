@@ -29,9 +29,7 @@ from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from workloads import Workload, all_workloads
-
-from fuser import DataType, FusionDefinition
+from workloads import Workload, all_workloads, host_overhead_fusions
 
 L2_FLUSH = "read"
 """How the L2 cache is emptied before each timed run: "read" sums a 256 MiB buffer, leaving the
@@ -127,39 +125,57 @@ def run_workload(w: Workload, copy_gbs: float, use_compile: bool) -> dict[str, A
     return row
 
 
+def host_us_per_call(fn: Any, calls: int = 20000, warmup: int = 1000) -> float:
+    """Steady-state host time of `fn` in µs per call: the median of 5 batches after `warmup`
+    calls, the GPU synchronized after each batch."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls // 5):
+            fn()
+        samples.append((time.perf_counter() - t0) / (calls // 5) * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
 def host_overhead(calls: int = 20000) -> list[dict[str, Any]]:
     """Steady-state host time per call of a one-kernel pointwise fusion on two [1024] inputs,
     and of a three-kernel one (two segment_sets in a pointwise chain: a host program)."""
-    with FusionDefinition("add") as fd:
-        a = fd.define_tensor(shape=[-1], dtype=DataType.Float)
-        b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
-        fd.add_output(fd.ops.add(a, b))
-    with FusionDefinition("chain3") as chain:
-        a = chain.define_tensor(shape=[-1], dtype=DataType.Float)
-        b = chain.define_tensor(shape=[-1], dtype=DataType.Float)
-        s = chain.ops.segment_set(chain.ops.add(a, b))
-        t = chain.ops.segment_set(chain.ops.mul(s, a))
-        chain.add_output(chain.ops.sub(t, b))
+    fd, chain = host_overhead_fusions()
     x = torch.randn(1024, device="cuda")
     y = torch.randn(1024, device="cuda")
-    rows = []
-    for name, fn in (
-        ("fuser fd.execute", lambda: fd.execute([x, y])),
-        ("fuser fd.execute, 3 kernels (two segment_sets)", lambda: chain.execute([x, y])),
-        ("torch eager a + b", lambda: x + y),
-    ):
-        for _ in range(1000):
-            fn()
-        torch.cuda.synchronize()
-        samples = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(calls // 5):
-                fn()
-            samples.append((time.perf_counter() - t0) / (calls // 5) * 1e6)
-            torch.cuda.synchronize()
-        rows.append({"what": name, "us_per_call": statistics.median(samples)})
-    return rows
+    return [
+        {"what": name, "us_per_call": host_us_per_call(fn, calls)}
+        for name, fn in (
+            ("fuser fd.execute", lambda: fd.execute([x, y])),
+            ("fuser fd.execute, 3 kernels (two segment_sets)", lambda: chain.execute([x, y])),
+            ("torch eager a + b", lambda: x + y),
+        )
+    ]
+
+
+def run_meta(device: str, **extra: Any) -> dict[str, Any]:
+    """What a results file records about its run: the device, date and versions, and `extra`."""
+    return {
+        "device": device,
+        "date": time.strftime("%Y-%m-%d"),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        **extra,
+    }
+
+
+def write_results(out_dir: str, stem: str, results: dict[str, Any], table: str) -> None:
+    """Writes `results` to `<out_dir>/<stem>.json` and `table` to `<out_dir>/<stem>.md`, then
+    prints the table."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
+    (out / f"{stem}.md").write_text(table)
+    print(table)
 
 
 def markdown(
@@ -210,22 +226,9 @@ def main() -> None:
             f"best peer ratio {r['fuser_vs_best_peer']:.2f}",
             flush=True,
         )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "device": device,
-        "date": time.strftime("%Y-%m-%d"),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "copy_gbs": copy_gbs,
-        "l2_flush": L2_FLUSH,
-    }
-    (out / "results.json").write_text(
-        json.dumps({"meta": meta, "rows": rows, "host": host}, indent=1)
-    )
-    table = markdown(device, copy_gbs, rows, host)
-    (out / "results.md").write_text(table)
-    print(table)
+    meta = run_meta(device, copy_gbs=copy_gbs, l2_flush=L2_FLUSH)
+    results = {"meta": meta, "rows": rows, "host": host}
+    write_results(args.out, "results", results, markdown(device, copy_gbs, rows, host))
 
 
 if __name__ == "__main__":

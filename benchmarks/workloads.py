@@ -195,3 +195,19 @@ def all_workloads(torch: Any) -> list[Workload]:
             lambda x: x.sum(0),
         ),
     ]
+
+
+def host_overhead_fusions() -> tuple[FusionDefinition, FusionDefinition]:
+    """The fusions of the host-overhead rows: `a + b` (one kernel) and a pointwise chain with
+    two `segment_set`s (three kernels: a host program)."""
+    with FusionDefinition("add") as fd:
+        a = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(a, b))
+    with FusionDefinition("chain3") as chain:
+        a = chain.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = chain.define_tensor(shape=[-1], dtype=DataType.Float)
+        s = chain.ops.segment_set(chain.ops.add(a, b))
+        t = chain.ops.segment_set(chain.ops.mul(s, a))
+        chain.add_output(chain.ops.sub(t, b))
+    return fd, chain

@@ -6,6 +6,8 @@ output is meant to be read: one statement per op, indented by nesting, values na
 SSA name hints (`%acc` -> `acc`), `kernel.comment` as `//` lines naming the fusion op the code
 comes from. Constants are the exception to "one statement per op": they are printed as literals
 where they are used (`ty * 32`, `acc + 1.0f`), with the exact value of their type.
+`kernel.matmul_mainloop` and `kernel.matmul_frag` call the preamble's matmul tile
+(`fuser::mm::Mma<...>` or `Simt<...>`) that their `#kernel.matmul` config names.
 
 Types: `!kernel.tensor<T, N>` is the preamble's `Tensor<T, N>`, `vector<NxT>` is `Vec<T, N>`, and
 f16, bf16, f32, f64, i32, i64, i1 are `__half`, `__nv_bfloat16`, `float`, `double`, `int`,
@@ -592,6 +594,32 @@ class CudaPrinter(BasePrinter):
         along = f"fuser::{op.along.data.value.upper()}"
         call = f"fuser::grid_reduce({value}, {functor}, {work}, {sem}, {along})"
         self._bind(op.results, ("grid_reduce", "last"), call)
+
+    # ---- matmul tiles -----------------------------------------------------------------------
+
+    @staticmethod
+    def _matmul_tile(config: kernel.MatmulConfigAttr) -> str:
+        """The preamble's C++ tile a `#kernel.matmul` config names."""
+        bm, bn, bk = config.tile
+        loads = (f"fuser::mm::{x.data.upper()}" for x in (config.load_a, config.load_b))
+        t = c_type(config.element_type)
+        if config.engine.data == kernel.MatmulEngine.SIMT:
+            return f"fuser::mm::Simt<{t}, {bm}, {bn}, {bk}, {', '.join(loads)}>"
+        wm, wn = config.warps
+        stages = config.stages.data
+        return f"fuser::mm::Mma<{t}, {bm}, {bn}, {bk}, {wm}, {wn}, {stages}, {', '.join(loads)}>"
+
+    @print_op.register
+    def _(self, op: kernel.MatmulMainloopOp):
+        args = ", ".join(self.expr(v) for v in op.operands)
+        self._line(f"{self._matmul_tile(op.config)}::mainloop({args});")
+
+    @print_op.register
+    def _(self, op: kernel.MatmulFragOp):
+        tile, i = self._matmul_tile(op.config), self.expr(op.index)
+        t = c_type(op.row.type)
+        self._line(f"{t} {self._name(op.row, prefix='frag_row')} = {tile}::frag_row({i});")
+        self._line(f"{t} {self._name(op.col, prefix='frag_col')} = {tile}::frag_col({i});")
 
     # ---- arith ------------------------------------------------------------------------------
 

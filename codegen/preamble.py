@@ -4,12 +4,424 @@ Kernels printed by `fuser.codegen.cuda` rely on it: the `Tensor<T, N>` parameter
 layout the runtime packs, see `fuser.dialects.kernel.TENSOR_STRUCT_SOURCE`), `Vec<T, N>`
 for 2/4/8-wide memory accesses, and in namespace `fuser` the NaN-propagating `maximum` and
 `minimum`, the reduction functors and the warp, block and grid reductions and Welford combines
-that the cooperative ops of the `kernel` dialect become. It is plain text so that it reads as
-what it is; NVRTC compiles it with the CUDA headers on its include path and without <cstdint>
-(hence `long long`, never `int64_t`).
+that the cooperative ops of the `kernel` dialect become, and in namespace `fuser::mm` the matmul
+tiles that `kernel.matmul_mainloop` and `kernel.matmul_frag` call (`MATMUL_SOURCE`: `Mma`, the
+tensor-core tile of f16/bf16 operands with its cp.async / ldmatrix / mma.sync pipeline, and
+`Simt`, the f32/f64 tile). It is plain text so that it reads as what it is; NVRTC compiles it
+with the CUDA headers on its include path and without <cstdint> (hence `long long`, never
+`int64_t`).
 """
 
 from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
+
+MATMUL_SOURCE = r"""// ---- matmul tiles (kernel.matmul_mainloop, kernel.matmul_frag) ------------
+namespace fuser {
+namespace mm {
+
+// How an operand tile travels from global to shared memory, and how it is laid out there.
+// K_*: one shared row per M (or N) index holding consecutive k; MN_*: one row per k holding
+// consecutive M (or N) indices. *_ASYNC copy 16-byte chunks with cp.async, zero-filling what lies
+// out of range (the rows of the global operand must be 16-byte aligned); *_ELEMENTS load element
+// by element, for any strides and alignment.
+enum Load { K_ASYNC = 0, MN_ASYNC = 1, K_ELEMENTS = 2, MN_ELEMENTS = 3 };
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes from global memory to the shared address `dst`, asynchronously; bytes past
+// `src_bytes` are zero.
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int Pending> __device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+#endif
+}
+
+// Four 8x8 b16 matrices from shared memory; lanes 8i..8i+7 give the (shared) row addresses of
+// matrix i, whose fragment lands in r[i].
+template <bool Trans> __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned p) {
+#if __CUDA_ARCH__ >= 800
+  if (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(p));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(p));
+#endif
+}
+
+// d += a * b for one m16n8k16 tile: a row-major 16x16, b column-major 16x8, d 16x8 in f32.
+template <typename T> struct Mma16816;
+template <> struct Mma16816<__half> {
+  __device__ static void run(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+  }
+};
+template <> struct Mma16816<__nv_bfloat16> {
+  __device__ static void run(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+  }
+};
+
+// One operand's tile in shared memory: MN x BK elements (MN = BM for A, BN for B), written by
+// THREADS threads in 16-byte chunks. Chunks are swizzled (chunk ^ a function of the row) so that
+// neither the chunk writes nor ldmatrix's eight row reads hit one bank twice; the function of the
+// row is the same for rows 16 apart, so moving 16 rows (a fragment block, a k step) adds a
+// constant.
+template <typename T, int MN, int BK, int LOAD, int THREADS> struct Operand {
+  static constexpr bool K_ROWS = LOAD == K_ASYNC || LOAD == K_ELEMENTS;
+  static constexpr bool ASYNC = LOAD == K_ASYNC || LOAD == MN_ASYNC;
+  static constexpr int ROWS = K_ROWS ? MN : BK;
+  static constexpr int ROW = K_ROWS ? BK : MN;  // elements per row
+  static constexpr int CHUNKS = ROW / 8;        // 16-byte chunks per row
+  static constexpr int ELEMS = MN * BK;
+  static constexpr int PER_THREAD = ROWS * CHUNKS / THREADS;
+  static constexpr int RSTEP = THREADS / CHUNKS;  // rows between one thread's chunks
+  static_assert(ROW % 8 == 0 && (CHUNKS & (CHUNKS - 1)) == 0, "rows of 2^n 16-byte chunks");
+  static_assert(CHUNKS >= 2 && ROWS * CHUNKS % THREADS == 0 && THREADS % CHUNKS == 0,
+                "chunks spread evenly, a thread's chunks in one column");
+
+  __device__ static int offset(int row, int chunk) {
+    const int swizzled = CHUNKS >= 8 ? chunk ^ (row & 7)
+                                     : chunk ^ ((row / (8 / CHUNKS)) & (CHUNKS - 1));
+    return row * ROW + swizzled * 8;
+  }
+
+  const T* data;  // the operand at this block's batch offset
+  long long s_mn, s_k;
+  const T* next;   // this thread's first chunk of the next k tile (async loads)
+  long long step;  // from one of this thread's chunks to the next
+  int mn0, mn_end, k_end, k_next;
+  int full;  // async loads of a k tile inside k_end: K rows, the chunks (bits) whose row is
+             // inside mn_end; MN rows, the bytes every chunk copies
+
+  __device__ Operand(const T* data_, long long s_mn_, long long s_k_, int mn0_, int mn_end_,
+                     int k_begin, int k_end_)
+      : data(data_), s_mn(s_mn_), s_k(s_k_), mn0(mn0_), mn_end(mn_end_), k_end(k_end_),
+        k_next(k_begin) {
+    const int row = threadIdx.x / CHUNKS, c = threadIdx.x % CHUNKS;
+    const int mn = K_ROWS ? mn0 + row : mn0 + c * 8;
+    const int k = K_ROWS ? k_begin + c * 8 : k_begin + row;
+    next = data + (mn * s_mn + k * s_k);
+    step = RSTEP * (K_ROWS ? s_mn : s_k);
+    full = 0;
+    if (K_ROWS) {
+#pragma unroll
+      for (int p = 0; p < PER_THREAD; ++p) full |= (mn + p * RSTEP < mn_end ? 1 : 0) << p;
+    } else {
+      const int n = mn_end - mn;
+      full = (n < 0 ? 0 : (n > 8 ? 8 : n)) * (int)sizeof(T);
+    }
+  }
+
+  // This thread's chunks of the next k tile into the tile at `tile` (shared address `addr`).
+  __device__ void load(T* tile, unsigned addr) {
+    const int row0 = threadIdx.x / CHUNKS, c = threadIdx.x % CHUNKS;
+    const bool inside = k_next + BK <= k_end;
+    const T* src = next;
+#pragma unroll
+    for (int p = 0; p < PER_THREAD; ++p) {
+      const int row = row0 + p * RSTEP;
+      const int mn = K_ROWS ? mn0 + row : mn0 + c * 8;
+      const int k = K_ROWS ? k_next + c * 8 : k_next + row;
+      const int at = offset(row, c);
+      if (ASYNC) {
+        int bytes;
+        if (inside) {
+          bytes = K_ROWS ? ((full >> p) & 1) * 16 : full;
+        } else {
+          int n = K_ROWS ? (mn < mn_end ? k_end - k : 0) : (k < k_end ? mn_end - mn : 0);
+          bytes = (n < 0 ? 0 : (n > 8 ? 8 : n)) * (int)sizeof(T);
+        }
+        cp_async16(addr + at * (int)sizeof(T), bytes > 0 ? src : data, bytes);
+      } else {
+        Vec<T, 8> v;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int m = K_ROWS ? mn : mn + e, kk = K_ROWS ? k + e : k;
+          v.v[e] = m < mn_end && kk < k_end ? data[m * s_mn + kk * s_k] : T(0.0f);
+        }
+        *reinterpret_cast<Vec<T, 8>*>(tile + at) = v;
+      }
+      src += step;
+    }
+    next += BK * s_k;
+    k_next += BK;
+  }
+};
+
+// Where this lane's ldmatrix rows lie in an operand tile, for the 16 x 16 blocks (16 MN indices
+// by 16 k) a warp reads: block `b` (MN from mn_warp + 16 b) at k step `kk` starts at
+// `at(b, kk)` elements. Matrix i of a block covers MN 8 x (i & 1) and k 8 x (i >> 1) (the
+// order of mma's A operand); with B_ORDER, MN 8 x (i >> 1) and k 8 x (i & 1), so that each of
+// the block's two n8 halves comes as two consecutive registers (mma's B operand).
+template <typename Op, int BLOCKS, int KSTEPS, bool B_ORDER> struct Lanes {
+  static constexpr int PER = Op::K_ROWS ? KSTEPS : BLOCKS;
+  int lane[PER];
+
+  __device__ explicit Lanes(int mn_warp) {
+    const int l = threadIdx.x % 32, i = l / 8, j = l % 8;
+    const int x_mn = B_ORDER ? i >> 1 : i & 1, x_k = B_ORDER ? i & 1 : i >> 1;
+#pragma unroll
+    for (int q = 0; q < PER; ++q)
+      lane[q] = Op::K_ROWS ? Op::offset(mn_warp + x_mn * 8 + j, q * 2 + x_k)
+                           : Op::offset(x_k * 8 + j, (mn_warp + q * 16) / 8 + x_mn);
+  }
+  __device__ int at(int block, int kk) const {
+    return Op::K_ROWS ? lane[kk] + block * 16 * Op::ROW : lane[block] + kk * 16 * Op::ROW;
+  }
+};
+
+// A BM x BN tile of C = A B on the tensor cores (f16/bf16 operands, f32 accumulators):
+// WARPS_M x WARPS_N warps of (BM / WARPS_M) x (BN / WARPS_N) outputs each, k tiles of BK in a
+// STAGES-deep cp.async pipeline, fragments double-buffered in registers.
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int LOAD_A,
+          int LOAD_B>
+struct Mma {
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MI = WM / 16, NI = WN / 8, KSTEPS = BK / 16;
+  static constexpr int ACC = MI * NI * 4;
+  using A = Operand<T, BM, BK, LOAD_A, THREADS>;
+  using B = Operand<T, BN, BK, LOAD_B, THREADS>;
+  static constexpr int STAGE = A::ELEMS + B::ELEMS;
+  static constexpr int SHARED_BYTES = STAGES * STAGE * (int)sizeof(T);
+  static_assert(WM % 16 == 0 && WN % 16 == 0 && KSTEPS >= 2 && STAGES >= 2, "tile shape");
+
+  // Accumulator i of this thread holds C(row, col) of the tile; i and i + 1 (i even) are
+  // neighbours in a row.
+  __device__ static int frag_row(int i) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    return (warp / WARPS_N) * WM + (i / (4 * NI)) * 16 + lane / 4 + ((i % 4) / 2) * 8;
+  }
+  __device__ static int frag_col(int i) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    return (warp % WARPS_N) * WN + ((i / 4) % NI) * 8 + (lane % 4) * 2 + (i % 2);
+  }
+
+  __device__ static void multiply(float (&acc)[ACC], const unsigned (&a)[MI][4],
+                                  const unsigned (&b)[NI / 2][4]) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int n = 0; n < NI; ++n) {
+        const int ni = mi % 2 ? NI - 1 - n : n;  // serpentine: reuse b across neighbours
+        Mma16816<T>::run(&acc[(mi * NI + ni) * 4], a[mi], b[ni / 2][2 * (ni % 2)],
+                         b[ni / 2][2 * (ni % 2) + 1]);
+      }
+  }
+
+  // acc = A[m0:m0+BM, k0:k1] B[k0:k1, n0:n0+BN] for the last two dims of `a` ([.., M, K]) and `b`
+  // ([.., K, N]) at element offsets a_off and b_off; out-of-range rows and columns are zero.
+  template <int R>
+  __device__ static void mainloop(float (&acc)[ACC], Tensor<T, R> a, long long a_off,
+                                  Tensor<T, R> b, long long b_off, long long m0, long long n0,
+                                  long long k0, long long k1) {
+    static_assert(sizeof(T) == 2 && __CUDA_ARCH__ >= 800, "mma.sync needs sm_80 and 16-bit types");
+    extern __shared__ __align__(128) unsigned char fuser_matmul_shared[];
+    T* shared = reinterpret_cast<T*>(fuser_matmul_shared);
+    const unsigned base = shared_address(fuser_matmul_shared);
+    constexpr int STAGE_BYTES = STAGE * (int)sizeof(T), A_BYTES = A::ELEMS * (int)sizeof(T);
+    A la(a.data + a_off, a.stride[R - 2], a.stride[R - 1], (int)m0, (int)a.size[R - 2], (int)k0,
+         (int)k1);
+    B lb(b.data + b_off, b.stride[R - 1], b.stride[R - 2], (int)n0, (int)b.size[R - 1], (int)k0,
+         (int)k1);
+    const int warp = threadIdx.x / 32;
+    const Lanes<A, MI, KSTEPS, false> fa_at((warp / WARPS_N) * WM);
+    const Lanes<B, NI / 2, KSTEPS, true> fb_at((warp % WARPS_N) * WN);
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
+    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < tiles) {
+        la.load(shared + s * STAGE, base + s * STAGE_BYTES);
+        lb.load(shared + s * STAGE + A::ELEMS, base + s * STAGE_BYTES + A_BYTES);
+      }
+      cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    unsigned fa[2][MI][4], fb[2][NI / 2][4];
+    // the fragments of k step kk of the stage at shared address `stage`
+    auto fragments = [&](unsigned (&ra)[MI][4], unsigned (&rb)[NI / 2][4], unsigned stage,
+                         int kk) {
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        ldmatrix_x4<!A::K_ROWS>(ra[mi], stage + fa_at.at(mi, kk) * (int)sizeof(T));
+#pragma unroll
+      for (int nj = 0; nj < NI / 2; ++nj)
+        ldmatrix_x4<!B::K_ROWS>(rb[nj], stage + A_BYTES + fb_at.at(nj, kk) * (int)sizeof(T));
+    };
+    int read = 0, write = STAGES - 1;
+    fragments(fa[0], fb[0], base, 0);
+    for (int t = 0; t < tiles; ++t) {
+#pragma unroll
+      for (int kk = 0; kk < KSTEPS; ++kk) {
+        if (kk == KSTEPS - 1) {  // the next k tile: landed, and visible to every warp
+          cp_async_wait<STAGES - 2>();
+          __syncthreads();
+          read = read + 1 == STAGES ? 0 : read + 1;
+        }
+        fragments(fa[(kk + 1) % 2], fb[(kk + 1) % 2], base + read * STAGE_BYTES,
+                  (kk + 1) % KSTEPS);
+        if (kk == 0) {  // refill the stage every warp finished reading before the last barrier
+          if (t + STAGES - 1 < tiles) {
+            la.load(shared + write * STAGE, base + write * STAGE_BYTES);
+            lb.load(shared + write * STAGE + A::ELEMS, base + write * STAGE_BYTES + A_BYTES);
+          }
+          cp_async_commit();
+          write = write + 1 == STAGES ? 0 : write + 1;
+        }
+        multiply(acc, fa[kk % 2], fb[kk % 2]);
+      }
+    }
+    cp_async_wait<0>();
+  }
+};
+
+// A BM x BN tile of C = A B on the CUDA cores (f32 or f64), 256 threads as 16 x 16: thread
+// (ty, tx) computes rows ty + 16 i and column pairs 2 tx + 32 j (+1). k tiles of BK are loaded
+// element by element into registers while the previous one is multiplied from shared memory.
+template <typename T, int BM, int BN, int BK, int LOAD_A, int LOAD_B> struct Simt {
+  static constexpr int THREADS = 256;
+  static constexpr int TM = BM / 16, TP = BN / 32;  // rows and column pairs per thread
+  static constexpr int ACC = TM * TP * 2;
+  static constexpr int PAD = 16 / (int)sizeof(T);  // keeps a column of k rows off one bank
+  static constexpr int LDA = BM + PAD, LDB = BN + PAD;
+  static constexpr int LA = BM * BK / THREADS, LB = BN * BK / THREADS;
+  static constexpr int SHARED_BYTES = 2 * BK * (LDA + LDB) * (int)sizeof(T);
+  static_assert(BM % 16 == 0 && BN % 32 == 0 && LA * THREADS == BM * BK &&
+                    LB * THREADS == BN * BK, "tile shape");
+
+  __device__ static int frag_row(int i) { return (int)threadIdx.x / 16 + 16 * (i / (2 * TP)); }
+  __device__ static int frag_col(int i) {
+    return 2 * ((int)threadIdx.x % 16) + 32 * ((i / 2) % TP) + i % 2;
+  }
+
+  // Element p of this thread's share of an MN x BK tile: (mn, k), consecutive threads along
+  // the operand's contiguous dim.
+  template <int LOAD, int MN>
+  __device__ static void coordinates(int p, int& mn, int& k) {
+    const int e = (int)threadIdx.x + p * THREADS;
+    const bool k_fast = LOAD == K_ASYNC || LOAD == K_ELEMENTS;
+    mn = k_fast ? e / BK : e % MN;
+    k = k_fast ? e % BK : e / MN;
+  }
+
+  template <int R>
+  __device__ static void mainloop(T (&acc)[ACC], Tensor<T, R> a, long long a_off,
+                                  Tensor<T, R> b, long long b_off, long long m0,
+                                  long long n0, long long k0, long long k1) {
+    extern __shared__ __align__(128) unsigned char fuser_matmul_shared[];
+    T* as = reinterpret_cast<T*>(fuser_matmul_shared);  // [2][BK][LDA]
+    T* bs = as + 2 * BK * LDA;                           // [2][BK][LDB]
+    const T* ap = a.data + a_off;
+    const T* bp = b.data + b_off;
+    const long long sam = a.stride[R - 2], sak = a.stride[R - 1];
+    const long long sbk = b.stride[R - 2], sbn = b.stride[R - 1];
+    const int M = (int)a.size[R - 2], N = (int)b.size[R - 1];
+    const int tx = (int)threadIdx.x % 16, ty = (int)threadIdx.x / 16;
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = T(0);
+    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
+    T ra[LA], rb[LB];
+    auto fetch = [&](int t) {
+      const int kt = (int)k0 + t * BK;
+#pragma unroll
+      for (int p = 0; p < LA; ++p) {
+        int mn, k;
+        coordinates<LOAD_A, BM>(p, mn, k);
+        const int m = (int)m0 + mn, kk = kt + k;
+        ra[p] = m < M && kk < k1 ? ap[m * sam + kk * sak] : T(0);
+      }
+#pragma unroll
+      for (int p = 0; p < LB; ++p) {
+        int mn, k;
+        coordinates<LOAD_B, BN>(p, mn, k);
+        const int n = (int)n0 + mn, kk = kt + k;
+        rb[p] = n < N && kk < k1 ? bp[kk * sbk + n * sbn] : T(0);
+      }
+    };
+    auto stash = [&](int buffer) {
+#pragma unroll
+      for (int p = 0; p < LA; ++p) {
+        int mn, k;
+        coordinates<LOAD_A, BM>(p, mn, k);
+        as[(buffer * BK + k) * LDA + mn] = ra[p];
+      }
+#pragma unroll
+      for (int p = 0; p < LB; ++p) {
+        int mn, k;
+        coordinates<LOAD_B, BN>(p, mn, k);
+        bs[(buffer * BK + k) * LDB + mn] = rb[p];
+      }
+    };
+    if (tiles > 0) {
+      fetch(0);
+      stash(0);
+    }
+    __syncthreads();
+    for (int t = 0; t < tiles; ++t) {
+      const int buffer = t % 2;
+      if (t + 1 < tiles) fetch(t + 1);
+      const T* at = as + buffer * BK * LDA;
+      const T* bt = bs + buffer * BK * LDB;
+#pragma unroll
+      for (int k = 0; k < BK; ++k) {
+        T x[TM];
+        Vec<T, 2> y[TP];
+#pragma unroll
+        for (int i = 0; i < TM; ++i) x[i] = at[k * LDA + ty + 16 * i];
+#pragma unroll
+        for (int j = 0; j < TP; ++j)
+          y[j] = *reinterpret_cast<const Vec<T, 2>*>(&bt[k * LDB + 2 * tx + 32 * j]);
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TP; ++j) {
+            acc[(i * TP + j) * 2] += x[i] * y[j].v[0];
+            acc[(i * TP + j) * 2 + 1] += x[i] * y[j].v[1];
+          }
+      }
+      if (t + 1 < tiles) stash(1 - buffer);
+      __syncthreads();
+    }
+  }
+};
+
+}  // namespace mm
+}  // namespace fuser
+"""
+"""The matmul tiles (see `fuser.transforms.schedulers.matmul`): `Mma<T, BM, BN, BK, WARPS_M,
+WARPS_N, STAGES, LOAD_A, LOAD_B>` and `Simt<T, BM, BN, BK, LOAD_A, LOAD_B>`, each with
+`mainloop(acc, a, a_off, b, b_off, m0, n0, k0, k1)`, `frag_row(i)`, `frag_col(i)`, `ACC`,
+`THREADS` and `SHARED_BYTES` (dynamic shared memory)."""
 
 PREAMBLE = (
     r"""// ---- fuser preamble --------------------------------------------------------------
@@ -251,7 +663,9 @@ __device__ GridResult<T> grid_reduce(T v, Op op, Tensor<T, 1> work, Tensor<int, 
 }
 
 }  // namespace fuser
-// ---- end of the fuser preamble --------------------------------------------------------
+"""
+    + MATMUL_SOURCE
+    + r"""// ---- end of the fuser preamble --------------------------------------------------------
 """
 )
 """The text printed before the kernels (`-t 'cuda{preamble=false}'` leaves it out)."""

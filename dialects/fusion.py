@@ -21,6 +21,14 @@ Typing rules (checked by the verifiers, documented in the README):
 - A dynamic extent is never named in a type. Where an op creates a dynamic dim that its operand
   does not carry (`broadcast_in_dim` to a new `?` dim), the extent is an `index` operand, taken
   from an input with `fusion.dim`, as `tensor.empty` does in MLIR.
+
+Stream parallelism: the discardable attribute `fusion.stream_axis = a : i64` on an op marks
+axis `a` of its results stream-parallel (nvFuser's `ParallelType::Stream`): the op is computed
+slice by slice along that axis, the slices spread over CUDA streams
+(`transforms/lower_stream_parallel.py`). The verifier of `fusion.fusion` checks that `a` is a
+full logical axis the op can be sliced along (`stream_operand_axes`): in range of a tensor
+result, kept by a reduction, carried or created by a `broadcast_in_dim` (not expanded from
+extent 1), a batch dim of a matmul; the error names the op that carries the attribute.
 """
 
 from __future__ import annotations
@@ -252,6 +260,9 @@ class FusionOp(FuncLikeOp):
         for i, t in enumerate(outs):
             if not isinstance(t, TensorType):
                 raise VerifyException(f"'{name}' output #{i} is a scalar; outputs are tensors")
+        for op in self.body.walk():
+            if STREAM_AXIS in op.attributes:
+                verify_stream_axis(op)
 
 
 @irdl_op_definition
@@ -1199,20 +1210,40 @@ class MatmulOp(IRDLOperation):
 
     Leading batch dims must agree. Operands share one element type (f16, bf16, f32 or f64),
     which the result keeps.
+
+    With `splits(s)` the op is the first half of a split-K matmul: K is cut into `s` chunks of
+    `ceil(K / s)` (the last ones shorter or empty) and the result `[s, ..., M, N]` holds each
+    chunk's partial product, unrounded in the accumulator type (f32, f64 for f64 operands); a
+    `sum` over axis 0 completes it. `split-k` writes this form.
     """
 
     name = "fusion.matmul"
 
     lhs = operand_def(base(TensorType))
     rhs = operand_def(base(TensorType))
+    splits = opt_prop_def(IntegerAttr.constr(i64))
     result = result_def(base(TensorType))
 
     traits = traits_def(Pure())
 
-    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    assembly_format = (
+        "$lhs `,` $rhs (`splits` `(` $splits^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) "
+        "`->` type($result)"
+    )
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute):
-        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+    def __init__(
+        self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute, splits: int | None = None
+    ):
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[result_type],
+            properties={"splits": IntegerAttr(splits, i64)} if splits is not None else {},
+        )
+
+    @property
+    def split_count(self) -> int | None:
+        """The `splits` factor, or None for a plain matmul."""
+        return None if self.splits is None else self.splits.value.data
 
     def verify_(self) -> None:
         _check_values(self)
@@ -1220,11 +1251,17 @@ class MatmulOp(IRDLOperation):
         _check_element(self.name, "lhs", self.lhs.type, allowed)
         _check_element(self.name, "rhs", self.rhs.type, allowed)
         el, rel, resl = (element_type(v.type) for v in (self.lhs, self.rhs, self.result))
-        if rel != el or resl != el:
-            raise VerifyException(
-                f"'{self.name}' operands and result must share one element type, got "
-                f"{el}, {rel} -> {resl}"
+        splits = self.split_count
+        expected_el = el if splits is None else (F64 if el == F64 else F32)
+        if rel != el or resl != expected_el:
+            what = (
+                "operands and result must share one element type"
+                if splits is None
+                else (
+                    f"operands must share one element type and the partial result be {expected_el}"
+                )
             )
+            raise VerifyException(f"'{self.name}' {what}, got {el}, {rel} -> {resl}")
         a, b, r = (shape_of(v.type) or () for v in (self.lhs, self.rhs, self.result))
         if len(a) < 2 or len(a) != len(b):
             raise VerifyException(
@@ -1240,10 +1277,115 @@ class MatmulOp(IRDLOperation):
                 f"'{self.name}' batch dims differ: lhs {format_shape(a)}, rhs {format_shape(b)}"
             )
         expected = (*a[:-2], a[-2], b[-1])
+        if splits is not None:
+            if splits < 1:
+                raise VerifyException(f"'{self.name}' splits must be >= 1, got {splits}")
+            if r and r[0] != splits:
+                raise VerifyException(
+                    f"'{self.name}' partial result must have {splits} (the splits) as its static "
+                    f"first dim, got {format_shape(r)}"
+                )
+            expected = (splits, *expected)
         if not shapes_compatible(expected, r):
             raise VerifyException(
                 f"'{self.name}' result shape {format_shape(r)}, expected {format_shape(expected)}"
             )
+
+
+# --------------------------------------------------------------------------------------------
+# Stream parallelism
+# --------------------------------------------------------------------------------------------
+
+STREAM_AXIS = "fusion.stream_axis"
+"""The discardable attribute (an i64) marking an axis of an op's results stream-parallel."""
+
+
+class StreamAxisError(VerifyException):
+    """A `fusion.stream_axis` that is not valid; `op` is the op carrying it (fuser-opt reports
+    the error at that op, even when the verifier of the enclosing fusion found it)."""
+
+    def __init__(self, op: Operation, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+def stream_axis(op: Operation) -> int | None:
+    """The stream-parallel axis of `op`'s results, or None (the attribute's value unchecked:
+    `verify_stream_axis` checks it)."""
+    attr = op.attributes.get(STREAM_AXIS)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+_SLICED_ELEMENTWISE = (UnaryOp, GeluOp, BinaryOp, WhereOp, CastOp, SetOp)
+"""Ops whose tensor operands have the result's shape: sliced along the result's axis."""
+
+
+def stream_operand_axes(op: Operation, axis: int) -> tuple[int | None, ...]:
+    """For `op` computed slice by slice along `axis` of its results: the axis each operand is
+    sliced along at the same index, or None for an operand every slice reads whole.
+
+    Raises VerifyException (naming the op) when `axis` is not a full logical axis of the results
+    along which the op's slices are computed by the same op on slices: out of range, a scalar
+    result, a dim a reduction reduces (with `keepdim`), a `broadcast_in_dim` dim expanded from
+    extent 1, a matmul's M, N or split dim, or an op without slices (`segment_set`, `segment`,
+    `constant`, `dim`).
+    """
+    where = f"'{op.name}' {STREAM_AXIS} {axis}"
+    shapes = [shape_of(r.type) for r in op.results]
+    if not op.results or any(s is None for s in shapes):
+        got = ", ".join(str(r.type) for r in op.results) or "none"
+        raise VerifyException(f"'{op.name}' {STREAM_AXIS} needs tensor results, got {got}")
+    rank = len(shapes[0] or ())
+    if not 0 <= axis < rank:
+        raise VerifyException(
+            f"{where} is out of range for its result {op.results[0].type} (rank {rank})"
+        )
+    if isinstance(op, _SLICED_ELEMENTWISE):
+        return tuple(axis if isinstance(o.type, TensorType) else None for o in op.operands)
+    if isinstance(op, BroadcastInDimOp):
+        dims = op.dims
+        if axis not in dims:
+            return (None, *(None for _ in op.sizes))  # a new dim: every slice reads it all
+        i = dims.index(axis)
+        if (shape_of(op.input.type) or ())[i] == 1 and (shapes[0] or ())[axis] != 1:
+            raise VerifyException(
+                f"{where} is expanded from extent 1 (operand dim {i}): a stream axis must be "
+                "carried by the operand or be a new dim"
+            )
+        return (i, *(None for _ in op.sizes))
+    if isinstance(op, ReductionOp | WelfordOp | VarMeanOp):
+        reduced = tuple(op.axes.get_values())
+        keep = getattr(op, "keepdim", None) is not None
+        if keep:
+            if axis in reduced:
+                raise VerifyException(
+                    f"{where} is a reduced dim: a stream axis must be one the reduction keeps"
+                )
+            return (axis,)
+        kept = [d for d in range(rank + len(reduced)) if d not in reduced]
+        return (kept[axis],)
+    if isinstance(op, MatmulOp):
+        if op.split_count is not None:
+            raise VerifyException(f"{where}: a split-K partial cannot be stream-parallel")
+        if axis >= rank - 2:
+            raise VerifyException(
+                f"{where} is {'M' if axis == rank - 2 else 'N'}: a stream axis of a matmul must "
+                f"be a batch dim (one of the first {rank - 2})"
+            )
+        return (axis, axis)
+    raise VerifyException(f"'{op.name}' cannot be stream-parallel ({STREAM_AXIS})")
+
+
+def verify_stream_axis(op: Operation) -> None:
+    """Checks the `fusion.stream_axis` attribute of `op` (see `stream_operand_axes`); raises a
+    StreamAxisError located at `op`."""
+    attr = op.attributes.get(STREAM_AXIS)
+    if not isinstance(attr, IntegerAttr) or attr.type != i64:
+        raise StreamAxisError(op, f"'{op.name}' {STREAM_AXIS} must be an i64, got {attr}")
+    try:
+        stream_operand_axes(op, attr.value.data)
+    except VerifyException as e:
+        raise StreamAxisError(op, str(e)) from None
 
 
 Fusion = Dialect(

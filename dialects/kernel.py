@@ -16,6 +16,11 @@ specific to a GPU:
 - cooperation: `kernel.barrier` (`__syncthreads()`), warp/block/grid reductions and Welford
   combines;
 - `kernel.comment`, a `//` line naming the fusion op the following code comes from.
+- matmul tiles: `kernel.matmul_mainloop` accumulates a block's tile of C = A B into per-thread
+  accumulators (a `local` array) through a C++ tile of the preamble that `#kernel.matmul<...>`
+  names (tensor cores with a cp.async / ldmatrix / mma.sync pipeline for f16/bf16, CUDA cores for
+  f32/f64), and `kernel.matmul_frag` says which row and column of the tile an accumulator holds,
+  so the epilogue after it is ordinary kernel IR.
 
 Vector accesses: a load may return, and a store may take, a `vector<NxT>` of N consecutive
 elements (N in {2, 4, 8}, at most 16 bytes), one 32/64/128-bit memory transaction. Vectors are
@@ -24,9 +29,9 @@ moved, not computed on: they travel between `kernel.load`/`kernel.array_load` an
 works on scalars read from the array. The offset of a vector access must be a multiple of N, and
 the tensor's data suitably aligned; that is a precondition the generated code does not check.
 
-Cooperative ops (`barrier`, `block_reduce`, `block_welford`, `grid_reduce`) must be reached by
-every thread of the block; warp ops by every lane of the warp (full mask). Verifiers check what
-the CUDA emitter relies on; they cannot check uniform control flow.
+Cooperative ops (`barrier`, `block_reduce`, `block_welford`, `grid_reduce`, `matmul_mainloop`)
+must be reached by every thread of the block; warp ops by every lane of the warp (full mask).
+Verifiers check what the CUDA emitter relies on; they cannot check uniform control flow.
 """
 
 from __future__ import annotations
@@ -922,6 +927,341 @@ class GridReduceOp(IRDLOperation):
 
 
 # --------------------------------------------------------------------------------------------
+# Matmul tiles
+# --------------------------------------------------------------------------------------------
+
+
+class MatmulEngine(StrEnum):
+    """Which units multiply: the tensor cores (`mma.sync`, f16/bf16 operands, f32 accumulators)
+    or the CUDA cores (f32/f64, fused multiply-adds)."""
+
+    MMA = "mma"
+    SIMT = "simt"
+
+
+class MatmulLoad(StrEnum):
+    """How an operand tile moves to shared memory, and its layout there.
+
+    `k_*`: a shared row per M (or N) index, holding consecutive k (the operand's K dim is
+    contiguous: `ldmatrix`); `mn_*`: a row per k, holding consecutive M (or N) indices
+    (`ldmatrix.trans`). `*_async`: 16-byte `cp.async` chunks, zero-filled out of range (rows of the
+    operand 16-byte aligned); `*_elements`: element by element, any strides.
+    """
+
+    K_ASYNC = "k_async"
+    MN_ASYNC = "mn_async"
+    K_ELEMENTS = "k_elements"
+    MN_ELEMENTS = "mn_elements"
+
+
+MATMUL_ELEMENTS: dict[MatmulEngine, tuple[Attribute, ...]] = {
+    MatmulEngine.MMA: (F16, BF16),
+    MatmulEngine.SIMT: (F32, F64),
+}
+SIMT_WARPS = (8, 1)
+"""A SIMT tile has 256 threads (a 16 x 16 grid of them) and two shared buffers."""
+
+
+def accumulator_type(element_type: Attribute) -> Attribute:
+    """The type a matmul of `element_type` operands accumulates in: f64 for f64, else f32."""
+    return F64 if element_type == F64 else F32
+
+
+@irdl_attr_definition
+class MatmulConfigAttr(ParametrizedAttribute):
+    """The C++ tile a `kernel.matmul_mainloop` runs and `kernel.matmul_frag` indexes:
+
+    `#kernel.matmul<mma bf16, tile 128x256x32, warps 2x4, stages 3, a k_async, b mn_async>`
+
+    is `fuser::mm::Mma<__nv_bfloat16, 128, 256, 32, 2, 4, 3, K_ASYNC, MN_ASYNC>` of the preamble:
+    a 128 x 256 tile of C per block, k tiles of 32, 2 x 4 warps (64 x 64 outputs each), a
+    3-stage cp.async pipeline. `simt` tiles are `fuser::mm::Simt<T, BM, BN, BK, LOAD_A, LOAD_B>`
+    with 256 threads (`warps 8x1`) and two buffers (`stages 2`), loads `*_elements`.
+    """
+
+    name = "kernel.matmul"
+
+    engine: StringAttr
+    element_type: Attribute
+    tile_m: IntAttr
+    tile_n: IntAttr
+    tile_k: IntAttr
+    warps_m: IntAttr
+    warps_n: IntAttr
+    stages: IntAttr
+    load_a: StringAttr
+    load_b: StringAttr
+
+    def __init__(
+        self,
+        engine: MatmulEngine,
+        element_type: Attribute,
+        tile: tuple[int, int, int],
+        warps: tuple[int, int],
+        stages: int,
+        load_a: MatmulLoad,
+        load_b: MatmulLoad,
+    ):
+        super().__init__(
+            StringAttr(engine.value),
+            element_type,
+            *(IntAttr(x) for x in (*tile, *warps, stages)),
+            StringAttr(load_a.value),
+            StringAttr(load_b.value),
+        )
+
+    @property
+    def tile(self) -> tuple[int, int, int]:
+        return (self.tile_m.data, self.tile_n.data, self.tile_k.data)
+
+    @property
+    def warps(self) -> tuple[int, int]:
+        return (self.warps_m.data, self.warps_n.data)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m.data * self.warps_n.data
+
+    @property
+    def acc_size(self) -> int:
+        """Accumulators per thread: the tile's outputs over the threads."""
+        return self.tile_m.data * self.tile_n.data // self.threads
+
+    def shared_bytes(self) -> int:
+        """The dynamic shared memory the tile's mainloop takes."""
+        bm, bn, bk = self.tile
+        el = byte_size(self.element_type)
+        if self.engine.data == MatmulEngine.MMA:
+            return self.stages.data * (bm + bn) * bk * el
+        pad = 16 // el
+        return 2 * bk * (bm + pad + bn + pad) * el
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(f"{self.engine.data} ")
+            printer.print_attribute(self.element_type)
+            bm, bn, bk = self.tile
+            printer.print_string(
+                f", tile {bm}x{bn}x{bk}, warps {self.warps_m.data}x{self.warps_n.data}, "
+                f"stages {self.stages.data}, a {self.load_a.data}, b {self.load_b.data}"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def keyword(options: Sequence[str], what: str) -> str:
+            start = parser.pos
+            word = parser.parse_identifier()
+            if word not in options:
+                parser.raise_error(
+                    f"#kernel.matmul {what} must be one of {', '.join(options)}", start, parser.pos
+                )
+            return word
+
+        def dims(label: str, count: int) -> list[int]:
+            parser.parse_punctuation(",")
+            parser.parse_keyword(label)
+            values = [parser.parse_integer(allow_boolean=False, allow_negative=False)]
+            for _ in range(count - 1):
+                parser.parse_shape_delimiter()
+                values.append(parser.parse_integer(allow_boolean=False, allow_negative=False))
+            return values
+
+        with parser.in_angle_brackets():
+            engine = keyword([e.value for e in MatmulEngine], "engine")
+            element_type = parser.parse_type()
+            tile = dims("tile", 3)
+            warps = dims("warps", 2)
+            (stages,) = dims("stages", 1)
+            loads = [e.value for e in MatmulLoad]
+            parser.parse_punctuation(",")
+            parser.parse_keyword("a")
+            load_a = keyword(loads, "load")
+            parser.parse_punctuation(",")
+            parser.parse_keyword("b")
+            load_b = keyword(loads, "load")
+        return (
+            StringAttr(engine),
+            element_type,
+            *(IntAttr(x) for x in (*tile, *warps, stages)),
+            StringAttr(load_a),
+            StringAttr(load_b),
+        )
+
+    def verify(self) -> None:
+        bm, bn, bk = self.tile
+        wm, wn = self.warps
+        engines = [e.value for e in MatmulEngine]
+        loads = [e.value for e in MatmulLoad]
+        if self.engine.data not in engines:
+            raise VerifyException(
+                f"#kernel.matmul engine {self.engine.data} is not one of {engines}"
+            )
+        for which, load in (("a", self.load_a.data), ("b", self.load_b.data)):
+            if load not in loads:
+                raise VerifyException(
+                    f"#kernel.matmul load of {which} {load} is not one of {loads}"
+                )
+        engine = MatmulEngine(self.engine.data)
+        allowed = MATMUL_ELEMENTS[engine]
+        if self.element_type not in allowed:
+            raise VerifyException(
+                f"#kernel.matmul {engine.value} tiles take {_names(allowed)} operands, not "
+                f"{self.element_type}"
+            )
+        if min(bm, bn, bk, wm, wn, self.stages.data) < 1:
+            raise VerifyException("#kernel.matmul extents must be positive")
+        if engine == MatmulEngine.SIMT:
+            problem = self._simt_problem(bm, bn, bk)
+        else:
+            problem = self._mma_problem(bm, bn, bk, wm, wn)
+        if problem is not None:
+            raise VerifyException(f"#kernel.matmul {engine.value} tile {bm}x{bn}x{bk}: {problem}")
+
+    def _simt_problem(self, bm: int, bn: int, bk: int) -> str | None:
+        if self.warps != SIMT_WARPS or self.stages.data != 2:
+            return "simt tiles have warps 8x1 and stages 2"
+        if any(x.data.endswith("async") for x in (self.load_a, self.load_b)):
+            return "simt tiles load *_elements"
+        if bm % 16 or bn % 32 or (bm * bk) % 256 or (bn * bk) % 256:
+            return "needs M a multiple of 16, N of 32, M x K and N x K of 256"
+        return None
+
+    def _mma_problem(self, bm: int, bn: int, bk: int, wm: int, wn: int) -> str | None:
+        if bm % (16 * wm) or bn % (16 * wn):
+            return f"{wm}x{wn} warps need M and N multiples of 16 per warp"
+        if bk % 16 or bk < 32 or self.stages.data < 2:
+            return "needs K a multiple of 16, at least 32, and at least 2 stages"
+        threads = self.threads
+        for which, mn, load in (("a", bm, self.load_a.data), ("b", bn, self.load_b.data)):
+            row = bk if load.startswith("k") else mn
+            rows = mn if load.startswith("k") else bk
+            chunks = row // 8
+            if row % 8 or chunks < 2 or chunks & (chunks - 1):
+                return f"operand {which} needs rows of 2^n >= 2 16-byte chunks, not {row} elements"
+            if threads % chunks or (rows * chunks) % threads:
+                return (
+                    f"operand {which}'s {rows * chunks} chunks do not spread over {threads} threads"
+                )
+        return None
+
+
+def _check_matmul_index(op_name: str, values: Sequence[SSAValue]) -> None:
+    for v in values:
+        _check_index(op_name, v)
+
+
+@irdl_op_definition
+class MatmulMainloopOp(IRDLOperation):
+    """Accumulates a tile of C = A B into a thread's accumulators (the config's C++ tile):
+
+    `kernel.matmul_mainloop %acc, %a[%a_off], %b[%b_off] rows %m0 cols %n0 k %k0 to %k1 config
+    #kernel.matmul<...> : !kernel.array<128xf32, local>, !kernel.tensor<bf16, 2>,
+    !kernel.tensor<bf16, 2>, i32`
+
+    sets `acc` to `A[m0 : m0 + BM, k0 : k1] B[k0 : k1, n0 : n0 + BN]` over the last two dims of `a`
+    (`[.., M, K]`) and `b` (`[.., K, N]`) at element offsets `a_off` and `b_off` (a batch);
+    rows and columns past M, N and k1 count as zero. Accumulator `i` of a thread holds the element
+    `kernel.matmul_frag` gives for `i`. It stages the operands in dynamic shared memory
+    (`config.shared_bytes()`, the launch's `smem`) and synchronizes the block: every thread must
+    reach it.
+    """
+
+    name = "kernel.matmul_mainloop"
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    acc = operand_def(ArrayType)
+    lhs = operand_def(TensorParamType)
+    lhs_offset = operand_def(T)
+    rhs = operand_def(TensorParamType)
+    rhs_offset = operand_def(T)
+    row = operand_def(T)
+    col = operand_def(T)
+    k_begin = operand_def(T)
+    k_end = operand_def(T)
+    config = prop_def(MatmulConfigAttr)
+
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+
+    assembly_format = (
+        "$acc `,` $lhs `[` $lhs_offset `]` `,` $rhs `[` $rhs_offset `]` `rows` $row `cols` $col "
+        "`k` $k_begin `to` $k_end `config` qualified($config) attr-dict `:` type($acc) `,` "
+        "type($lhs) `,` type($rhs) `,` type($row)"
+    )
+
+    def __init__(
+        self,
+        acc: SSAValue,
+        lhs: SSAValue,
+        lhs_offset: SSAValue,
+        rhs: SSAValue,
+        rhs_offset: SSAValue,
+        row: SSAValue,
+        col: SSAValue,
+        k_begin: SSAValue,
+        k_end: SSAValue,
+        config: MatmulConfigAttr,
+    ):
+        super().__init__(
+            operands=[acc, lhs, lhs_offset, rhs, rhs_offset, row, col, k_begin, k_end],
+            properties={"config": config},
+        )
+
+    def verify_(self) -> None:
+        _check_matmul_index(self.name, [self.row])
+        config = self.config
+        a, b, acc = self.lhs.type, self.rhs.type, self.acc.type
+        assert isinstance(a, TensorParamType) and isinstance(b, TensorParamType)
+        assert isinstance(acc, ArrayType)
+        if a.element_type != config.element_type or b.element_type != config.element_type:
+            raise VerifyException(
+                f"'{self.name}' operands {a} and {b} must have the config's element type "
+                f"{config.element_type}"
+            )
+        if a.rank.data < 2 or a.rank != b.rank:
+            raise VerifyException(
+                f"'{self.name}' operands need one rank >= 2, got {a.rank.data} and {b.rank.data}"
+            )
+        accumulator = accumulator_type(config.element_type)
+        expected = ArrayType(config.acc_size, accumulator, MemorySpace.LOCAL)
+        if acc != expected:
+            raise VerifyException(f"'{self.name}' accumulators {acc} must be {expected}")
+
+
+@irdl_op_definition
+class MatmulFragOp(IRDLOperation):
+    """Where accumulator `index` of this thread lies in the tile of a `kernel.matmul_mainloop`
+    with the same config: `%r, %c = kernel.matmul_frag %i config #kernel.matmul<...> : i32` (row
+    and column within the tile). For even `index`, accumulator `index + 1` is at `(%r, %c + 1)`."""
+
+    name = "kernel.matmul_frag"
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    index = operand_def(T)
+    row = result_def(T)
+    col = result_def(T)
+    config = prop_def(MatmulConfigAttr)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$index `config` qualified($config) attr-dict `:` type($index)"
+
+    def __init__(self, index: SSAValue, config: MatmulConfigAttr):
+        super().__init__(
+            operands=[index], result_types=[index.type, index.type], properties={"config": config}
+        )
+
+    def verify_(self) -> None:
+        _check_index(self.name, self.index)
+        i = _constant_int(self.index)
+        if i is not None and not 0 <= i < self.config.acc_size:
+            raise VerifyException(
+                f"'{self.name}' index {i} is out of range for {self.config.acc_size} accumulators"
+            )
+
+
+# --------------------------------------------------------------------------------------------
 # Comments
 # --------------------------------------------------------------------------------------------
 
@@ -968,6 +1308,15 @@ Kernel = Dialect(
         BlockWelfordOp,
         GridReduceOp,
         CommentOp,
+        MatmulMainloopOp,
+        MatmulFragOp,
     ],
-    [DimensionAttr, ReduceKindAttr, MemorySpaceAttr, TensorParamType, ArrayType],
+    [
+        DimensionAttr,
+        ReduceKindAttr,
+        MemorySpaceAttr,
+        TensorParamType,
+        ArrayType,
+        MatmulConfigAttr,
+    ],
 )

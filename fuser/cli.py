@@ -50,7 +50,8 @@ def verify_located(module: ModuleOp, spans: dict[Operation, Span]) -> None:
             op.verify(verify_nested_ops=False)
         except VerifyException as e:
             message = str(e).strip()
-            span = spans.get(op)
+            about = getattr(e, "op", None)  # an error about a nested op is reported there
+            span = spans.get(about if isinstance(about, Operation) else op)
             if span is None:
                 raise VerifyException(f"error: {message}") from None
             loc = span.get_location()

@@ -6,19 +6,29 @@ alignment, device), looks the signature up and, on a hit, only launches. On a mi
 the inputs against the fusion's signature (count, dtype, rank, static extents, scalar kinds;
 device placement is checked while reading), builds a `FusionInfo` and finds what runs it:
 
-1. **One kernel.** If the fusion holds no `segment_set`, the compiler has no merge predicate
-   (`should_merge`, which replaces the schedulers in the segmenter) and a scheduler accepts the
-   whole fusion, the kernel already compiled for the same (arch, scheduler, heuristics) is
-   reused, as nvFuser does, or a new one is emitted and compiled. Its `KernelExecutor` then
-   caches the launch of the new signature, and hits take the executor's generated fast path.
+0. **Split-K.** `transforms.split_k.plan_split_k` picks a split factor for each matmul from the
+   concrete shapes and the device's SM count (or the compiler's `split_k` forces one); a matmul
+   split in two kernels makes the signature a program's (steps 2 and 3 on the fusion rewritten
+   by `apply_split_k`), and a program is reused only for signatures with the same factors.
+1. **One kernel.** If the fusion holds no `segment_set`, no matmul is split, the compiler has
+   no merge predicate (`should_merge`, which replaces the schedulers in the segmenter) and a
+   scheduler accepts the whole fusion, the kernel already compiled for the same (arch,
+   scheduler, heuristics) is reused, as nvFuser does, or a new one is emitted and compiled.
+   Its `KernelExecutor` then caches the launch of the new signature, and hits take the
+   executor's generated fast path. The fusion asked about has its Welford ops as two passes
+   where `transforms.translate_welford.decide` says so for the signature (`welford`, default
+   `auto`; the decision is logged as `segmenter_log`); step 3 decides per segment.
 2. **A compiled program whose heuristics still hold.** Otherwise each program compiled before is
    asked whether it fits the new signature: every segment's scheduler must still accept the
    segment, with heuristics equal to those it was compiled with (nvFuser's
    `getMaybeHeuristicsFor`). The first that fits is reused: only its launch configurations are
    recomputed, by the segments' executors.
 3. **A new program.** Else the fusion is segmented (`transforms.segment`), lowered to a
-   `host.program` and one `kernel.func` per segment (`transforms.lower_to_host`), the kernels
-   are compiled in parallel (NVRTC on a thread pool), and a `HostEvaluator` runs the program.
+   `host.program` and one `kernel.func` per segment (`transforms.lower_to_host`), its
+   stream-parallel loops are spread over `streams` CUDA streams
+   (`transforms.lower_stream_parallel`), the kernels are compiled in parallel (NVRTC on a
+   thread pool), and a `HostEvaluator` with a pool of `streams` streams runs the program. A
+   fusion with a stream-parallel op (`fusion.stream_axis`) always runs as a program.
 
 Signatures run by a program are cached in a `ProgramCache` (runtime/host_evaluator.py) with its
 own torch fast path; once a fusion has one, `execute` is that cache's fast path, which hands
@@ -82,6 +92,11 @@ from fuser.runtime.host_evaluator import (
     ProgramCache,
     Specialization,
 )
+from fuser.transforms.lower_stream_parallel import (
+    DEFAULT_STREAMS,
+    has_stream_parallel_ops,
+    lower_stream_parallel,
+)
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
@@ -89,6 +104,8 @@ from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls, segment_fusion
 from fuser.transforms.segment_rules import MergePredicate
+from fuser.transforms.split_k import apply_split_k, plan_split_k
+from fuser.transforms.translate_welford import MODES, Decision, decide, translated, welford_ops
 
 # --------------------------------------------------------------------------------------------
 # What a compilation produced
@@ -213,6 +230,8 @@ class _Variant:
     device: DeviceInfo
     info: FusionInfo
     """The metadata it was first compiled for."""
+    fusion: FusionOp
+    """The fusion it runs: the compiler's, or its Welford ops as two passes."""
 
 
 class SegmentSummary(NamedTuple):
@@ -224,7 +243,8 @@ class SegmentSummary(NamedTuple):
 
 class _Program:
     """A segmented fusion compiled for one set of heuristics: the segmented fusion, its host
-    program and kernels (one module), an executor per segment, and the evaluator."""
+    program and kernels (one module), an executor per segment, and the evaluator.
+    `split_factors` are the split-K factors of the fusion's matmuls it was rewritten with."""
 
     def __init__(
         self,
@@ -232,8 +252,11 @@ class _Program:
         lowering: HostLowering,
         executors: Sequence[KernelExecutor],
         device: DeviceInfo,
+        split_factors: tuple[int, ...] = (),
+        streams: int = DEFAULT_STREAMS,
     ) -> None:
         self.segmented = segmented
+        self.split_factors = split_factors
         self.lowering = lowering
         self.executors = tuple(executors)
         self.device = device
@@ -244,6 +267,7 @@ class _Program:
                 s.kernel_name: ExecutorKernel(e)
                 for s, e in zip(lowering.segments, executors, strict=True)
             },
+            num_streams=streams,
         )
 
     @property
@@ -324,11 +348,45 @@ class FusionCompiler:
     for another one.
     """
 
-    def __init__(self, fusion: FusionOp, *, should_merge: MergePredicate | None = None) -> None:
+    def __init__(
+        self,
+        fusion: FusionOp,
+        *,
+        should_merge: MergePredicate | None = None,
+        split_k: int | None = None,
+        streams: int = DEFAULT_STREAMS,
+        welford: str = "auto",
+    ) -> None:
         """`should_merge` replaces the schedulers in the segmenter (`segment_fusion`): every
-        signature then runs as a program of the segments it allows."""
+        signature then runs as a program of the segments it allows. `split_k` forces the
+        split-K factor of every matmul (1: never split); None lets `transforms.split_k` choose
+        per signature. `streams` is the number of CUDA streams the slices of stream-parallel
+        ops (`fusion.stream_axis`) are spread over. `welford` (`auto`, `always`, `never`) is
+        the Welford translation (`transforms.translate_welford`), decided per signature for a
+        fusion one kernel runs, per segment by the segmenter otherwise."""
+        if welford not in MODES:
+            raise DefinitionError(
+                f"FusionCompiler: argument 'welford' must be one of {', '.join(MODES)}, got "
+                f"{welford!r}"
+            )
+        self.welford = welford
+        self._two_pass: FusionOp | None = None
+        self._welford_decisions: dict[FusionInfo, Decision] = {}
+        if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
+            raise DefinitionError(
+                f"FusionCompiler: argument 'streams' must be an int >= 1, got {streams!r}"
+            )
+        if split_k is not None and (
+            isinstance(split_k, bool) or not isinstance(split_k, int) or split_k < 1
+        ):
+            raise DefinitionError(
+                "FusionCompiler: argument 'split_k' must be None or an int >= 1 (1 never "
+                f"splits), got {split_k!r}"
+            )
         self.fusion = fusion
         self.should_merge = should_merge
+        self.split_k = split_k
+        self.streams = streams
         args = fusion.body.block.args
         self.input_types = tuple(a.type for a in args)
         self.n_outputs = len(fusion.output_op.values)
@@ -340,15 +398,17 @@ class FusionCompiler:
             short_names=tuple(f"%{h}" if h else "_" for h in hints),
         )
         self._is_tensor = self.layout.is_tensor
-        self._variants: dict[tuple[str, str, Params], _Variant] = {}
+        self._variants: dict[tuple[str, str, Params, bool], _Variant] = {}
         self._variant_of: dict[KernelExecutor, _Variant] = {}
         self._programs: list[_Program] = []
         self._program_of: dict[HostEvaluator, _Program] = {}
         self._lock = threading.RLock()
         self._cache = ExecutorCache(self.layout, self._on_miss)
         self._program_cache = ProgramCache(self.layout, self._on_program_miss, self._cache)
-        self._always_segment = should_merge is not None or any(
-            isinstance(op, SegmentSetOp) for op in fusion.body.walk()
+        self._always_segment = (
+            should_merge is not None
+            or any(isinstance(op, SegmentSetOp) for op in fusion.body.walk())
+            or has_stream_parallel_ops(fusion)
         )
         # `execute` is a cache's (generated) fast path itself: no call layer in between. It is
         # the program cache's once the fusion has run as a program (from the start when it
@@ -427,24 +487,55 @@ class FusionCompiler:
         """What runs a new signature, and whether it was compiled for another one (see the
         module docstring). Call with the lock held."""
         self.output_shapes(info)  # reports clashing shapes as an InputError before scheduling
-        if not self._always_segment:
+        factors = self._split_factors(info)
+        if not self._always_segment and not _splits_any(factors):
+            fusion = self._single_kernel_fusion(info)
             try:
-                proposal = propose(self.fusion, info)
+                proposal = propose(fusion, info)
             except SchedulingError:
                 proposal = None
             if proposal is not None:
-                return self._variant_for(info, *proposal)
+                return self._variant_for(info, *proposal, fusion)
         for program in self._programs:
-            if program.heuristics_hold(info):
+            # a program's kernels are those of its split factors: reused only for the same
+            if program.split_factors == factors and program.heuristics_hold(info):
                 return program, True
-        return self._new_program(info), False
+        return self._new_program(info, factors), False
+
+    def _split_factors(self, info: FusionInfo, log: list[str] | None = None) -> tuple[int, ...]:
+        """The split-K factor of each matmul of the fusion for `info` (`plan_split_k`)."""
+        return plan_split_k(
+            self.fusion, info.input_shapes, info.device.sm_count, splits=self.split_k, log=log
+        )
+
+    def _single_kernel_fusion(self, info: FusionInfo) -> FusionOp:
+        """The fusion that one kernel would run for `info`: the fusion, or a copy with its
+        Welford ops as two passes where `translate_welford.decide` says so (the segmenter's
+        decision on the whole fusion as its one segment; logged as `segmenter_log`)."""
+        if self.welford == "never" or self.should_merge is not None:
+            return self.fusion
+        if not welford_ops(self.fusion.body):
+            return self.fusion
+        decision = self._welford_decisions.get(info)
+        if decision is None:
+            if self._two_pass is None:
+                self._two_pass = translated(self.fusion)
+            decision = decide(self.fusion, info, self.welford, self._two_pass)
+            self._welford_decisions[info] = decision
+            dump.dump(
+                "segmenter_log", f"@{self.layout.fusion_name}", f"whole fusion, welford: {decision}"
+            )
+        if decision.translate and self._two_pass is not None:
+            return self._two_pass
+        return self.fusion
 
     def _variant_for(
-        self, info: FusionInfo, scheduler: Scheduler, params: Params
+        self, info: FusionInfo, scheduler: Scheduler, params: Params, fusion: FusionOp
     ) -> tuple[_Variant, bool]:
-        """The compiled kernel for the scheduler's choice: a kernel is emitted and compiled
-        only for heuristics not seen before."""
-        key = (info.device.arch, scheduler.name, params)
+        """The compiled kernel of `fusion` (the compiler's, or its two-pass copy) for the
+        scheduler's choice: a kernel is emitted and compiled only for heuristics not seen
+        before."""
+        key = (info.device.arch, scheduler.name, params, fusion is not self.fusion)
         variant = self._variants.get(key)
         if variant is not None:
             return variant, True
@@ -453,10 +544,11 @@ class FusionCompiler:
         dump.dump(
             "segments",
             f"@{self.layout.fusion_name}",
-            f"one segment: the whole fusion, scheduler {scheduler.name!r}, kernel {name}",
+            f"one segment: the whole fusion, scheduler {scheduler.name!r}, kernel {name}"
+            + (" (Welford ops as two passes)" if fusion is not self.fusion else ""),
         )
-        func = scheduler.emit(self.fusion, params, name)
-        launch = scheduler.launch_config(self.fusion, params, info)
+        func = scheduler.emit(fusion, params, name)
+        launch = scheduler.launch_config(fusion, params, info)
         dump.dump("kernel_ir", name, lambda: _print(func))
         compiled = CompiledKernel(
             emit_cuda(func), name, arch=info.device.arch, block_size=launch.threads_per_block
@@ -467,31 +559,39 @@ class FusionCompiler:
         variant = _Variant(
             KernelExecutor(
                 compiled,
-                kernel_params(func, self.fusion),
-                self._planner(self.fusion, scheduler, params, info.device),
+                kernel_params(func, fusion),
+                self._planner(fusion, scheduler, params, info.device),
             ),
             scheduler,
             params,
             info.device,
             info,
+            fusion,
         )
         self._variants[key] = variant
         self._variant_of[variant.executor] = variant
         return variant, False
 
-    def _new_program(self, info: FusionInfo) -> _Program:
-        """Segment, lower and compile the fusion for `info`."""
+    def _new_program(self, info: FusionInfo, factors: tuple[int, ...] = ()) -> _Program:
+        """Split-K with `factors` (see `_split_factors`), segment, lower and compile the fusion
+        for `info`."""
         name = self.layout.fusion_name
         dump.dump("fusion_ir", f"@{name}", lambda: _print(self.fusion))
         segmented = self.fusion.clone()
         log: list[str] = []
+        if factors:
+            self._split_factors(info, log)  # the reasons, for the segmenter log
+            apply_split_k(segmented, factors)
         try:
-            segment_fusion(segmented, info, should_merge=self.should_merge, log=log)
+            segment_fusion(
+                segmented, info, should_merge=self.should_merge, log=log, welford=self.welford
+            )
         finally:
             dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(log))
         dump.dump("segments", f"@{name}", lambda: _print(segmented))
         prefix = f"{self._base_name}_p{len(self._programs)}"
         lowering = lower_fusion(segmented, info, kernel_prefix=prefix)
+        lower_stream_parallel(lowering.program, self.streams)  # its marked loops, if any
         executors = []
         for seg in lowering.segments:
             dump.dump("kernel_ir", seg.kernel_name, lambda seg=seg: _print(seg.func))
@@ -509,7 +609,9 @@ class FusionCompiler:
                     self._planner(seg.fusion, seg.scheduler, seg.params, info.device),
                 )
             )
-        program = _Program(segmented, lowering, executors, info.device)
+        program = _Program(
+            segmented, lowering, executors, info.device, factors, streams=self.streams
+        )
         dump.dump("host_ir", f"@{name}", program.host_ir)
         program.evaluator.compile_kernels()  # in parallel: NVRTC releases the GIL
         self.kernels_compiled += len(executors)
@@ -587,7 +689,7 @@ class FusionCompiler:
                 heuristics=choice.params,
                 source=compiled.source,
                 cubin_size=compiled.cubin_size,
-                launch=choice.scheduler.launch_config(self.fusion, choice.params, info),
+                launch=choice.scheduler.launch_config(choice.fusion, choice.params, info),
                 arch=compiled.arch,
             )
             return CompiledFusion(self.layout.fusion_name, dev.arch, (summary,))
@@ -662,11 +764,12 @@ class FusionCompiler:
                     raise _no_gpu_error()
                 info = self._infos(call, device_info(call.device))
                 self.output_shapes(info)
-                try:
-                    propose(self.fusion, info)
-                    return None
-                except SchedulingError:
-                    pass
+                if not _splits_any(self._split_factors(info)):
+                    try:
+                        propose(self._single_kernel_fusion(info), info)
+                        return None
+                    except SchedulingError:
+                        pass
             choice = self._decide(call)
             assert isinstance(choice, _Program)
             return self._specialize(choice, call)
@@ -723,7 +826,7 @@ class FusionCompiler:
         last = self._last()
         if isinstance(last, _Program):
             return last.host_ir()
-        lowering = lower_fusion(self.fusion, last.info)
+        lowering = lower_fusion(last.fusion, last.info)
         program = lowering.program
         for op in program.walk():
             if isinstance(op, host.LaunchOp):
@@ -760,6 +863,11 @@ class FusionCompiler:
             f"{self.kernels_compiled} kernel(s), {len(self._programs)} program(s), "
             f"hits={self.hits}, misses={self.misses})"
         )
+
+
+def _splits_any(factors: tuple[int, ...]) -> bool:
+    """Whether a split-K plan splits any matmul."""
+    return any(f > 1 for f in factors)
 
 
 def _output_shapes(fusion: FusionOp, info: FusionInfo, name: str) -> tuple[tuple[int, ...], ...]:

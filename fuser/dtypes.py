@@ -56,10 +56,10 @@ class DataType(Enum):
 
 
 class ParallelType(Enum):
-    """How a fusion may spread its work beyond one kernel launch.
+    """How a fusion may spread its work beyond one kernel launch (`fd.parallelize`).
 
-    `Serial` runs on one CUDA stream; `Stream` lets a later version of fuser split a fusion
-    across streams. The enum is exported now so user code can name it; nothing reads it yet.
+    `Serial` runs on one CUDA stream; `Stream` computes a tensor slice by slice along an axis,
+    the slices spread over CUDA streams (`fusion.stream_axis`).
     """
 
     Serial = "serial"

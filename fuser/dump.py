@@ -6,7 +6,8 @@ first time anything is dumped. Each stage is printed when it happens, under a he
 
 - `fusion_ir`: the fusion as defined, when a new signature needs compiling;
 - `segmenter_log`: the segmenter's log (each candidate merge, which scheduler accepted or
-  rejected it and why);
+  rejected it and why, and whether each segment's Welford ops become two passes and why; for a
+  fusion one kernel runs, that Welford decision alone);
 - `segments`: the segmented fusion (or, for a fusion one kernel holds, its scheduler);
 - `kernel_ir`: each kernel as `kernel` dialect IR;
 - `cuda`: each kernel's CUDA source;

@@ -26,7 +26,7 @@ from io import StringIO
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from xdsl.builder import Builder
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 from fuser.dialects.fusion import (
     I1,
+    STREAM_AXIS,
     AbsOp,
     AddOp,
     BinaryOp,
@@ -87,9 +88,11 @@ from fuser.dialects.fusion import (
     element_type,
     format_shape,
     reduced_shape,
+    stream_operand_axes,
 )
-from fuser.dtypes import DataType, compute_dtype, number_dtype, result_type
+from fuser.dtypes import DataType, ParallelType, compute_dtype, number_dtype, result_type
 from fuser.errors import DefinitionError, VerificationError
+from fuser.transforms.translate_welford import MODES as WELFORD_MODES
 
 Number = bool | int | float
 
@@ -925,12 +928,26 @@ class FusionDefinition:
 
     _prefix = "fd."
 
-    def __init__(self, name: str = "fusion"):
+    def __init__(self, name: str = "fusion", *, streams: int = 4, welford: str = "auto"):
+        """`streams`: the CUDA streams the slices of stream-parallel tensors (`parallelize`)
+        are spread over when the fusion runs. `welford`: whether `var_mean`/`welford` run as
+        two passes (`translate-welford`): "auto" (where measured faster), "always" or "never"."""
         if not isinstance(name, str) or not name:
             raise DefinitionError(
                 f"FusionDefinition: argument 'name' must be a non-empty str, got {name!r}"
             )
+        if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
+            raise DefinitionError(
+                f"FusionDefinition: argument 'streams' must be an int >= 1, got {streams!r}"
+            )
+        if welford not in WELFORD_MODES:
+            raise DefinitionError(
+                f"FusionDefinition: argument 'welford' must be one of "
+                f"{', '.join(map(repr, WELFORD_MODES))}, got {welford!r}"
+            )
         self.name = name
+        self.streams = streams
+        self.welford = welford
         self.ops = FusionOps(self)
         self._block = Block()
         self._builder = Builder(InsertPoint.at_end(self._block))
@@ -1117,6 +1134,39 @@ class FusionDefinition:
             _fail(op, "argument 't' is a Scalar; fusion outputs are tensors")
         self._outputs.append(self.ops._tensor(op, "t", t))
 
+    @_api
+    def parallelize(self, t: Any, axis: Any, ptype: Any) -> None:
+        """Parallelizes dim `axis` of `t` (negative counts from the end) with `ptype`.
+
+        `ParallelType.Stream` computes the op that produces `t` (all its results) slice by slice
+        along `axis`, the slices spread over CUDA streams (`fusion.stream_axis` on that op; see
+        `transforms/lower_stream_parallel.py`). Stream-parallel ops whose axes map through
+        their producer-consumer relation share one loop over streams; an op between them that
+        is not stream-parallel splits the loop. `ParallelType.Serial` removes the mark.
+        """
+        op = "fd.parallelize"
+        tensor = self.ops._tensor(op, "t", t)
+        if not isinstance(ptype, ParallelType):
+            _fail(op, f"argument 'ptype' must be a ParallelType, got {ptype!r}")
+        if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+            _fail(op, f"argument 'axis' must be an int, got {axis!r}")
+        dim = self.ops._dims(op, axis, tensor.ndim, "axis")
+        producer = tensor._value.owner
+        if not isinstance(producer, Operation):
+            _fail(
+                op,
+                f"argument 't' is the fusion input %{tensor.name}; parallelize a tensor that an "
+                "op produces",
+            )
+        if ptype is ParallelType.Serial:
+            producer.attributes.pop(STREAM_AXIS, None)
+            return
+        try:
+            stream_operand_axes(producer, dim[0])
+        except VerifyException as e:
+            _fail(op, f"argument 'axis' cannot be stream-parallel for %{tensor.name}: {e}")
+        producer.attributes[STREAM_AXIS] = IntegerAttr(dim[0], i64)
+
     @property
     def inputs(self) -> list[Tensor | Scalar]:
         """The inputs in definition order."""
@@ -1168,7 +1218,7 @@ class FusionDefinition:
         if self._compiler is None:
             from fuser.compiler import FusionCompiler
 
-            self._compiler = FusionCompiler(self.fusion)
+            self._compiler = FusionCompiler(self.fusion, streams=self.streams, welford=self.welford)
         return self._compiler
 
     def execute(self, inputs: Sequence[Any]) -> list[Any]:

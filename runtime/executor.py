@@ -255,6 +255,7 @@ class _TorchFrontend(Frontend):
 
         for name, code in _TORCH_NAMES.items():
             self.dtypes[_DTYPES_BY_CODE[code]] = getattr(torch, name.split(".", 1)[1])
+        self.dtypes[np.dtype(np.uint8)] = torch.uint8  # raw bytes (a program's workspace)
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         if raw is None:  # a torch without it: the public (slower) query
 

@@ -20,7 +20,9 @@ events (`DriverBackend`, the CUDA driver; tests pass fakes). It never walks IR o
   first-fit over their lifetimes (from `allocate` to `deallocate`), so a buffer reuses the bytes
   of one deallocated before it; the workspace is taken from the pool at the first such
   `allocate` and returned at the last such `deallocate`. One pool allocation per call instead of
-  one per intermediate, and pool usage is back where it started after every call.
+  one per intermediate, and pool usage is back where it started after every call. With torch
+  inputs the workspace is a `torch.empty` byte tensor instead (torch's caching allocator on
+  torch's current stream, where the program runs): two driver calls fewer per call.
 - **Launches** go through the binding: `ExecutorKernel` takes the launch configuration from the
   `KernelExecutor` entry of the launch's inputs, which recomputes it per signature (the `grid`
   operands of a lowered program are the values for the signature it was lowered for; only
@@ -618,6 +620,7 @@ class Specialization:
         self.output_dtypes: list[np.dtype] = []
         self.torch_device: Any = None
         self.torch_dtypes: list[Any] = []
+        self.torch_bytes: Any = None  # torch.uint8, for a workspace from torch's allocator
         self.lock = threading.Lock()
 
     def prepare_torch(self) -> None:
@@ -636,6 +639,7 @@ class Specialization:
         )
         fe.prepare_entry(stub, self.output_dtypes)  # type: ignore[arg-type]
         self.torch_dtypes = [dtype for _, _, dtype in stub.torch_out]
+        self.torch_bytes = fe.dtypes[np.dtype(np.uint8)]
         self.torch_device = stub.torch_device
 
     def execute(
@@ -777,7 +781,7 @@ class _Builder:
         self.owners: dict[SSAValue, int] = {}  # output value -> register of its object
         self.cleanup: list[int] = []
         self.workspace = _Workspace()
-        self.workspace_reg = -1
+        self.workspace_reg = self.workspace_owner = -1
         self.workspace_at: tuple[Code, int] | None = None
         self.streams: list[int] | None = None
 
@@ -985,28 +989,47 @@ class _Builder:
     def workspace_alloc(self, code: Code) -> None:
         """A placeholder for the workspace's allocation, replaced once its layout is known."""
         self.workspace_reg = self.new_reg()
+        self.workspace_owner = self.new_reg()
         self.cleanup.append(self.workspace_reg)
         self.workspace_at = (code, len(code))
         code.append(_unreachable)
 
     def workspace_closure(self) -> Callable[[list[Any]], None]:
-        """Allocates the workspace and points each planned buffer into it (unrolled)."""
+        """Allocates the workspace and points each planned buffer into it (unrolled).
+
+        A call with torch tensors takes the workspace from torch's caching allocator, like
+        torch's own temporaries (a workspace exists only in programs that run on the caller's
+        stream alone, torch's current stream): no driver call, and once dropped the bytes are
+        reusable by whatever that stream runs next. Other calls take it from the pool.
+        """
         lines = [
             "def allocate_workspace(r):",
-            f"    base = r[{self.workspace_reg}] = alloc(TOTAL, r[0])",
+            f"    if r[{_FE}] is TORCH:",
+            f"        ws = r[{self.workspace_owner}] = TORCH.empty(",
+            "            (TOTAL,), dtype=spec.torch_bytes, device=spec.torch_device)",
+            "        base = ws.data_ptr()",
+            "    else:",
+            f"        base = r[{self.workspace_reg}] = alloc(TOTAL, r[{_CUR}])",
         ]
         lines += [f"    r[{reg}] = base + {offset}" for reg, offset in self.workspace.offsets]
-        namespace = {"alloc": self.ev.backend.alloc, "TOTAL": self.workspace.total}
+        namespace = {
+            "alloc": self.ev.backend.alloc,
+            "TOTAL": self.workspace.total,
+            "TORCH": TORCH_FRONTEND,
+            "spec": self.spec,
+        }
         exec("\n".join(lines), namespace)  # our own generated code
         return namespace["allocate_workspace"]
 
     def workspace_free(self, code: Code) -> None:
-        reg = self.workspace_reg
+        reg, owner = self.workspace_reg, self.workspace_owner
         free = self.ev.backend.free
 
         def free_workspace(r: list[Any]) -> None:
-            free(r[reg], r[_CUR])
-            r[reg] = None
+            if r[reg]:
+                free(r[reg], r[_CUR])
+                r[reg] = None
+            r[owner] = None  # a torch workspace returns to torch's cache
 
         code.append(free_workspace)
 

@@ -435,6 +435,20 @@ class FusionFunctions(InterpreterFunctions):
                 f"{_shape_str(b.shape)} do not multiply ([..., M, K] x [..., K, N], "
                 "equal batch dims)"
             )
+        splits = op.split_count
+        if splits is not None:
+            # Partial products over K chunks of ceil(K / splits), kept in the accumulator type.
+            acc = np.float64 if self.wide or a.dtype == np.float64 else np.float32
+            k = a.shape[-1]
+            chunk = -(-k // splits) if k else 0
+            parts = [
+                np.matmul(
+                    a[..., j * chunk : (j + 1) * chunk].astype(acc),
+                    b[..., j * chunk : (j + 1) * chunk, :].astype(acc),
+                )
+                for j in range(splits)
+            ]
+            return (np.stack(parts),)  # the accumulator type is the held type of the result
         if a.dtype in _HALF_DTYPES:
             acc = np.float64 if self.wide else np.float32
             return (round_to_float(np.matmul(a.astype(acc), b.astype(acc)), a.dtype),)

@@ -18,18 +18,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_host_evaluator import FakeDevice, array_at, call_of, one_device
-from xdsl.context import Context
+from ir_helpers import context, parse
+from test_host_evaluator import FakeDevice, ReferenceKernel, call_of, one_device
 from xdsl.dialects.arith import ConstantOp
-from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
-from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 
 from fuser.dialects import fusion as fu
-from fuser.dialects import get_all_dialects, host, kernel
+from fuser.dialects import host, kernel
 from fuser.runtime.dtypes import numpy_dtype
-from fuser.runtime.host_evaluator import HostEvaluator, ParamInfo, TensorInfo
+from fuser.runtime.host_evaluator import HostEvaluator
 from fuser.runtime.reference import evaluate
 from fuser.transforms import get_all_passes
 from fuser.transforms.lower_to_host import (
@@ -56,23 +55,9 @@ SOFTMAX = (LIT / "merge_none.mlir").read_text()
 pytestmark = pytest.mark.usefixtures(one_device.__name__)  # device 0 is current
 
 
-def _context() -> Context:
-    ctx = Context()
-    ctx.load_dialect(Builtin)
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    return ctx
-
-
-def parse(text: str) -> tuple[ModuleOp, fu.FusionOp]:
-    module = Parser(_context(), text).parse_module()
-    module.verify()
-    return module, next(op for op in module.walk() if isinstance(op, fu.FusionOp))
-
-
 def run_pass(text: str, spec: str) -> ModuleOp:
     module, _ = parse(text)
-    PassPipeline.parse_spec(get_all_passes(), spec).apply(_context(), module)
+    PassPipeline.parse_spec(get_all_passes(), spec).apply(context(), module)
     module.verify()
     return module
 
@@ -95,52 +80,6 @@ def random_inputs(
 
 # --------------------------------------------------------------------------------------------
 # Running a lowered program on the CPU
-
-
-class ReferenceKernel:
-    """A kernel binding that evaluates a segment's standalone fusion with numpy, reading its
-    inputs from (fake) device memory and writing its outputs there."""
-
-    def __init__(self, fusion: fu.FusionOp, device: FakeDevice) -> None:
-        self.fusion = fusion
-        self.device = device
-
-    def compile(self) -> None:
-        pass
-
-    def bind(
-        self,
-        name: str,
-        ins: Sequence[ParamInfo],
-        outs: Sequence[TensorInfo],
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        device: int,
-    ) -> ReferenceLauncher:
-        return ReferenceLauncher(name, self, list(ins), list(outs))
-
-
-class ReferenceLauncher:
-    grid = None
-    block = (1, 1, 1)
-    shared_bytes = 0
-
-    def __init__(
-        self, name: str, kernel: ReferenceKernel, ins: list[ParamInfo], outs: list[TensorInfo]
-    ) -> None:
-        self.name, self.kernel, self.ins, self.outs = name, kernel, ins, outs
-
-    def __call__(self, args: list[Any], grid: tuple[int, int, int], stream: int) -> None:
-        self.kernel.device.log.append(("launch", self.name, grid, stream, tuple(args)))
-        n = len(self.ins)
-        inputs = [
-            array_at(a, p).copy() if isinstance(p, TensorInfo) else a
-            for a, p in zip(args[:n], self.ins, strict=True)
-        ]
-        results = evaluate(self.kernel.fusion, inputs)
-        for ptr, info, value in zip(args[n:], self.outs, results, strict=True):
-            assert value.shape == info.shape and value.dtype == info.dtype
-            array_at(ptr, info)[...] = value
 
 
 def run_lowered(

@@ -725,6 +725,32 @@ def test_half_matmul_accumulates_in_float32() -> None:
     assert float(evaluate(f, [a, b], compute_dtype=np.float64)[0][0, 0]) == 1 + 2**-10
 
 
+@pytest.mark.parametrize(("el", "splits", "k"), [("bf16", 4, 37), ("f32", 3, 2), ("f64", 1, 5)])
+def test_split_k_partials_sum_to_the_matmul(
+    el: str, splits: int, k: int, rng: np.random.Generator
+) -> None:
+    acc = "f64" if el == "f64" else "f32"
+    a_t, b_t = tensor([2, 3, k], el), tensor([2, k, 5], el)
+    p_t = tensor([splits, 2, 3, 5], acc)
+    f = single_op_fusion(
+        [a_t, b_t],
+        f"  %p = fusion.matmul %a, %b splits({splits}) : {a_t}, {b_t} -> {p_t}",
+        [p_t],
+        ["%p"],
+    )
+    a, b = random_values(rng, [2, 3, k], el), random_values(rng, [2, k, 5], el)
+    (partial,) = evaluate(f, [a, b])
+    assert partial.shape == (splits, 2, 3, 5) and partial.dtype == DTYPES[acc]
+    chunk = -(-k // splits)
+    for j in range(splits):  # each slice is the product over its own K chunk
+        want = (
+            as_float64(a)[..., j * chunk : (j + 1) * chunk]
+            @ as_float64(b)[..., j * chunk : (j + 1) * chunk, :]
+        )
+        np.testing.assert_allclose(partial[j], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(partial.sum(0), as_float64(a) @ as_float64(b), rtol=1e-5, atol=1e-4)
+
+
 # --------------------------------------------------------------------------------------------
 # Compute mode, dynamic dims, coverage
 # --------------------------------------------------------------------------------------------

@@ -936,10 +936,10 @@ def test_iteration_space_maps() -> None:
 
 
 def test_registry() -> None:
-    assert [s.name for s in SCHEDULERS] == ["pointwise", "reduction", "persistent"]
+    assert [s.name for s in SCHEDULERS] == ["pointwise", "reduction", "persistent", "matmul"]
     assert get_scheduler("pointwise") is SCHEDULERS[0]
     with pytest.raises(KeyError):
-        get_scheduler("matmul")
+        get_scheduler("wgmma")
 
 
 def test_schedule_fusion_api() -> None:

@@ -23,8 +23,26 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerToHostPass
 
+    def get_split_k() -> type[ModulePass]:
+        from fuser.transforms.split_k import SplitKPass
+
+        return SplitKPass
+
+    def get_lower_stream_parallel() -> type[ModulePass]:
+        from fuser.transforms.lower_stream_parallel import LowerStreamParallelPass
+
+        return LowerStreamParallelPass
+
+    def get_translate_welford() -> type[ModulePass]:
+        from fuser.transforms.translate_welford import TranslateWelfordPass
+
+        return TranslateWelfordPass
+
     return {
         "fuser-schedule": get_schedule,
         "fuser-segment": get_segment,
         "fuser-lower-host": get_lower_host,
+        "lower-stream-parallel": get_lower_stream_parallel,
+        "split-k": get_split_k,
+        "translate-welford": get_translate_welford,
     }

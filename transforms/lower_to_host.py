@@ -14,6 +14,12 @@ names. A fusion without `fusion.segment` ops is lowered as one segment. The prog
   kernel's symbol, grid, block and dynamic shared memory; `ins` then `outs` in the kernel's
   parameter order), and `host.deallocate`s each intermediate right after its last use.
 
+**Stream-parallel segments** (`fusion.stream_axis`, see `lower_stream_parallel`) are scheduled
+on one slice; their results are allocated whole, and a `host.for` over the stream axis, marked
+`fuser.stream_parallel`, launches the slice kernel on `host.alias_select` slices at each index.
+The program runs correctly as it is (on one stream); `lower-stream-parallel` spreads the marked
+loops over streams.
+
 **A program is specialized to the signature it was lowered for**: its allocations are
 shape-generic, but its `grid` operands are `arith.constant`s computed for the input metadata of
 the lowering (recorded as `fuser.shapes` on the program), as are the kernels' heuristics. The
@@ -27,13 +33,13 @@ the program and kernels. The pass replaces each `fusion.fusion` of the module by
 (same symbol) followed by its kernels (`@<fusion>_s<k>_<scheduler>`), so
 `-p 'fuser-segment{shapes=...},fuser-lower-host{shapes=...}'` gives one module that
 `-t cuda` prints. Options: `shapes`, `arch`, `sm_count`, as `fuser-schedule`; without `shapes`
-the pass reads a `fuser.shapes` string attribute of the fusion (same syntax), else the static
-shapes.
+the pass reads the `fuser.shapes` string attribute of the fusion (same syntax), which
+`fuser-segment{shapes=...}` records, else the static shapes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -52,17 +58,21 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import host, kernel
+from fuser.transforms.lower_stream_parallel import StreamSlicing, build_slice_loop, slice_fusion
 from fuser.transforms.schedule import (
     ScheduledKernel,
     ScheduleOptionError,
+    device_options,
     format_launch,
+    format_shapes,
     fusion_info,
     parse_shapes,
+    renamed_option_error,
     schedule_fusion,
 )
 from fuser.transforms.schedulers import get_scheduler
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
-from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo
+from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.shapes import value_shapes
 from fuser.transforms.segment import segment_calls
 
@@ -121,6 +131,9 @@ class _Piece:
     output_shapes: tuple[tuple[int, ...], ...]
     args: tuple[SSAValue, ...]
     results: tuple[SSAValue, ...]
+    stream: StreamSlicing | None = None
+    """How a stream-parallel segment is sliced (`fusion`, `info`, `output_shapes` are then
+    those of one slice)."""
 
 
 def segment_pieces(fusion: fu.FusionOp, info: FusionInfo) -> list[_Piece]:
@@ -134,6 +147,7 @@ def segment_pieces(fusion: fu.FusionOp, info: FusionInfo) -> list[_Piece]:
                 c.output_shapes,
                 tuple(c.segment.args),
                 tuple(c.segment.outputs),
+                c.stream,
             )
             for c in segment_calls(fusion, info)
         ]
@@ -145,6 +159,10 @@ def segment_pieces(fusion: fu.FusionOp, info: FusionInfo) -> list[_Piece]:
     env = value_shapes(whole, info.input_shapes)
     shapes = tuple(_shape(env[v]) for v in whole.output_op.values)
     outputs = tuple(fusion.output_op.values)
+    stream = slice_fusion(whole)
+    if stream is not None:
+        sliced = (stream.sliced, stream.slice_info(info), stream.slice_shapes(shapes))
+        return [_Piece("", *sliced, tuple(fusion.inputs), outputs, stream)]
     return [_Piece("", whole, info, shapes, tuple(fusion.inputs), outputs)]
 
 
@@ -215,7 +233,8 @@ def _symbolic_shapes(
             continue
         results: list[_Shape | None]
         if isinstance(op, fu.BroadcastInDimOp):
-            source = dict(zip(op.dims, tensor(op.input), strict=True))
+            operand = tensor(op.input) if isinstance(op.input.type, TensorType) else ()
+            source = dict(zip(op.dims, operand, strict=True))
             sized = dict(zip(op.sized_dims(), op.sizes, strict=True))
             out: list[_Extent] = []
             for d, static in enumerate(fu.shape_of(op.result.type) or ()):
@@ -238,7 +257,8 @@ def _symbolic_shapes(
             results = [reduced] * len(op.results)
         elif isinstance(op, fu.MatmulOp):
             a, b = tensor(op.lhs), tensor(op.rhs)
-            results = [(*a[:-2], a[-2], b[-1])]
+            full = (*a[:-2], a[-2], b[-1])
+            results = [full if op.split_count is None else (op.split_count, *full)]
         else:  # pointwise: operands and result share their extents
             shapes = [tensor(o) for o in op.operands if isinstance(o.type, TensorType)]
             if not shapes:
@@ -323,6 +343,18 @@ class _ProgramBuilder:
         return meta.shape[extent.axis]
 
 
+def _launcher(
+    func: kernel.FuncOp, launch: LaunchConfig, grid: Sequence[SSAValue]
+) -> Callable[[Sequence[SSAValue], Sequence[SSAValue]], host.LaunchOp]:
+    """Makes the `host.launch` of `func` with this configuration on given arguments."""
+
+    def make(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> host.LaunchOp:
+        name = func.sym_name.data
+        return host.LaunchOp(name, grid, launch.block, ins, outs, launch.shared_bytes)
+
+    return make
+
+
 def lower_fusion(
     fusion: fu.FusionOp, info: FusionInfo, kernel_prefix: str | None = None
 ) -> HostLowering:
@@ -350,14 +382,18 @@ def lower_fusion(
     lowered: list[LoweredSegment] = []
     for k, piece in enumerate(pieces):
         scheduled = _schedule(piece, f"{prefix}_s{k}")
-        env = _symbolic_shapes(piece.fusion, [syms.get(v) for v in piece.args])
+        stream = piece.stream
+        whole = piece.fusion if stream is None else stream.whole
+        env = _symbolic_shapes(whole, [syms.get(v) for v in piece.args])
         results: list[SSAValue] = []
-        for outer, inner, shape in zip(
-            piece.results, piece.fusion.output_op.values, piece.output_shapes, strict=True
+        axes = (None,) * len(piece.results) if stream is None else stream.output_axes
+        for outer, inner, shape, axis in zip(
+            piece.results, whole.output_op.values, piece.output_shapes, axes, strict=True
         ):
             symbolic = env[inner]
             assert isinstance(symbolic, tuple)
-            if tuple(b.numeric(e) for e in symbolic) != shape:
+            numeric = tuple(b.numeric(e) for e in symbolic)
+            if (numeric if axis is None else numeric[:axis] + numeric[axis + 1 :]) != shape:
                 raise AssertionError(
                     f"lowering @{fusion.sym_name.data}: extents {symbolic} of a result of "
                     f"segment #{k} do not evaluate to its shape {list(shape)}"
@@ -365,16 +401,14 @@ def lower_fusion(
             syms[outer] = symbolic
             results.append(b.allocate(outer, symbolic))
         func, launch = scheduled.func, scheduled.launch
-        b.add(
-            host.LaunchOp(
-                func.sym_name.data,
-                [b.index(g) for g in launch.grid],
-                launch.block,
-                [b.values[v] for v in piece.args],
-                results,
-                launch.shared_bytes,
-            )
-        )
+        launch_op = _launcher(func, launch, [b.index(g) for g in launch.grid])
+        ins = [b.values[v] for v in piece.args]
+        if stream is None:
+            b.add(launch_op(ins, results))
+        else:  # slice by slice: a serial loop that lower-stream-parallel spreads over streams
+            extent = b.index(syms[piece.results[0]][stream.output_axes[0]])
+            zero, one = b.index(0), b.index(1)
+            b.add(build_slice_loop(stream, extent, zero, one, ins, results, launch_op))
         # intermediates whose last reader this was, and results nothing reads
         done = [v for v in piece.args if last_use[v] == k and v in b.allocated]
         done += [v for v in piece.results if v not in last_use]
@@ -415,11 +449,6 @@ def lower_to_host(
     return lowering.program, lowering.kernels
 
 
-def format_shapes(info: FusionInfo) -> str:
-    """The tensor input shapes of `info` in the `shapes` option syntax (`"4x8,8"`)."""
-    return ",".join("x".join(map(str, m.shape)) for m in info.inputs if m is not None)
-
-
 # --------------------------------------------------------------------------------------------
 # The pass
 
@@ -436,11 +465,9 @@ class LowerToHostPass(ModulePass):
     sm_count: int = 132
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            shapes = parse_shapes(self.shapes)
-        except ScheduleOptionError as e:
-            raise _renamed(e) from None
-        device = DeviceInfo(arch=self.arch, sm_count=self.sm_count)
+        shapes, device = device_options(
+            self.name, self.shapes, self.arch, self.sm_count, ScheduleOptionError
+        )
         for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
             given = shapes
             attr = fusion.attributes.get("fuser.shapes")
@@ -449,14 +476,9 @@ class LowerToHostPass(ModulePass):
             try:
                 info = fusion_info(fusion, given, device)
             except ScheduleOptionError as e:
-                raise _renamed(e) from None
+                raise renamed_option_error(e, self.name, ScheduleOptionError) from None
             lowering = lower_fusion(fusion, info)
             Rewriter.insert_op(lowering.program, InsertPoint.before(fusion))
             for func in reversed(lowering.kernels):
                 Rewriter.insert_op(func, InsertPoint.after(lowering.program))
             Rewriter.erase_op(fusion)
-
-
-def _renamed(e: ScheduleOptionError) -> ScheduleOptionError:
-    """A `fuser-schedule` option error as one of `fuser-lower-host`."""
-    return ScheduleOptionError(str(e).replace("fuser-schedule:", "fuser-lower-host:", 1))

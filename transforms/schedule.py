@@ -19,8 +19,10 @@ Options:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, StringAttr, TensorType
@@ -37,6 +39,9 @@ from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
 
 class ScheduleOptionError(DiagnosticException):
     """A `fuser-schedule` option that does not fit the module (shapes, count, syntax)."""
+
+
+OptionError = TypeVar("OptionError", bound=DiagnosticException)
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,36 @@ def parse_shapes(text: str) -> list[tuple[int, ...]] | None:
             )
         shapes.append(shape)
     return shapes
+
+
+def renamed_option_error(
+    e: ScheduleOptionError, pass_name: str, error: type[OptionError]
+) -> OptionError:
+    """A `fuser-schedule` option error (of `parse_shapes` or `fusion_info`) as an `error` of the
+    pass `pass_name`, for passes that take the same options."""
+    return error(str(e).replace("fuser-schedule:", f"{pass_name}:", 1))
+
+
+def device_options(
+    pass_name: str, shapes: str, arch: str, sm_count: int, error: type[DiagnosticException]
+) -> tuple[list[tuple[int, ...]] | None, DeviceInfo]:
+    """The `shapes`, `arch` and `sm_count` options of the pass `pass_name`, read and checked:
+    a bad one raises `error` naming the pass and the option."""
+    if not re.fullmatch(r"sm_\d+", arch):
+        raise error(f"{pass_name}: bad arch {arch!r}: expected sm_<digits>, like sm_90")
+    if sm_count < 1:
+        raise error(f"{pass_name}: sm_count must be at least 1, got {sm_count}")
+    try:
+        parsed = parse_shapes(shapes)
+    except ScheduleOptionError as e:
+        raise renamed_option_error(e, pass_name, error) from None
+    return parsed, DeviceInfo(arch=arch, sm_count=sm_count)
+
+
+def format_shapes(info: FusionInfo) -> str:
+    """The tensor input shapes of `info` in the `shapes` option syntax (`"4x8,8"`): what
+    `parse_shapes` reads back."""
+    return ",".join("x".join(map(str, m.shape)) for m in info.inputs if m is not None)
 
 
 def fusion_info(

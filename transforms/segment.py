@@ -22,7 +22,7 @@ each naming the scheduler that accepted it; the fusion's body then holds only se
    topological order, consumers largest edge first, until none merges.
 5. **Schedulers.** Each final group is asked about again as exactly the segment it becomes; it
    names the first scheduler that accepts it. An op that no scheduler accepts even alone (a
-   matmul, for now) is a `SegmentationError`.
+   batched matmul of more than 65535 batches) is a `SegmentationError`.
 
 A merge of groups A and B is taken only if (a) the union spans no `segment_set`: a group may
 hold a `segment_set` only as the producer of one of its own outputs, never together with a
@@ -32,12 +32,17 @@ with the inputs' `FusionInfo`: real metadata for fusion inputs, contiguous tenso
 concrete shapes for intermediates), or, when `should_merge` is given, `should_merge(a, b)`.
 Only producer/consumer pairs merge; siblings that merely share an input stay apart.
 
-**Forwarded unary chains.** A unary op (`neg`, `exp`, ..., `gelu`, `cast`, `set`; not
-`segment_set`, not `broadcast_in_dim`) whose operand is a fusion input, or the result of a
-forwarded op that has no other use, is *forwarded*, unless its result is a fusion output or is
-read by a `segment_set`. Forwarded ops form no group: each segment that reads the chain's value
-recomputes the chain from the fusion input, so, e.g., an f32 copy of a bf16 input is never
-materialized between two segments (nvFuser's `forwardInputs`).
+**Forwarded unary chains.** A unary op (`neg`, `exp`, ..., `gelu`, `cast`, `set`; not `segment_set`,
+not `broadcast_in_dim`) whose operand is a fusion input, or the result of a forwarded op that has no
+other use, is *forwarded*, unless its result is a fusion output or is read by a `segment_set` or a
+`matmul` (whose kernel reads its operands as they are in memory). Forwarded ops form no group: each
+segment that reads the chain's value recomputes the chain from the fusion input, so, e.g., an f32
+copy of a bf16 input is never materialized between two segments (nvFuser's `forwardInputs`).
+
+**Stream-parallel ops** (`fusion.stream_axis`, see `lower_stream_parallel`) are never
+forwarded, and a group holding one merges only with groups of stream-parallel ops whose stream
+axes map (`slice_fusion` of the union succeeds); the schedulers are asked about one slice of
+such a union, and `segment_calls` gives a stream-parallel segment's slice.
 
 **Scalars and extents.** Segments yield tensors only. Constants and scalar ops are cloned into
 each segment that uses them; scalar fusion inputs become segment inputs. Every `fusion.dim` is
@@ -57,7 +62,17 @@ boundary now. Dead ops are erased first.
 
 With `should_merge` (or `fuser-segment{merge=<rule>}`, see `segment_rules`), no scheduler is
 queried at all (not even for the whole fusion), every segment names the scheduler `""`, and the
-Welford translation of issue 5 is off, as in nvFuser when `custom_should_merge_groups` is set.
+Welford translation is off, as in nvFuser when `custom_should_merge_groups` is set.
+
+**Welford translation** (`translate_welford`). Once the segments are final (the whole fusion,
+when one kernel holds it), each segment holding a `welford` or `var_mean` is asked about as a
+fusion of its own (`translate_welford.decide`): if the persistent scheduler accepts its two-pass
+form (sum, divide, subtract, square, sum), and `AUTO_TRANSLATE` wants it, the segment's
+Welford ops are rewritten so and the segment names the persistent scheduler; otherwise (a row
+too long for registers, a reduction over outer dims: a grid reduction) it keeps the one-pass
+Welford. The log says which and why; a translated segment also carries the reason as its
+`fuser.welford` attribute. Segment boundaries never change. `welford=always` translates every
+Welford op before segmenting, `welford=never` none.
 
 The log (`FUSER_DUMP=segmenter_log`) has a line for the whole-fusion attempt, the forwarded
 chains, the initial groups, each candidate merge (the scheduler that accepted it, or every
@@ -69,18 +84,18 @@ Options of the pass:
   block order only).
 - `merge`: the name of a merge rule in `segment_rules.MERGE_RULES` (`none`,
   `standalone-host-ops`); empty (the default) asks the schedulers.
+- `welford`: `auto` (the default), `always` or `never`: the Welford translation (above).
 Fusions that already hold `fusion.segment` ops are left as they are.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
@@ -88,11 +103,26 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.errors import CompilationError
-from fuser.transforms.schedule import ScheduleOptionError, fusion_info, parse_shapes
+from fuser.transforms.lower_stream_parallel import StreamSliceError, StreamSlicing, slice_fusion
+from fuser.transforms.schedule import (
+    ScheduleOptionError,
+    device_options,
+    format_shapes,
+    fusion_info,
+    parse_shapes,
+    renamed_option_error,
+)
 from fuser.transforms.schedulers import SCHEDULERS
-from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
+from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment_rules import MERGE_RULES, GroupView, MergePredicate
+from fuser.transforms.translate_welford import (
+    Decision,
+    check_mode,
+    decide,
+    translate_region,
+    welford_ops,
+)
 
 __all__ = [
     "GroupView",
@@ -142,12 +172,14 @@ class SegmentedFusion:
 @dataclass(frozen=True)
 class SegmentCall:
     """One segment of a segmented fusion, ready to schedule: its standalone fusion, the metadata
-    of its inputs for one call, and the shapes of its outputs."""
+    of its inputs for one call, and the shapes of its outputs. For a stream-parallel segment
+    these are those of one slice, and `stream` says how the segment is sliced."""
 
     segment: fu.SegmentOp
     fusion: fu.FusionOp
     info: FusionInfo
     output_shapes: tuple[tuple[int, ...], ...]
+    stream: StreamSlicing | None = None
 
 
 def segment_as_fusion(segment: fu.SegmentOp, name: str) -> fu.FusionOp:
@@ -193,7 +225,11 @@ def segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> list[SegmentCall]:
         shapes = tuple(_tuple_shape(env[v]) for v in seg_fusion.output_op.values)
         for result, shape in zip(segment.outputs, shapes, strict=True):
             metas[result] = TensorMeta.contiguous(shape)
-        calls.append(SegmentCall(segment, seg_fusion, seg_info, shapes))
+        stream = slice_fusion(seg_fusion)
+        if stream is not None:  # scheduled on one slice
+            seg_fusion, seg_info = stream.sliced, stream.slice_info(seg_info)
+            shapes = stream.slice_shapes(shapes)
+        calls.append(SegmentCall(segment, seg_fusion, seg_info, shapes, stream))
     return calls
 
 
@@ -267,11 +303,12 @@ class _Extents:
                     self.union((op.input, i), (r, i if keep else j))
         elif isinstance(op, fu.MatmulOp):
             rank = len(fu.shape_of(op.lhs.type) or ())
+            at = 0 if op.split_count is None else 1  # a split-K partial leads with the splits
             for d in range(rank - 2):
-                self.union((op.lhs, d), (op.result, d))
-                self.union((op.rhs, d), (op.result, d))
-            self.union((op.lhs, rank - 2), (op.result, rank - 2))
-            self.union((op.rhs, rank - 1), (op.result, rank - 1))
+                self.union((op.lhs, d), (op.result, d + at))
+                self.union((op.rhs, d), (op.result, d + at))
+            self.union((op.lhs, rank - 2), (op.result, rank - 2 + at))
+            self.union((op.rhs, rank - 1), (op.result, rank - 1 + at))
             self.union((op.lhs, rank - 1), (op.rhs, rank - 2))
         else:  # pointwise: tensor operands have the result's shape at run time
             for r in op.results:
@@ -371,7 +408,11 @@ class _Segmenter:
         info: FusionInfo | None,
         should_merge: MergePredicate | None,
         log: list[str],
+        welford: str = "auto",
     ):
+        self.welford = welford
+        self.welford_decisions: dict[_Group, Decision] = {}
+        """The Welford translation decided for each segment with Welford ops (`welford=auto`)."""
         self.fusion = fusion
         self.name = fusion.sym_name.data
         self.info = info
@@ -424,13 +465,18 @@ class _Segmenter:
         for op in self.ops:
             if not isinstance(op, _FORWARDABLE) or not isinstance(op.input.type, TensorType):
                 continue
+            if fu.stream_axis(op) is not None:  # the user asked for its (sliced) result
+                continue
             source = op.input
             fed = isinstance(source, BlockArgument) or (
                 isinstance(source, OpResult) and source.op in forwarded and source.has_one_use()
             )
             result = op.results[0]
-            read_by_segment_set = any(isinstance(u.operation, fu.SegmentSetOp) for u in result.uses)
-            if fed and result not in outputs and not read_by_segment_set:
+            # a segment_set or matmul reads it as a tensor (a matmul kernel takes no prologue)
+            materialized = any(
+                isinstance(u.operation, fu.SegmentSetOp | fu.MatmulOp) for u in result.uses
+            )
+            if fed and result not in outputs and not materialized:
                 forwarded.add(op)
         return forwarded
 
@@ -559,7 +605,14 @@ class _Segmenter:
         return FusionInfo(tuple(metas), self.info.device)
 
     def _ask_schedulers(self, fusion: fu.FusionOp, info: FusionInfo) -> tuple[str | None, str]:
-        """The first scheduler that accepts, or None and every scheduler's reason."""
+        """The first scheduler that accepts, or None and every scheduler's reason. A
+        stream-parallel fusion is asked about as one slice."""
+        try:
+            stream = slice_fusion(fusion)
+        except StreamSliceError as e:
+            return None, f"rejected: {e}"
+        if stream is not None:
+            fusion, info = stream.sliced, stream.slice_info(info)
         reasons: list[str] = []
         for scheduler in SCHEDULERS:
             verdict = scheduler.accepts(fusion, info)
@@ -680,6 +733,9 @@ class _Segmenter:
                 f"{what}: refused: the union would span {_op_label(spanned)} (its result is "
                 "used inside)"
             )
+        elif (refusal := self._stream_refusal(members)) is not None:
+            verdict = None
+            self.log.append(f"{what}: refused: {refusal}")
         elif self.should_merge is not None:
             verdict = "" if self.should_merge(self._view(a), self._view(b)) else None
             self.log.append(f"{what}: {'accepted' if verdict == '' else 'refused'} by should_merge")
@@ -688,6 +744,23 @@ class _Segmenter:
             self.log.append(f"{what}: {message}")
         self.verdicts[members] = verdict
         return verdict
+
+    def _stream_refusal(self, members: frozenset[Operation]) -> str | None:
+        """Why `members` may not be one segment as far as streams go, or None: stream-parallel
+        ops share a segment only with stream-parallel ops whose axes map (`slice_fusion`)."""
+        marked = sum(1 for op in members if fu.stream_axis(op) is not None)
+        if marked == 0:
+            return None
+        if marked < len(members):
+            return "it mixes stream-parallel and other ops"
+        plan, outs = self._plan(members), self._check_outputs(members)
+        body = self._build_body(plan, outs, fu.OutputOp)
+        types = [v.type for v in plan.inputs], [v.type for v in outs]
+        try:
+            slice_fusion(fu.FusionOp(f"{self.name}_candidate", *types, Region(body)))
+        except StreamSliceError as e:
+            return str(e)
+        return None
 
     def _merge(self, a: _Group, b: _Group) -> None:
         self.groups = [g for g in self.groups if g is not a and g is not b]
@@ -705,6 +778,8 @@ class _Segmenter:
             self.log.append("whole fusion: not tried: a should_merge predicate is set")
         elif segment_sets:
             self.log.append(f"whole fusion: not tried: it holds {_op_label(segment_sets[0])}")
+        elif (refusal := self._stream_refusal(frozenset(self.compute))) is not None:
+            self.log.append(f"whole fusion: not tried: {refusal}")
         else:
             # the whole fusion as its one segment would be (live ops, used inputs)
             whole = self._new_group(frozenset(self.compute))
@@ -712,7 +787,7 @@ class _Segmenter:
             scheduler, message = self._ask_schedulers(*self._segment_fusion(layout, whole))
             self.log.append(f"whole fusion: {message}")
             if scheduler is not None:
-                return layout, {whole: scheduler}
+                return layout, self._translate_welfords(layout, {whole: scheduler})
             self.groups, self.group_of, self.next_id = [], {}, 0
         if self.forwarded:
             ops = sorted(self.forwarded, key=self.index.__getitem__)
@@ -726,7 +801,7 @@ class _Segmenter:
         self._level_merge()
         self._final_merge()
         layout = self._layout(self.groups)
-        return layout, self._name_schedulers(layout)
+        return layout, self._translate_welfords(layout, self._name_schedulers(layout))
 
     def _level_merge(self) -> None:
         while True:
@@ -781,6 +856,21 @@ class _Segmenter:
             names[g] = scheduler
         return names
 
+    def _translate_welfords(self, layout: _Layout, names: dict[_Group, str]) -> dict[_Group, str]:
+        """With `welford=auto`, decides for each final segment holding a Welford op whether it
+        becomes two passes (then its scheduler is the persistent one), and logs why."""
+        if self.welford != "auto" or self.should_merge is not None:
+            return names
+        for g in layout.order:
+            if not any(isinstance(op, fu.WelfordOp | fu.VarMeanOp) for op in g.ops):
+                continue
+            decision = decide(*self._segment_fusion(layout, g))
+            self.log.append(f"welford {self.label(g)}: {decision}")
+            self.welford_decisions[g] = decision
+            if decision.translate:
+                names[g] = "persistent"
+        return names
+
     # --- the final layout and the rewrite ---------------------------------------------------
 
     def _layout(self, groups: Sequence[_Group]) -> _Layout:
@@ -829,9 +919,16 @@ class _Segmenter:
         segments: list[fu.SegmentOp] = []
         for g in layout.order:
             plan, outs = layout.plans[g], layout.outputs[g]
-            body = self._build_body(plan, outs, fu.YieldOp)
+            body = Region(self._build_body(plan, outs, fu.YieldOp))
+            decision = self.welford_decisions.get(g)
+            if decision is not None and not decision.translate:
+                decision = None
+            if decision is not None:
+                translate_region(body)
             args = [v if isinstance(v, BlockArgument) else outer[v] for v in plan.inputs]
-            segment = fu.SegmentOp(schedulers[g], args, [v.type for v in outs], Region(body))
+            segment = fu.SegmentOp(schedulers[g], args, [v.type for v in outs], body)
+            if decision is not None:  # why its Welford ops are two passes
+                segment.attributes["fuser.welford"] = StringAttr(str(decision))
             self.block.insert_op_before(segment, terminator)
             for old, new in zip(outs, segment.outputs, strict=True):
                 outer[old] = new
@@ -849,12 +946,14 @@ def segment_fusion(
     *,
     should_merge: MergePredicate | None = None,
     log: list[str] | None = None,
+    welford: str = "auto",
 ) -> SegmentedFusion:
     """Rewrites `fusion` in place into `fusion.segment` ops (see the module docstring).
 
     `info` gives the metadata of the inputs (the concrete shapes the schedulers decide on); it
     may be None only with `should_merge`, which then replaces every scheduler query. `log`, if
-    given, receives the segmenter's log lines as they are written. Raises SegmentationError when
+    given, receives the segmenter's log lines as they are written. `welford` (`auto`, `always`,
+    `never`) is the Welford translation (off with `should_merge`). Raises SegmentationError when
     an op is accepted by no scheduler even alone; the fusion is then left as it was except for
     dead ops and the rewritten `fusion.dim` operands.
     """
@@ -864,7 +963,16 @@ def segment_fusion(
         raise ValueError("segment_fusion needs a FusionInfo unless should_merge is given")
     lines: list[str] = [] if log is None else log
     lines.append(f"segmenter: fusion @{fusion.sym_name.data}")
-    segmenter = _Segmenter(fusion, info, should_merge, lines)
+    check_mode(welford, "fuser-segment")
+    if welford_ops(fusion.body):
+        if should_merge is not None:
+            lines.append("welford: not translated: a should_merge predicate is set")
+        elif welford == "always":
+            count = translate_region(fusion.body)
+            lines.append(f"welford=always: {count} op(s) translated before segmenting")
+        elif welford == "never":
+            lines.append("welford=never: not translated")
+    segmenter = _Segmenter(fusion, info, should_merge, lines, welford)
     layout, schedulers = segmenter.run()
     segments = tuple(segmenter.rewrite(layout, schedulers))
     labels = [f'"{schedulers[g]}" {segmenter.label(g)}' for g in layout.order]
@@ -893,8 +1001,10 @@ class SegmentFusionPass(ModulePass):
     merge: str = ""
     arch: str = "sm_90"
     sm_count: int = 132
+    welford: str = "auto"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_mode(self.welford, self.name)
         predicate: MergePredicate | None = None
         if self.merge:
             if self.merge not in MERGE_RULES:
@@ -903,32 +1013,23 @@ class SegmentFusionPass(ModulePass):
                     f"fuser-segment: unknown merge rule {self.merge!r}: expected one of {names}"
                 )
             predicate = MERGE_RULES[self.merge]
-        if not re.fullmatch(r"sm_\d+", self.arch):
-            raise SegmentOptionError(
-                f"fuser-segment: bad arch {self.arch!r}: expected sm_<digits>, like sm_90"
-            )
-        if self.sm_count < 1:
-            raise SegmentOptionError(
-                f"fuser-segment: sm_count must be at least 1, got {self.sm_count}"
-            )
-        device = DeviceInfo(arch=self.arch, sm_count=self.sm_count)
-        try:
-            shapes = parse_shapes(self.shapes)
-        except ScheduleOptionError as e:
-            raise SegmentOptionError(_renamed(e)) from None
+        shapes, device = device_options(
+            self.name, self.shapes, self.arch, self.sm_count, SegmentOptionError
+        )
         for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
             if any(isinstance(s, fu.SegmentOp) for s in fusion.body.block.ops):
                 continue
+            given = shapes
+            recorded = fusion.attributes.get("fuser.shapes")
+            if given is None and isinstance(recorded, StringAttr):
+                given = parse_shapes(recorded.data)
             info: FusionInfo | None
             try:
-                info = fusion_info(fusion, shapes, device)
+                info = fusion_info(fusion, given, device)
             except ScheduleOptionError as e:
                 if predicate is None or shapes is not None:
-                    raise SegmentOptionError(_renamed(e)) from None
+                    raise renamed_option_error(e, self.name, SegmentOptionError) from None
                 info = None
-            segment_fusion(fusion, info, should_merge=predicate)
-
-
-def _renamed(e: ScheduleOptionError) -> str:
-    """A `fuser-schedule` option message as one of `fuser-segment`."""
-    return str(e).replace("fuser-schedule:", "fuser-segment:", 1)
+            segment_fusion(fusion, info, should_merge=predicate, welford=self.welford)
+            if given is not None:  # so that fuser-lower-host needs no `shapes` of its own
+                fusion.attributes["fuser.shapes"] = StringAttr(format_shapes(info))

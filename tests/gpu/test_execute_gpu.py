@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gpu_helpers import numpy_of, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.compiler import FusionCompiler
@@ -108,19 +109,6 @@ def assert_matches(fd: FusionDefinition, host_inputs: list[Any], outputs: list[n
     for i, (out, ref) in enumerate(zip(outputs, expected, strict=True)):
         problem = compare(out, ref, f"output #{i}")
         assert problem is None, problem
-
-
-def torch_of(torch: Any, a: np.ndarray) -> Any:
-    """A CUDA torch tensor with the values of a numpy array (bf16 included)."""
-    if a.dtype == BFLOAT16:
-        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16).cuda()
-    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
-
-
-def numpy_of(torch: Any, t: Any) -> np.ndarray:
-    if t.dtype == torch.bfloat16:
-        return t.contiguous().view(torch.int16).cpu().numpy().view(BFLOAT16)
-    return t.cpu().numpy()
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gpu_helpers import F32, assert_close, numpy_of, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
@@ -38,17 +39,6 @@ pytestmark = pytest.mark.gpu
 SIZES = [1, 3, 127, 1000, 4097, 65537]
 FLOATS = [DataType.Float, DataType.Half, DataType.BFloat16]
 ALL_DTYPES = [*FLOATS, DataType.Double, DataType.Int32, DataType.Int, DataType.Bool]
-
-F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
-
-TOL: dict[np.dtype, tuple[float, float]] = {
-    F64: (1e-12, 1e-12),
-    F32: (1e-5, 1e-6),
-    F16: (1e-3, 1e-5),
-    BFLOAT16: (1e-2, 1e-4),
-}
-"""(rtol, atol) of a GPU output against the float64 reference, by output dtype: a few ulps of
-f32 for arithmetic; one ulp of f16/bf16 (a result computed in f32 may round to the neighbour)."""
 
 TRANSCENDENTAL = {F32: (1e-4, 1e-5)}
 """The f32 tolerance of ops computed with CUDA's math library (exp, erf, pow, ...)."""
@@ -99,33 +89,6 @@ def sprinkle(rng: np.random.Generator, a: np.ndarray, values: Sequence[float]) -
 SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0]
 
 
-def assert_close(
-    actual: np.ndarray, expected: np.ndarray, what: str, tol: tuple[float, float] | None = None
-) -> None:
-    """`actual` (a GPU output) equals the reference within `tol` (default: `TOL` of its dtype);
-    NaN where the reference has NaN, exact equality for integers and bools."""
-    assert isinstance(actual, np.ndarray), f"{what}: got {type(actual).__name__}, not an array"
-    assert actual.shape == expected.shape, (
-        f"{what}: shape {actual.shape}, the reference has {expected.shape}"
-    )
-    if actual.dtype.kind in "biu":
-        bad = actual != expected.astype(actual.dtype)
-        rtol = atol = 0.0
-    else:
-        rtol, atol = tol or TOL[actual.dtype]
-        a, e = actual.astype(np.float64), expected.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            bad = ~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
-    n_bad = int(np.count_nonzero(bad))
-    if n_bad:
-        i = tuple(int(j) for j in np.argwhere(bad)[0])
-        raise AssertionError(
-            f"{what}: {n_bad} of {actual.size} elements differ from the reference "
-            f"(rtol={rtol}, atol={atol}); first at {i}: got {actual[i]!r}, expected "
-            f"{expected[i]!r}"
-        )
-
-
 def check(
     fd: FusionDefinition,
     inputs: Sequence[Any],
@@ -152,19 +115,6 @@ def check(
 def scheduler_names(fd: FusionDefinition, inputs: Sequence[Any]) -> list[str]:
     """The schedulers of the kernels `fd` runs for `inputs` (compiled already: a cache hit)."""
     return [k.scheduler for k in fd.compile(list(inputs)).kernels]
-
-
-def torch_of(torch: Any, a: np.ndarray) -> Any:
-    """A CUDA torch tensor with the values of a numpy array (bf16 included)."""
-    if a.dtype == BFLOAT16:
-        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16).cuda()
-    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
-
-
-def numpy_of(torch: Any, t: Any) -> np.ndarray:
-    if t.dtype == torch.bfloat16:
-        return t.contiguous().view(torch.int16).cpu().numpy().view(BFLOAT16)
-    return t.cpu().numpy()
 
 
 # --------------------------------------------------------------------------------------------

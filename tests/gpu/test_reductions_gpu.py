@@ -29,22 +29,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gpu_helpers import F32, TOL, assert_close, numpy_of, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
 
 pytestmark = pytest.mark.gpu
 
-F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 HALF_AND_FLOAT = [DataType.Float, DataType.Half, DataType.BFloat16]
-
-TOL: dict[np.dtype, tuple[float, float]] = {
-    F64: (1e-12, 1e-12),
-    F32: (1e-5, 1e-6),
-    F16: (1e-3, 1e-5),
-    BFLOAT16: (1e-2, 1e-4),
-}
-"""(rtol, atol) by output dtype; f16/bf16 outputs may round to the neighbouring value."""
 
 Tol = tuple[float, float] | None
 
@@ -81,30 +73,6 @@ def normal(
     return round_to_float(mean + std * rng.standard_normal(shape), dtype)
 
 
-def assert_close(actual: np.ndarray, expected: np.ndarray, what: str, tol: Tol = None) -> None:
-    """`actual` equals `expected` within `tol` (default: `TOL` of its dtype); NaN where the
-    expected value is NaN; integers and bools exactly."""
-    assert isinstance(actual, np.ndarray), f"{what}: got {type(actual).__name__}, not an array"
-    assert actual.shape == expected.shape, (
-        f"{what}: shape {actual.shape}, the reference has {expected.shape}"
-    )
-    if actual.dtype.kind in "biu":
-        bad = actual != expected.astype(actual.dtype)
-        rtol = atol = 0.0
-    else:
-        rtol, atol = tol or TOL[actual.dtype]
-        a, e = actual.astype(np.float64), expected.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            bad = ~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
-    n_bad = int(np.count_nonzero(bad))
-    if n_bad:
-        i = tuple(int(j) for j in np.argwhere(bad)[0])
-        raise AssertionError(
-            f"{what}: {n_bad} of {actual.size} elements differ (rtol={rtol:.3g}, "
-            f"atol={atol:.3g}); first at {i}: got {actual[i]!r}, expected {expected[i]!r}"
-        )
-
-
 def check(
     fd: FusionDefinition,
     inputs: Sequence[Any],
@@ -137,19 +105,6 @@ def to_f32(fd: FusionDefinition, t: Any) -> Any:
 
 def back(fd: FusionDefinition, t: Any, dtype: DataType) -> Any:
     return t if dtype == t.dtype else fd.ops.cast(t, dtype)
-
-
-def torch_of(torch: Any, a: np.ndarray) -> Any:
-    """A CUDA torch tensor with the values of a numpy array (bf16 included)."""
-    if a.dtype == BFLOAT16:
-        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16).cuda()
-    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
-
-
-def numpy_of(torch: Any, t: Any) -> np.ndarray:
-    if t.dtype == torch.bfloat16:
-        return t.contiguous().view(torch.int16).cpu().numpy().view(BFLOAT16)
-    return t.cpu().numpy()
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,7 +356,7 @@ def statistics_fusion(axes: tuple[int, ...]) -> tuple[FusionDefinition, tuple[st
     pairing occurs), and welford (avg, var_sum, n) with var_sum / (n - 1) as an epilogue."""
     keep = AXES.index(axes) % 2 == 0
     dims = list(axes)
-    with FusionDefinition(f"statistics_{''.join(map(str, axes))}") as fd:
+    with FusionDefinition(f"statistics_{''.join(map(str, axes))}", welford="never") as fd:
         x = fd.define_tensor([-1, -1, -1])
         var0, mean0 = fd.ops.var_mean(x, dims, correction=0, keepdim=keep)
         var1, mean1 = fd.ops.var_mean(x, dims, correction=1, keepdim=not keep)
@@ -456,7 +411,7 @@ def test_var_of_one_element(rng: np.random.Generator) -> None:
 
 @functools.cache
 def var_mean_fusion(axis: int) -> FusionDefinition:
-    with FusionDefinition(f"var_mean_axis{axis}") as fd:
+    with FusionDefinition(f"var_mean_axis{axis}", welford="never") as fd:
         x = fd.define_tensor([-1, -1])
         var, mean = fd.ops.var_mean(x, [axis], correction=1)
         fd.add_output(var)
@@ -530,7 +485,7 @@ def test_nan_and_inf(rng: np.random.Generator, axis: int) -> None:
 
 @functools.cache
 def strided_fusion(axes: tuple[int, ...]) -> FusionDefinition:
-    with FusionDefinition(f"strided_{''.join(map(str, axes))}") as fd:
+    with FusionDefinition(f"strided_{''.join(map(str, axes))}", welford="never") as fd:
         x = fd.define_tensor([-1, -1, -1])
         fd.add_output(fd.ops.sum(x, list(axes)))
         fd.add_output(fd.ops.max(x, list(axes), keepdim=True))

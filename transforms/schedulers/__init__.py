@@ -11,6 +11,9 @@ accepts runs better on an earlier one:
    or a reduction of another's result).
 3. `persistent`: inner normalizations (softmax, layer norm, RMS norm) whose rows fit in
    registers: each row is read once and kept on chip across its reductions.
+4. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
+   epilogue, as one tiled kernel (tensor cores for f16/bf16). No other template takes a matmul
+   and it takes nothing else, so its place in the order only decides whose reason comes first.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from fuser.dialects.fusion import FusionOp
 from fuser.transforms.schedulers.base import Params, Scheduler, SchedulingError
 from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.matmul import MatmulScheduler
 from fuser.transforms.schedulers.persistent import PersistentScheduler
 from fuser.transforms.schedulers.pointwise import PointwiseScheduler
 from fuser.transforms.schedulers.reduction import ReductionScheduler
@@ -26,6 +30,7 @@ SCHEDULERS: tuple[Scheduler, ...] = (
     PointwiseScheduler(),
     ReductionScheduler(),
     PersistentScheduler(),
+    MatmulScheduler(),
 )
 """Every scheduler, in priority order."""
 

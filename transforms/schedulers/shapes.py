@@ -58,7 +58,8 @@ def _op_shapes(op, env: dict) -> list[tuple[int, ...] | int | None]:
         a, b = env[op.lhs], env[op.rhs]
         if a[-1] != b[-2] or a[:-2] != b[:-2]:
             raise ShapeMismatch(f"'{op.name}' cannot multiply shapes {list(a)} and {list(b)}")
-        return [(*a[:-2], a[-2], b[-1])]
+        full = (*a[:-2], a[-2], b[-1])
+        return [full if op.split_count is None else (op.split_count, *full)]
     # Pointwise: every tensor operand has one shape.
     shapes = [s for s in (_tensor_shape(env, o) for o in op.operands) if s is not None]
     if any(s != shapes[0] for s in shapes[1:]):

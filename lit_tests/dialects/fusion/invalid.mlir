@@ -912,3 +912,33 @@ fusion.fusion @f(%a: tensor<4x3xf32>, %b: tensor<3x?xf32>) -> () {
   %c = fusion.matmul %a, %b : tensor<4x3xf32>, tensor<3x?xf32> -> tensor<3x?xf32>
   fusion.output
 }
+
+// -----
+
+// matmul splits: the partial result is f32 for half operands
+// CHECK:      {{^// -{5}$}}
+// CHECK-NEXT: error: 'fusion.matmul' operands must share one element type and the partial result be f32, got bf16, bf16 -> bf16
+fusion.fusion @f(%a: tensor<4x3xbf16>, %b: tensor<3x2xbf16>) -> () {
+  %c = fusion.matmul %a, %b splits(2) : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<2x4x2xbf16>
+  fusion.output
+}
+
+// -----
+
+// matmul splits: the partial result leads with the splits
+// CHECK:      {{^// -{5}$}}
+// CHECK-NEXT: error: 'fusion.matmul' partial result must have 2 (the splits) as its static first dim, got [3, 4, 2]
+fusion.fusion @f(%a: tensor<4x3xf16>, %b: tensor<3x2xf16>) -> () {
+  %c = fusion.matmul %a, %b splits(2) : tensor<4x3xf16>, tensor<3x2xf16> -> tensor<3x4x2xf32>
+  fusion.output
+}
+
+// -----
+
+// matmul splits: at least one
+// CHECK:      {{^// -{5}$}}
+// CHECK-NEXT: error: 'fusion.matmul' splits must be >= 1, got 0
+fusion.fusion @f(%a: tensor<4x3xf64>, %b: tensor<3x2xf64>) -> () {
+  %c = fusion.matmul %a, %b splits(0) : tensor<4x3xf64>, tensor<3x2xf64> -> tensor<0x4x2xf64>
+  fusion.output
+}

@@ -47,3 +47,16 @@ fusion.fusion @batched(%a: tensor<7x3x127xbf16>, %b: tensor<?x127x5xbf16>, %c: t
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "batched"
 // CHECK-GENERIC:         %ab = "fusion.matmul"(%a, %b) : (tensor<7x3x127xbf16>, tensor<?x127x5xbf16>) -> tensor<7x3x5xbf16>
 // CHECK-GENERIC-NEXT:    %cd = "fusion.matmul"(%c, %d) : (tensor<2x?x4x8xf32>, tensor<2x3x8x?xf32>) -> tensor<2x3x4x?xf32>
+
+// Split-K partials: `splits(s)` leads the result with s, in the accumulator type.
+fusion.fusion @partial(%a: tensor<2x?x96xbf16>, %b: tensor<2x96x?xbf16>, %c: tensor<7x5xf64>, %d: tensor<5x3xf64>) -> (tensor<4x2x?x?xf32>, tensor<3x7x3xf64>) {
+  %ab = fusion.matmul %a, %b splits(4) : tensor<2x?x96xbf16>, tensor<2x96x?xbf16> -> tensor<4x2x?x?xf32>
+  %cd = fusion.matmul %c, %d splits(3) : tensor<7x5xf64>, tensor<5x3xf64> -> tensor<3x7x3xf64>
+  fusion.output %ab, %cd : tensor<4x2x?x?xf32>, tensor<3x7x3xf64>
+}
+
+// CHECK-LABEL: fusion.fusion @partial
+// CHECK-NEXT:    %ab = fusion.matmul %a, %b splits(4) : tensor<2x?x96xbf16>, tensor<2x96x?xbf16> -> tensor<4x2x?x?xf32>
+// CHECK-NEXT:    %cd = fusion.matmul %c, %d splits(3) : tensor<7x5xf64>, tensor<5x3xf64> -> tensor<3x7x3xf64>
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "partial"
+// CHECK-GENERIC:         %ab = "fusion.matmul"(%a, %b) <{splits = 4 : i64}> : (tensor<2x?x96xbf16>, tensor<2x96x?xbf16>) -> tensor<4x2x?x?xf32>

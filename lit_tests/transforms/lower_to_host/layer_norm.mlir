@@ -1,8 +1,8 @@
 // Host lowering of the bundled layer norm: one persistent segment, so one launch; its three
 // results are outputs (allocated before the launch, never freed by the program). The kernel is
 // the only thing the CUDA target prints.
-// RUN: fuser-opt %S/../../../examples/layer_norm.mlir -p 'fuser-segment{shapes="4096x1024,1024,1024"},fuser-lower-host{shapes="4096x1024,1024,1024"}' | filecheck %s
-// RUN: fuser-opt %S/../../../examples/layer_norm.mlir -p 'fuser-segment{shapes="4096x1024,1024,1024"},fuser-lower-host{shapes="4096x1024,1024,1024"}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: fuser-opt %S/../../../examples/layer_norm.mlir -p 'fuser-segment{shapes="4096x1024,1024,1024"},fuser-lower-host' | filecheck %s
+// RUN: fuser-opt %S/../../../examples/layer_norm.mlir -p 'fuser-segment{shapes="4096x1024,1024,1024"},fuser-lower-host' -t cuda | filecheck %s --check-prefix=CUDA
 
 // CHECK:      host.program @layer_norm(%x: tensor<?x?xbf16>, %w: tensor<?xbf16>, %b: tensor<?xbf16>) -> (tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>) attributes {fuser.shapes = "4096x1024,1024,1024"} {
 // CHECK-NEXT:   %x_d0 = host.dim %x[0] : tensor<?x?xbf16>

@@ -1,8 +1,8 @@
 // Host lowering of a fusion split by two segment_sets: three launches in order, each
 // intermediate allocated before the launch that writes it and freed after the last launch that
 // reads it; %t is an output and stays. Every extent is a host.dim of %x.
-// RUN: fuser-opt %s -p 'fuser-segment{shapes="1024x1024,1024x1024"},fuser-lower-host{shapes="1024x1024,1024x1024"}' | filecheck %s
-// RUN: fuser-opt %s -p 'fuser-segment{shapes="1024x1024,1024x1024"},fuser-lower-host{shapes="1024x1024,1024x1024"}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: fuser-opt %s -p 'fuser-segment{shapes="1024x1024,1024x1024"},fuser-lower-host' | filecheck %s
+// RUN: fuser-opt %s -p 'fuser-segment{shapes="1024x1024,1024x1024"},fuser-lower-host' -t cuda | filecheck %s --check-prefix=CUDA
 
 fusion.fusion @forced(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
   %a = fusion.add %x, %y : tensor<?x?xf32>

@@ -1,9 +1,9 @@
 // Host lowering of `z / broadcast(sum(x))`: one normalization (persistent) launch when a row fits
 // in registers; otherwise a reduction then a pointwise launch, the row sums allocated in between
 // and freed right after the division reads them. The output takes z's extents.
-// RUN: fuser-opt %s -p 'fuser-segment{shapes="4096x1024,4096x1024"},fuser-lower-host{shapes="4096x1024,4096x1024"}' | filecheck %s
-// RUN: fuser-opt %s -p 'fuser-segment{shapes="64x100000,64x100000"},fuser-lower-host{shapes="64x100000,64x100000"}' | filecheck %s --check-prefix=SPLIT
-// RUN: fuser-opt %s -p 'fuser-segment{shapes="64x100000,64x100000"},fuser-lower-host{shapes="64x100000,64x100000"}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: fuser-opt %s -p 'fuser-segment{shapes="4096x1024,4096x1024"},fuser-lower-host' | filecheck %s
+// RUN: fuser-opt %s -p 'fuser-segment{shapes="64x100000,64x100000"},fuser-lower-host' | filecheck %s --check-prefix=SPLIT
+// RUN: fuser-opt %s -p 'fuser-segment{shapes="64x100000,64x100000"},fuser-lower-host' -t cuda | filecheck %s --check-prefix=CUDA
 
 fusion.fusion @sum_div(%x: tensor<?x?xf32>, %z: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
   %d = fusion.dim %x[1] : tensor<?x?xf32>
