@@ -57,9 +57,9 @@ NO_MATMUL_SCHEDULER = (
 
 
 def linear(dtype: DataType, batch_rank: int = 0, epilogue: bool = False) -> FusionDefinition:
-    """`a @ b`, optionally `relu(a @ b + bias)`, with every dim dynamic."""
+    """`a @ b`, optionally `relu(a @ b + bias)`, with every dim dynamic (the GPU tests share it)."""
     rank = batch_rank + 2
-    with FusionDefinition(f"linear_{dtype.name.lower()}") as fd:
+    with FusionDefinition(f"linear_{dtype.name.lower()}_{batch_rank}_{int(epilogue)}") as fd:
         a = fd.define_tensor(shape=[-1] * rank, dtype=dtype)
         b = fd.define_tensor(shape=[-1] * rank, dtype=dtype)
         mm = fd.ops.matmul(a, b)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import test_split_k
 
 from fuser import DataType, FusionDefinition
 from fuser.compiler import FusionCompiler
@@ -43,21 +44,9 @@ EPS_OUT = {
 """The spacing of each output dtype at 1: a rounding of the output may be one of these off."""
 
 
-@functools.cache
-def linear(dtype: DataType, batch_rank: int = 0, epilogue: bool = False) -> FusionDefinition:
-    """`a @ b`, or `relu(a @ b + bias)`, every dim dynamic; one per module and kind, so cases
-    of one kind share compiled programs where the factors and heuristics allow."""
-    rank = batch_rank + 2
-    with FusionDefinition(f"linear_{dtype.name.lower()}_{batch_rank}_{int(epilogue)}") as fd:
-        a = fd.define_tensor(shape=[-1] * rank, dtype=dtype)
-        b = fd.define_tensor(shape=[-1] * rank, dtype=dtype)
-        mm = fd.ops.matmul(a, b)
-        if epilogue:
-            bias = fd.define_tensor(shape=[-1], dtype=dtype)
-            bb = fd.ops.broadcast_in_dim(bias, shape=mm.shape(), broadcast_dims=[rank - 1])
-            mm = fd.ops.relu(fd.ops.add(mm, bb))
-        fd.add_output(mm)
-    return fd
+linear = functools.cache(test_split_k.linear)
+"""`a @ b`, or `relu(a @ b + bias)`, every dim dynamic; one per module and kind, so cases of one
+kind share compiled programs where the factors and heuristics allow."""
 
 
 def make_inputs(

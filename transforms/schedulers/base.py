@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.dialects.builtin import TensorType
 from xdsl.utils.exceptions import DiagnosticException
 
 from fuser.dialects import kernel
@@ -85,3 +86,16 @@ class Scheduler(ABC):
     @abstractmethod
     def launch_config(self, fusion: FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         """The launch of the kernel `emit` built from `params` for the shapes of `info`."""
+
+
+def info_mismatch(fusion: FusionOp, info: FusionInfo) -> str | None:
+    """Why `info` does not describe the inputs of `fusion` (count, tensor or scalar, rank), or
+    None: the first check of every scheduler's `accepts`."""
+    if len(info.inputs) != len(fusion.inputs):
+        return f"{len(info.inputs)} input(s) described for {len(fusion.inputs)} fusion inputs"
+    for i, (arg, meta) in enumerate(zip(fusion.inputs, info.inputs, strict=True)):
+        t = arg.type
+        rank = t.get_num_dims() if isinstance(t, TensorType) else None
+        if (meta is None) != (rank is None) or (meta is not None and len(meta.shape) != rank):
+            return f"input #{i} of type {t} is described as {meta}"
+    return None

@@ -59,6 +59,7 @@ from fuser.transforms.schedulers.base import (
     Params,
     Scheduler,
     Verdict,
+    info_mismatch,
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
@@ -223,13 +224,8 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
     structure = _structure(fusion)
     if isinstance(structure, str):
         return structure
-    if len(info.inputs) != len(fusion.inputs):
-        return f"{len(info.inputs)} input(s) described for {len(fusion.inputs)} fusion inputs"
-    for i, (arg, meta) in enumerate(zip(fusion.inputs, info.inputs, strict=True)):
-        t = arg.type
-        rank = t.get_num_dims() if isinstance(t, TensorType) else None
-        if (meta is None) != (rank is None) or (meta is not None and len(meta.shape) != rank):
-            return f"input #{i} of type {t} is described as {meta}"
+    if (problem := info_mismatch(fusion, info)) is not None:
+        return problem
     try:
         env = value_shapes(fusion, info.input_shapes)
     except ShapeMismatch as e:

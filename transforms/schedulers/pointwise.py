@@ -34,6 +34,7 @@ from fuser.transforms.schedulers.base import (
     Params,
     Scheduler,
     Verdict,
+    info_mismatch,
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
@@ -118,7 +119,7 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
             return f"{_op_label(op)} is a matmul"
         if not (is_pointwise(op) or isinstance(op, fu.DimOp)):
             return f"{_op_label(op)} is not a pointwise op"
-    if (problem := _info_mismatch(fusion, info)) is not None:
+    if (problem := info_mismatch(fusion, info)) is not None:
         return problem
     if not fusion.output_op.values:
         return "the fusion has no outputs"
@@ -146,18 +147,6 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
                     f"(extent {extents[e]}) of the iteration space {list(extents)}"
                 )
     return _Analysis(reference, space, extents, outputs)
-
-
-def _info_mismatch(fusion: fu.FusionOp, info: FusionInfo) -> str | None:
-    """Why `info` does not describe the inputs of `fusion`, or None."""
-    if len(info.inputs) != len(fusion.inputs):
-        return f"{len(info.inputs)} input(s) described for {len(fusion.inputs)} fusion inputs"
-    for i, (arg, meta) in enumerate(zip(fusion.inputs, info.inputs, strict=True)):
-        t = arg.type
-        rank = t.get_num_dims() if isinstance(t, TensorType) else None
-        if (meta is None) != (rank is None) or (meta is not None and len(meta.shape) != rank):
-            return f"input #{i} of type {t} is described as {meta}"
-    return None
 
 
 def _contiguous(meta: TensorMeta) -> bool:
