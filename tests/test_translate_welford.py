@@ -335,6 +335,26 @@ def test_compiler_single_kernel_and_program_paths(monkeypatch: pytest.MonkeyPatc
         FusionCompiler(fd.fusion, welford="yes")
 
 
+def test_fusion_definition_mode() -> None:
+    """`FusionDefinition(name, welford=...)` reaches the compiler; a bad mode fails at once."""
+    inputs = [np.ones((64, 1000), np.float32)]
+    sources = {}
+    for mode in ("auto", "never"):
+        with FusionDefinition("stats", welford=mode) as fd:
+            x = fd.define_tensor([-1, -1])
+            var, mean = fd.ops.var_mean(x, [1])
+            fd.add_output(var)
+            fd.add_output(mean)
+        (kernel,) = fd.compile(inputs, arch="sm_90").kernels
+        sources[mode] = (kernel.scheduler, "reduce fusion.var_mean" in kernel.source)
+    # statistics alone: two passes in registers by default (AUTO_TRANSLATE), Welford on request
+    assert sources["never"] == ("reduction", True)
+    expected = ("persistent", False) if tw.AUTO_TRANSLATE["reduction"] else ("reduction", True)
+    assert sources["auto"] == expected
+    with pytest.raises(DefinitionError, match="argument 'welford' must be one of"):
+        FusionDefinition("bad", welford="sometimes")
+
+
 # --------------------------------------------------------------------------------------------
 # The pass
 
