@@ -340,6 +340,25 @@ class _PreparedProgram:
         self.outputs = self.spec.run(self.call)
 
 
+def check_options(owner: str, *, streams: int, welford: str, split_k: int | None = None) -> None:
+    """Checks the compile options `FusionDefinition` and `FusionCompiler` take (see
+    `FusionCompiler.__init__`); a DefinitionError naming `owner` and the argument otherwise."""
+    if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
+        raise DefinitionError(f"{owner}: argument 'streams' must be an int >= 1, got {streams!r}")
+    if welford not in MODES:
+        raise DefinitionError(
+            f"{owner}: argument 'welford' must be one of {', '.join(map(repr, MODES))}, got "
+            f"{welford!r}"
+        )
+    if split_k is not None and (
+        isinstance(split_k, bool) or not isinstance(split_k, int) or split_k < 1
+    ):
+        raise DefinitionError(
+            f"{owner}: argument 'split_k' must be None or an int >= 1 (1 never splits), got "
+            f"{split_k!r}"
+        )
+
+
 class FusionCompiler:
     """Compiles and runs one fusion for whatever inputs it is given (see the module docstring).
 
@@ -364,25 +383,10 @@ class FusionCompiler:
         ops (`fusion.stream_axis`) are spread over. `welford` (`auto`, `always`, `never`) is
         the Welford translation (`transforms.translate_welford`), decided per signature for a
         fusion one kernel runs, per segment by the segmenter otherwise."""
-        if welford not in MODES:
-            raise DefinitionError(
-                f"FusionCompiler: argument 'welford' must be one of {', '.join(MODES)}, got "
-                f"{welford!r}"
-            )
+        check_options("FusionCompiler", streams=streams, welford=welford, split_k=split_k)
         self.welford = welford
         self._two_pass: FusionOp | None = None
         self._welford_decisions: dict[FusionInfo, Decision] = {}
-        if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
-            raise DefinitionError(
-                f"FusionCompiler: argument 'streams' must be an int >= 1, got {streams!r}"
-            )
-        if split_k is not None and (
-            isinstance(split_k, bool) or not isinstance(split_k, int) or split_k < 1
-        ):
-            raise DefinitionError(
-                "FusionCompiler: argument 'split_k' must be None or an int >= 1 (1 never "
-                f"splits), got {split_k!r}"
-            )
         self.fusion = fusion
         self.should_merge = should_merge
         self.split_k = split_k

@@ -92,7 +92,6 @@ from fuser.dialects.fusion import (
 )
 from fuser.dtypes import DataType, ParallelType, compute_dtype, number_dtype, result_type
 from fuser.errors import DefinitionError, VerificationError
-from fuser.transforms.translate_welford import MODES as WELFORD_MODES
 
 Number = bool | int | float
 
@@ -936,15 +935,9 @@ class FusionDefinition:
             raise DefinitionError(
                 f"FusionDefinition: argument 'name' must be a non-empty str, got {name!r}"
             )
-        if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
-            raise DefinitionError(
-                f"FusionDefinition: argument 'streams' must be an int >= 1, got {streams!r}"
-            )
-        if welford not in WELFORD_MODES:
-            raise DefinitionError(
-                f"FusionDefinition: argument 'welford' must be one of "
-                f"{', '.join(map(repr, WELFORD_MODES))}, got {welford!r}"
-            )
+        from fuser.compiler import check_options  # (the compiler is imported on first use)
+
+        check_options("FusionDefinition", streams=streams, welford=welford)
         self.name = name
         self.streams = streams
         self.welford = welford

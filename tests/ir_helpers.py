@@ -29,3 +29,13 @@ def parse(text: str) -> tuple[ModuleOp, fu.FusionOp]:
     module = Parser(context(), text).parse_module()
     module.verify()
     return module, next(op for op in module.walk() if isinstance(op, fu.FusionOp))
+
+
+def _op_names(base: type) -> list[str]:
+    return [op.name.removeprefix("fusion.") for op in fu.Fusion.operations if issubclass(op, base)]
+
+
+UNARY: list[str] = _op_names(fu.UnaryOp)
+"""Every unary op of the fusion dialect but `gelu` (which has an approximation), by name."""
+NUMERIC_UNARY: list[str] = _op_names(fu.NumericUnaryOp)
+"""The unary ops that integers take too."""

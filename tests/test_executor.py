@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_host_evaluator import FakeDevice0
 
 from fuser import DataType, FusionDefinition
 from fuser.compiler import (
@@ -428,21 +429,6 @@ extern "C" __global__ void axpy(Tensor<float, 2> x, float a, int n, Tensor<float
 )
 
 
-class _FakeDevice0:
-    """Device 0, an H100 as far as the compiler asks."""
-
-    ordinal = 0
-    arch = "sm_90"
-    sm_count = 132
-    max_threads_per_block = 1024
-    max_shared_memory_per_block_optin = 227 * 1024
-    registers_per_sm = 65536
-    l2_bytes = 50 * 1024 * 1024
-
-    def make_current(self) -> None:
-        pass
-
-
 class _FakeModule:
     def __init__(self, log: list[str]) -> None:
         self.log = log
@@ -472,8 +458,8 @@ def recording_driver(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         record["launches"].append((func, grid, block, shared, stream, args))
 
     monkeypatch.setattr(driver, "launch", launch)
-    monkeypatch.setattr(driver, "current_device", lambda: _FakeDevice0())
-    monkeypatch.setattr(driver, "get_device", lambda ordinal: _FakeDevice0())
+    monkeypatch.setattr(driver, "current_device", lambda: FakeDevice0())
+    monkeypatch.setattr(driver, "get_device", lambda ordinal: FakeDevice0())
     monkeypatch.setattr(driver, "load_module", lambda cubin: _FakeModule(record["loads"]))
     return record
 

@@ -13,6 +13,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 import scipy.special
+from ir_helpers import NUMERIC_UNARY
+from ir_helpers import UNARY as IR_UNARY
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType
 from xdsl.ir import Operation
@@ -107,24 +109,7 @@ def error(fn: Callable[[], object], *needles: str) -> str:
     return message
 
 
-UNARY = [
-    "neg",
-    "abs",
-    "relu",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "reciprocal",
-    "sin",
-    "cos",
-    "tanh",
-    "sigmoid",
-    "erf",
-    "silu",
-    "gelu",
-]
-NUMERIC_UNARY = {"neg", "abs", "relu"}
+UNARY = [*IR_UNARY, "gelu"]
 ARITH = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
 COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
 

@@ -636,6 +636,8 @@ class FakeTorchDevice:
 
 
 class FakeDevice0:
+    """Device 0, an H100 as far as the compiler asks (tests/test_executor.py uses it too)."""
+
     ordinal = 0
     arch = "sm_90"
     sm_count = 132

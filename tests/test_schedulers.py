@@ -19,6 +19,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import scipy.special
+from ir_helpers import NUMERIC_UNARY, UNARY
 from xdsl.builder import ImplicitBuilder
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
@@ -393,23 +394,6 @@ def dyn(rank: int, el: str) -> str:
 # The scalar lowering, op by op, against the reference
 # --------------------------------------------------------------------------------------------
 
-UNARY = [
-    "neg",
-    "abs",
-    "relu",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "reciprocal",
-    "sin",
-    "cos",
-    "tanh",
-    "sigmoid",
-    "erf",
-    "silu",
-]
-NUMERIC_UNARY = ["neg", "abs", "relu"]
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
 COMPARISONS = ["eq", "ne", "lt", "le", "gt", "ge"]
 
@@ -449,21 +433,12 @@ def lower_and_evaluate(
     return inputs, np.asarray(got), expected
 
 
-@pytest.mark.parametrize("el", ["f32", "f64"])
-@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize(
+    ("name", "el"),
+    [(n, el) for n in UNARY for el in ("f32", "f64")]
+    + [(n, el) for n in NUMERIC_UNARY for el in ("i32", "i64")],
+)
 def test_unary_lowering(rng: np.random.Generator, name: str, el: str) -> None:
-    t = dyn(1, el)
-    check_lowering(
-        rng,
-        f"""fusion.fusion @f(%x: {t}) -> ({t}) {{
-      %y = fusion.{name} %x : {t}
-      fusion.output %y : {t} }}""",
-    )
-
-
-@pytest.mark.parametrize("el", ["i32", "i64"])
-@pytest.mark.parametrize("name", NUMERIC_UNARY)
-def test_integer_unary_lowering(rng: np.random.Generator, name: str, el: str) -> None:
     t = dyn(1, el)
     check_lowering(
         rng,

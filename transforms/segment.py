@@ -580,15 +580,14 @@ class _Segmenter:
     def _candidate(self, members: frozenset[Operation]) -> tuple[fu.FusionOp, FusionInfo]:
         """The union of `members` as a fusion of its own, with the metadata of its inputs."""
         plan = self._plan(members)
-        outs = self._check_outputs(members)
-        body = self._build_body(plan, outs, fu.OutputOp)
-        fusion = fu.FusionOp(
-            f"{self.name}_candidate",
-            [v.type for v in plan.inputs],
-            [v.type for v in outs],
-            Region(body),
-        )
+        fusion = self._as_fusion(plan, self._check_outputs(members), "candidate")
         return fusion, self._info_for(plan.inputs)
+
+    def _as_fusion(self, plan: _Plan, outs: Sequence[SSAValue], role: str) -> fu.FusionOp:
+        """The ops of `plan` yielding `outs` as a fusion of its own (`@<name>_<role>`)."""
+        body = self._build_body(plan, outs, fu.OutputOp)
+        types = [v.type for v in plan.inputs], [v.type for v in outs]
+        return fu.FusionOp(f"{self.name}_{role}", *types, Region(body))
 
     def _info_for(self, inputs: Sequence[SSAValue]) -> FusionInfo:
         assert self.info is not None and self.shapes is not None
@@ -753,11 +752,9 @@ class _Segmenter:
             return None
         if marked < len(members):
             return "it mixes stream-parallel and other ops"
-        plan, outs = self._plan(members), self._check_outputs(members)
-        body = self._build_body(plan, outs, fu.OutputOp)
-        types = [v.type for v in plan.inputs], [v.type for v in outs]
+        candidate = self._as_fusion(self._plan(members), self._check_outputs(members), "candidate")
         try:
-            slice_fusion(fu.FusionOp(f"{self.name}_candidate", *types, Region(body)))
+            slice_fusion(candidate)
         except StreamSliceError as e:
             return str(e)
         return None
@@ -902,15 +899,8 @@ class _Segmenter:
 
     def _segment_fusion(self, layout: _Layout, g: _Group) -> tuple[fu.FusionOp, FusionInfo]:
         """Group `g` of `layout` as the fusion its segment will be, with its inputs' metadata."""
-        plan, outs = layout.plans[g], layout.outputs[g]
-        body = self._build_body(plan, outs, fu.OutputOp)
-        fusion = fu.FusionOp(
-            f"{self.name}_segment",
-            [v.type for v in plan.inputs],
-            [v.type for v in outs],
-            Region(body),
-        )
-        return fusion, self._info_for(plan.inputs)
+        plan = layout.plans[g]
+        return self._as_fusion(plan, layout.outputs[g], "segment"), self._info_for(plan.inputs)
 
     def rewrite(self, layout: _Layout, schedulers: dict[_Group, str]) -> list[fu.SegmentOp]:
         """Replaces the body with one `fusion.segment` per group, in the layout's order."""
