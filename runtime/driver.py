@@ -537,3 +537,21 @@ def launch(
             f"cuLaunchKernel failed for kernel {func.name!r} with grid {tuple(grid)}, block "
             f"{tuple(block)}, {shared_bytes} bytes of dynamic shared memory: {_error_text(err)}"
         )
+
+
+LAUNCH_KERNEL = cu.cuLaunchKernel
+"""cuda-python's `cuLaunchKernel`, for the generated hot paths of the executor caches: called as
+`LAUNCH_KERNEL(*launch_prefix(...), stream_handle, kernel_params_address, 0)` it returns
+`(CUresult,)`. It skips `launch`'s Python frame and argument handling (about 1.5 µs of a 4-6 µs
+launch on an H100 host, benchmarks/RESULTS.md run 13); a caller hands any result other than
+`SUCCESS` to `launch`, which retries the launch and raises the fuser error naming the kernel."""
+
+SUCCESS = _SUCCESS
+"""The `CUresult` of a call that worked (compare with `is`)."""
+
+
+def launch_prefix(
+    func: Function, grid: Sequence[int], block: Sequence[int], shared_bytes: int
+) -> tuple[Any, ...]:
+    """The leading arguments of `LAUNCH_KERNEL` for `func` with this configuration."""
+    return (func._cu, *grid, *block, shared_bytes)

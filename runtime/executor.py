@@ -626,6 +626,7 @@ class Entry:
         "func",
         "grid",
         "in_slots",
+        "launch_args",
         "out_shapes",
         "out_slots",
         "pointers",
@@ -648,6 +649,7 @@ class Entry:
         self.executor = executor
         self.device = device
         self.func: driver.Function | None = None
+        self.launch_args: tuple[Any, ...] | None = None  # driver.launch_prefix once loaded
         self.torch_device: Any = None
         self.torch_out: tuple[tuple[tuple[int, ...], int, Any], ...] | None = None
         self.grid = tuple(plan.grid)
@@ -690,6 +692,16 @@ class Entry:
         self.address = ctypes.addressof(self.pointers) if blobs else 0
         self.skip = 0 in self.grid or (
             bool(self.out_shapes) and all(math.prod(s) == 0 for s in self.out_shapes)
+        )
+
+    def set_function(self, func: driver.Function | None) -> None:
+        """The loaded function this entry launches (None: load it again before the next
+        launch)."""
+        self.func = func
+        self.launch_args = (
+            None
+            if func is None
+            else driver.launch_prefix(func, self.grid, self.block, self.shared_bytes)
         )
 
     @property
@@ -750,7 +762,7 @@ class KernelExecutor:
                 self._retired.extend(self._functions.values())
                 self._functions.clear()
                 for other in self.entries.values():
-                    other.func = None
+                    other.set_function(None)
             self.entries[key] = entry
         return entry
 
@@ -767,7 +779,7 @@ class KernelExecutor:
         if entry.shared_bytes > max(self._shared_limit.get(device, 0), 48 * 1024):
             driver.set_max_dynamic_shared_memory(func, entry.shared_bytes)
             self._shared_limit[device] = entry.shared_bytes
-        entry.func = func
+        entry.set_function(func)
         return func
 
     # ---- launching -------------------------------------------------------------------------
@@ -930,7 +942,6 @@ class ExecutorCache:
                 "LAYOUT": self.layout,
                 "GENERAL": self._general,
                 "driver": driver,
-                "CudaError": CudaError,
                 "relaunch": _relaunch,
             }
             exec(self.fast_path_source, namespace)  # our own generated code
@@ -1000,9 +1011,9 @@ def _fast_path_source(layout: InputLayout) -> str:
     lines, key = torch_signature_prologue(layout)
     lines += [
         f"        entry = ENTRIES[{key}]",
-        "        func = entry.func",
+        "        args = entry.launch_args",
         "        alloc = entry.torch_out",
-        "        if func is None or alloc is None or driver.current_device().ordinal != device:",
+        "        if args is None or alloc is None or driver.current_device().ordinal != device:",
         "            raise TypeError",
         "    except (AttributeError, TypeError, KeyError):",
         "        return GENERAL(inputs)",
@@ -1032,10 +1043,8 @@ def _fast_path_source(layout: InputLayout) -> str:
         lines.append(f"        entry.set_scalars(({values},), LAYOUT)")
     lines += [
         "        if not entry.skip:",
-        "            try:",
-        "                driver.launch(func, entry.grid, entry.block, entry.shared_bytes, stream,",
-        "                              entry.address)",
-        "            except CudaError:",
+        "            (err,) = driver.LAUNCH_KERNEL(*args, stream, entry.address, 0)",
+        "            if err is not driver.SUCCESS:",
         "                relaunch(entry, stream)",
         "    finally:",
         "        lock.release()",

@@ -301,6 +301,7 @@ class _EntryLauncher:
         self.shared_bytes: int = entry.shared_bytes
         self.skip: bool = entry.skip
         self.func: Any = None
+        self.launch_args: tuple[Any, ...] | None = None  # driver.launch_prefix once loaded
         size = ctypes.sizeof(entry.buffer)
         self.buffer = ctypes.create_string_buffer(size)
         ctypes.memmove(self.buffer, entry.buffer, size)
@@ -328,6 +329,9 @@ class _EntryLauncher:
     def _load(self) -> Any:
         if self.func is None:
             self.func = self.entry.func or self.executor.load(self.entry)
+            self.launch_args = driver.launch_prefix(
+                self.func, self.entry.grid, self.block, self.shared_bytes
+            )
         return self.func
 
     def _launch(self, stream: int) -> None:
@@ -336,9 +340,14 @@ class _EntryLauncher:
         try:
             driver.launch(func, entry.grid, self.block, self.shared_bytes, stream, self.address)
         except CudaError:
-            # another library may have switched this thread's context behind our back
-            driver.get_device(entry.device).make_current()
-            driver.launch(func, entry.grid, self.block, self.shared_bytes, stream, self.address)
+            self._relaunch(stream)
+
+    def _relaunch(self, stream: int) -> None:
+        """A launch that failed, retried with the entry's device made current (another library
+        may have switched this thread's context behind our back); raises the fuser error."""
+        entry = self.entry
+        driver.get_device(entry.device).make_current()
+        driver.launch(self.func, entry.grid, self.block, self.shared_bytes, stream, self.address)
 
     def __call__(self, args: list[Any], grid: tuple[int, int, int], stream: int) -> None:
         slots = self.slots
@@ -363,10 +372,6 @@ class _EntryLauncher:
             "buffer": self.buffer,
             "me": self,
             "driver": driver,
-            "CudaError": CudaError,
-            "GRID": self.entry.grid,
-            "BLOCK": self.block,
-            "SMEM": self.shared_bytes,
             "ADDRESS": self.address,
         }
         for k, (pos, setter, off, dtype) in enumerate(self.scalar_slots):
@@ -383,13 +388,12 @@ class _EntryLauncher:
             lines.append("    return")
         else:
             lines += [
-                "    func = me.func",
-                "    if func is None:",
+                "    args = me.launch_args",
+                "    if args is None:",
                 f"        return me._launch(r[{stream_reg}])  # loads the function first",
-                "    try:",
-                f"        driver.launch(func, GRID, BLOCK, SMEM, r[{stream_reg}], ADDRESS)",
-                "    except CudaError:",
-                f"        me._launch(r[{stream_reg}])",
+                f"    (err,) = driver.LAUNCH_KERNEL(*args, r[{stream_reg}], ADDRESS, 0)",
+                "    if err is not driver.SUCCESS:",
+                f"        me._relaunch(r[{stream_reg}])",
             ]
         exec("\n".join(lines), namespace)  # our own generated code
         return namespace["launch"]

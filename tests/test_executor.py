@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_host_evaluator import FakeDevice0
+from test_host_evaluator import FakeDevice0, patch_launch
 
 from fuser import DataType, FusionDefinition
 from fuser.compiler import (
@@ -457,7 +457,7 @@ def recording_driver(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         args = [ctypes.string_at(p, n) for p, n in zip(ptrs, sizes, strict=True)]
         record["launches"].append((func, grid, block, shared, stream, args))
 
-    monkeypatch.setattr(driver, "launch", launch)
+    patch_launch(monkeypatch, launch)
     monkeypatch.setattr(driver, "current_device", lambda: FakeDevice0())
     monkeypatch.setattr(driver, "get_device", lambda ordinal: FakeDevice0())
     monkeypatch.setattr(driver, "load_module", lambda cubin: _FakeModule(record["loads"]))

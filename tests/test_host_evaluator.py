@@ -27,7 +27,7 @@ from fuser import DataType, FusionDefinition, dump
 from fuser.compiler import FusionCompiler, SegmentSummary
 from fuser.dialects import fusion as fu
 from fuser.dialects import get_all_dialects, host
-from fuser.errors import CompilationError, InputError
+from fuser.errors import CompilationError, CudaError, InputError
 from fuser.runtime import driver, executor
 from fuser.runtime.executor import Call, Frontend, InputLayout, tensor_signature
 from fuser.runtime.host_evaluator import (
@@ -650,6 +650,22 @@ class FakeDevice0:
         pass
 
 
+def patch_launch(monkeypatch: pytest.MonkeyPatch, launch: Callable[..., None]) -> None:
+    """Route every launch, `driver.launch` and the hot paths' raw `driver.LAUNCH_KERNEL`
+    alike, to `launch(func, grid, block, shared_bytes, stream, params_address)`."""
+
+    def raw(func: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, *rest: Any) -> Any:
+        shared, stream, address, _ = rest
+        launch(func, (gx, gy, gz), (bx, by, bz), shared, stream, address)
+        return (driver.SUCCESS,)
+
+    monkeypatch.setattr(driver, "launch", launch)
+    monkeypatch.setattr(driver, "LAUNCH_KERNEL", raw)
+    monkeypatch.setattr(
+        driver, "launch_prefix", lambda func, grid, block, shared: (func, *grid, *block, shared)
+    )
+
+
 class FakeGpu:
     """The driver calls of a run, recorded: pool allocations and frees, launches with the
     pointer at the start of each argument, torch outputs."""
@@ -706,7 +722,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     fake = FakeGpu()
     fake.params = {}
     monkeypatch.setattr(driver, "gpu_available", lambda: True)
-    monkeypatch.setattr(driver, "launch", fake.launch)
+    patch_launch(monkeypatch, fake.launch)
     monkeypatch.setattr(driver, "alloc", fake.alloc)
     monkeypatch.setattr(driver, "free", fake.free)
     monkeypatch.setattr(driver, "current_device", lambda: FakeDevice0())
@@ -900,6 +916,38 @@ def test_two_threads_share_one_compiler(rng: np.random.Generator, gpu: FakeGpu) 
     assert not errors and len(outputs) == 40
     info = compiler.cache_info()
     assert (info["programs"], info["kernels"], info["hits"] + info["misses"]) == (1, 3, 40)
+    assert not gpu.live
+
+
+@pytest.mark.parametrize("segmented", [False, True])
+def test_a_failed_raw_launch_is_retried_then_reported(
+    rng: np.random.Generator, gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch, segmented: bool
+) -> None:
+    """The fast paths call cuLaunchKernel themselves; a result other than success goes to
+    `driver.launch` (after making the device current), whose fuser error reaches the caller."""
+    with FusionDefinition("add") as add:
+        a = add.define_tensor([-1], DataType.Float)
+        add.add_output(add.ops.add(a, add.define_tensor([-1], DataType.Float)))
+    compiler = FusionCompiler((chain3() if segmented else add).fusion)
+    gpu.params = {f"fuser_chain3_p0_s{k}_pointwise": 3 - (k == 2) for k in range(3)}
+    gpu.params["fuser_add_pointwise_0"] = 3
+    compiler.execute(_torch_inputs(rng, 256))  # the general path loads the kernels
+    assert compiler.execute(_torch_inputs(rng, 256))  # the fast path launches
+    retried: list[str] = []
+
+    def failing_raw(func: Any, *rest: Any) -> Any:
+        return (driver.cu.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,)
+
+    def failing_launch(func: Any, *rest: Any) -> None:
+        retried.append(func)
+        raise CudaError(f"cuLaunchKernel failed for kernel {func!r}: out of resources")
+
+    monkeypatch.setattr(driver, "LAUNCH_KERNEL", failing_raw)
+    monkeypatch.setattr(driver, "launch", failing_launch)
+    with pytest.raises(CudaError, match="cuLaunchKernel failed for kernel"):
+        compiler.execute(_torch_inputs(rng, 256))
+    assert (compiler.misses, compiler.hits) == (1, 2)  # the fast path launched
+    assert retried == ["fuser_chain3_p0_s0_pointwise" if segmented else "fuser_add_pointwise_0"]
     assert not gpu.live
 
 
