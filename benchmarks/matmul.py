@@ -12,7 +12,8 @@ Every result is checked against torch's first (relative Frobenius error below 1e
 
 `--sweep` also times the matmul kernel alone (launched directly, outside `fd.execute`) for
 several tile configurations per shape (split-K partials of several factors for the skinny
-shapes, with torch's sum over the splits after them), to tune `matmul_tiles` and `MMA_SHAPES`.
+shapes, with torch's sum over the splits after them), to tune `matmul_tiles`, `WGMMA_SHAPES`
+and `MMA_SHAPES`.
 
 Writes `matmul.json` and `matmul.md` to `--out` and prints the table last.
 """
@@ -46,33 +47,32 @@ from fuser.transforms.schedulers.matmul import MatmulParams, MatmulScheduler
 SHAPES = [(4096, 4096, 4096), (256, 65536, 256), (128, 32768, 128)]
 """(M, K, N)."""
 
-# (tile, warps, stages, splits) candidates of --sweep; splits None: the plain matmul
-SWEEP: dict[
-    tuple[int, int, int], list[tuple[tuple[int, int, int], tuple[int, int], int, int | None]]
-] = {
+# (engine, tile, warps, stages, splits) candidates of --sweep; splits None: the plain matmul
+Sweep = tuple[str, tuple[int, int, int], tuple[int, int], int, int | None]
+SWEEP: dict[tuple[int, int, int], list[Sweep]] = {
     (4096, 4096, 4096): [
-        ((128, 256, 32), (2, 4), 5, None),
-        ((128, 256, 32), (2, 4), 4, None),
-        ((128, 256, 64), (2, 4), 4, None),
+        ("wgmma", (128, 256, 64), (8, 1), 3, None),
+        ("wgmma", (128, 256, 64), (8, 1), 4, None),
+        ("wgmma", (128, 128, 64), (8, 1), 4, None),
+        ("mma", (128, 256, 32), (2, 4), 5, None),
     ],
     (256, 65536, 256): [
-        ((64, 128, 32), (2, 2), 4, 32),
-        ((64, 128, 64), (2, 2), 4, 32),
-        ((64, 64, 64), (2, 2), 4, 16),
-        ((128, 128, 32), (2, 2), 4, 64),
-        ((64, 128, 32), (2, 4), 4, 32),
-        ((64, 128, 32), (4, 2), 4, 32),
-        ((128, 128, 32), (2, 4), 4, 64),
-        ((128, 128, 32), (4, 2), 4, 64),
-        ((64, 128, 32), (2, 4), 3, 32),
-        ((64, 64, 64), (2, 2), 4, 32),
-        ((64, 64, 64), (4, 1), 4, 32),
+        ("wgmma", (64, 128, 64), (4, 1), 4, 32),
+        ("wgmma", (64, 128, 64), (4, 1), 3, 32),
+        ("wgmma", (128, 128, 64), (8, 1), 3, 64),
+        ("wgmma", (64, 256, 64), (4, 1), 3, 32),
+        ("wgmma", (64, 64, 64), (4, 1), 4, 32),
+        ("mma", (64, 128, 32), (2, 2), 4, 32),
     ],
     (128, 32768, 128): [
-        ((64, 64, 64), (2, 2), 4, 64),
-        ((64, 64, 64), (2, 2), 4, 32),
+        ("wgmma", (64, 64, 64), (4, 1), 4, 64),
+        ("wgmma", (64, 64, 64), (4, 1), 4, 32),
+        ("wgmma", (64, 128, 64), (4, 1), 4, 64),
+        ("mma", (64, 64, 64), (2, 2), 4, 64),
     ],
 }
+"""Earlier sweeps of mma.sync tiles (benchmarks/RESULTS.md runs 11-13): for 256x65536x256 every
+tile, warp layout and factor took 33-40 us for the partials, bound by shared-memory traffic."""
 
 
 def tflops(m: int, k: int, n: int, ms: float) -> float:
@@ -178,11 +178,11 @@ def sweep_shape(m: int, k: int, n: int) -> list[dict[str, Any]]:
     ref = torch.matmul(a.double(), b.double())
     scheduler = MatmulScheduler()
     rows = []
-    for tile, warps, stages, splits in SWEEP.get((m, k, n), []):
+    for engine, tile, warps, stages, splits in SWEEP.get((m, k, n), []):
         fusion = matmul_definition().fusion if splits is None else partial_fusion(splits)
         info = FusionInfo((meta(a), meta(b)), DeviceInfo())
         config = kernel.MatmulConfigAttr(
-            kernel.MatmulEngine.MMA,
+            kernel.MatmulEngine(engine),
             BF16,
             tile,
             warps,
@@ -193,13 +193,14 @@ def sweep_shape(m: int, k: int, n: int) -> list[dict[str, Any]]:
         config.verify()
         p: MatmulParams = dataclasses.replace(
             scheduler.heuristics(fusion, info),
+            engine=engine,
             tile=tile,
             warps=warps,
             stages=stages,
             block=(config.threads, 1, 1),
             shared_bytes=config.shared_bytes(),
         )
-        name = "sweep_" + "_".join(map(str, (*tile, *warps, stages, splits or 0)))
+        name = "sweep_" + "_".join(map(str, (engine, *tile, *warps, stages, splits or 0)))
         func = scheduler.emit(fusion, p, name)
         launch = scheduler.launch_config(fusion, p, info)
         compiled = RtcKernel(emit_cuda(func), name, block_size=config.threads)
@@ -222,6 +223,7 @@ def sweep_shape(m: int, k: int, n: int) -> list[dict[str, Any]]:
         rows.append(
             {
                 "shape": [m, k, n],
+                "engine": engine,
                 "tile": list(tile),
                 "warps": list(warps),
                 "stages": stages,
@@ -235,8 +237,9 @@ def sweep_shape(m: int, k: int, n: int) -> list[dict[str, Any]]:
         )
         r = rows[-1]
         print(
-            f"sweep {m}x{k}x{n} tile {tile} warps {warps} stages {stages} splits {splits}: "
-            f"kernel {ms_kernel:.4f} ms, total {ms:.4f} ms, {r['tflops']:.0f} TFLOP/s",
+            f"sweep {m}x{k}x{n} {engine} tile {tile} warps {warps} stages {stages} "
+            f"splits {splits}: kernel {ms_kernel:.4f} ms, total {ms:.4f} ms, "
+            f"{r['tflops']:.0f} TFLOP/s",
             flush=True,
         )
     return rows
@@ -265,13 +268,14 @@ def markdown(device: str, rows: list[dict[str, Any]], sweep: list[dict[str, Any]
     if sweep:
         lines += [
             "",
-            "| sweep M x K x N | tile | warps | stages | splits | grid | kernel ms | total ms | "
-            "TFLOP/s |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| sweep M x K x N | engine | tile | warps | stages | splits | grid | kernel ms | "
+            "total ms | TFLOP/s |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for s in sweep:
             lines.append(
-                f"| {'x'.join(map(str, s['shape']))} | {'x'.join(map(str, s['tile']))} | "
+                f"| {'x'.join(map(str, s['shape']))} | {s['engine']} | "
+                f"{'x'.join(map(str, s['tile']))} | "
                 f"{'x'.join(map(str, s['warps']))} | {s['stages']} | {s['splits'] or '-'} | "
                 f"{s['grid']} | {s['kernel_ms']:.4f} | {s['ms']:.4f} | {s['tflops']:.0f} |"
             )

@@ -607,6 +607,8 @@ class CudaPrinter(BasePrinter):
             return f"fuser::mm::Simt<{t}, {bm}, {bn}, {bk}, {', '.join(loads)}>"
         wm, wn = config.warps
         stages = config.stages.data
+        if config.engine.data == kernel.MatmulEngine.WGMMA:
+            return f"fuser::mm::Wgmma<{t}, {bm}, {bn}, {bk}, {stages}, {', '.join(loads)}>"
         return f"fuser::mm::Mma<{t}, {bm}, {bn}, {bk}, {wm}, {wn}, {stages}, {', '.join(loads)}>"
 
     @print_op.register

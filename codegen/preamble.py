@@ -5,16 +5,52 @@ layout the runtime packs, see `fuser.dialects.kernel.TENSOR_STRUCT_SOURCE`), `Ve
 for 2/4/8-wide memory accesses, and in namespace `fuser` the NaN-propagating `maximum` and
 `minimum`, the reduction functors and the warp, block and grid reductions and Welford combines
 that the cooperative ops of the `kernel` dialect become, and in namespace `fuser::mm` the matmul
-tiles that `kernel.matmul_mainloop` and `kernel.matmul_frag` call (`MATMUL_SOURCE`: `Mma`, the
-tensor-core tile of f16/bf16 operands with its cp.async / ldmatrix / mma.sync pipeline, and
-`Simt`, the f32/f64 tile). It is plain text so that it reads as what it is; NVRTC compiles it
-with the CUDA headers on its include path and without <cstdint> (hence `long long`, never
-`int64_t`).
+tiles that `kernel.matmul_mainloop` and `kernel.matmul_frag` call (`MATMUL_SOURCE`: `Wgmma`,
+Hopper's tensor-core tile of f16/bf16 operands (cp.async into 128-byte-swizzled atoms, wgmma
+from shared memory), `Mma`, the tensor-core tile of earlier GPUs with its cp.async / ldmatrix /
+mma.sync pipeline, and `Simt`, the f32/f64 tile). It is plain text so that it reads as what it
+is, except the `Wgmma64` specializations (`WGMMA_STEPS`), generated because PTX names each of
+up to 128 accumulator registers; NVRTC compiles it with the CUDA headers on its include path
+and without <cstdint> (hence `long long`, never `int64_t`).
 """
 
 from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 
-MATMUL_SOURCE = r"""// ---- matmul tiles (kernel.matmul_mainloop, kernel.matmul_frag) ------------
+
+def _wgmma_step(c_type: str, ptx_type: str, n: int) -> str:
+    """`Wgmma64<c_type, n>`: one `wgmma.mma_async` m64n{n}k16 with its n / 2 accumulators (PTX
+    names every register; one specialization per shape and type)."""
+    regs = n // 2
+    outs = ", ".join(f"%{i}" for i in range(regs))
+    acc = [f'"+f"(d[{i}])' for i in range(regs)]
+    acc_lines = ",\n          ".join(", ".join(acc[i : i + 8]) for i in range(0, regs, 8))
+    return f"""template <> struct Wgmma64<{c_type}, {n}> {{
+  template <int TRANS_A, int TRANS_B>
+  __device__ static void run(float (&d)[{regs}], unsigned long long a, unsigned long long b) {{
+#if FUSER_WGMMA
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
+        "{{{outs}}}, "
+        "%{regs}, %{regs + 1}, p, 1, 1, %{regs + 2}, %{regs + 3};\\n}}\\n"
+        : {acc_lines}
+        : "l"(a), "l"(b), "n"(TRANS_A), "n"(TRANS_B));
+#endif
+  }}
+}};
+"""
+
+
+WGMMA_STEPS = "".join(
+    _wgmma_step(c, ptx, n)
+    for c, ptx in (("__half", "f16"), ("__nv_bfloat16", "bf16"))
+    for n in (64, 128, 256)
+)
+"""The `Wgmma64<T, N>` specializations of the preamble: f16 and bf16, N of 64, 128 and 256 (the
+wgmma tiles' BN)."""
+
+MATMUL_SOURCE = (
+    r"""// ---- matmul tiles (kernel.matmul_mainloop, kernel.matmul_frag) ------------
 namespace fuser {
 namespace mm {
 
@@ -93,7 +129,10 @@ template <> struct Mma16816<__nv_bfloat16> {
 // neither the chunk writes nor ldmatrix's eight row reads hit one bank twice; the function of the
 // row is the same for rows 16 apart, so moving 16 rows (a fragment block, a k step) adds a
 // constant.
-template <typename T, int MN, int BK, int LOAD, int THREADS> struct Operand {
+// ATOMS (the wgmma tiles): the tile is laid out as the 128-byte-swizzled atoms wgmma reads, 8
+// rows of 128 bytes each: K rows must then be 64 elements long (one atom wide), and MN rows are
+// cut into 64-element atoms stored one after another (the rows of atom j at j * BK * 64).
+template <typename T, int MN, int BK, int LOAD, int THREADS, bool ATOMS = false> struct Operand {
   static constexpr bool K_ROWS = LOAD == K_ASYNC || LOAD == K_ELEMENTS;
   static constexpr bool ASYNC = LOAD == K_ASYNC || LOAD == MN_ASYNC;
   static constexpr int ROWS = K_ROWS ? MN : BK;
@@ -105,8 +144,11 @@ template <typename T, int MN, int BK, int LOAD, int THREADS> struct Operand {
   static_assert(ROW % 8 == 0 && (CHUNKS & (CHUNKS - 1)) == 0, "rows of 2^n 16-byte chunks");
   static_assert(CHUNKS >= 2 && ROWS * CHUNKS % THREADS == 0 && THREADS % CHUNKS == 0,
                 "chunks spread evenly, a thread's chunks in one column");
+  static_assert(!ATOMS || (K_ROWS ? ROW == 64 : ROW % 64 == 0), "rows of whole 128-byte atoms");
 
   __device__ static int offset(int row, int chunk) {
+    if (ATOMS && !K_ROWS)
+      return (chunk / 8) * (ROWS * 64) + row * 64 + ((chunk % 8) ^ (row & 7)) * 8;
     const int swizzled = CHUNKS >= 8 ? chunk ^ (row & 7)
                                      : chunk ^ ((row / (8 / CHUNKS)) & (CHUNKS - 1));
     return row * ROW + swizzled * 8;
@@ -305,6 +347,126 @@ struct Mma {
   }
 };
 
+// ---- Hopper (sm_90a): warpgroup MMA ------------------------------------------------------
+// 128 threads (a warpgroup) multiply a 64 x N block of A by an N-wide block of B straight from
+// shared memory (`wgmma.mma_async`): no ldmatrix, and each operand byte is read once per
+// warpgroup instead of once per warp. The operands are described by 64-bit descriptors: the
+// tile's shared address, the byte offsets between 8-row core-matrix groups (stride) and between
+// 64-element atoms along M or N (leading, for an MN-major operand), and the 128-byte swizzle.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FUSER_WGMMA 1
+#else
+#define FUSER_WGMMA 0
+#endif
+
+__device__ __forceinline__ unsigned long long wgmma_descriptor(unsigned address, unsigned leading,
+                                                               unsigned stride) {
+  return (unsigned long long)((address & 0x3FFFF) >> 4) |
+         ((unsigned long long)((leading & 0x3FFFF) >> 4) << 16) |
+         ((unsigned long long)((stride & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() {
+#if FUSER_WGMMA
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit_and_wait() {
+#if FUSER_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+// What this thread wrote to shared memory (cp.async or stores) becomes visible to wgmma's reads.
+__device__ __forceinline__ void fence_async_shared() {
+#if FUSER_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// d += a * b for one m64nNk16 step of a warpgroup (f32 accumulators, N / 2 per thread): a and b
+// are descriptors; TRANS_A / TRANS_B say the operand is MN-major (M or N contiguous).
+template <typename T, int N> struct Wgmma64;
+"""
+    + WGMMA_STEPS
+    + r"""
+// A BM x BN tile of C = A B on Hopper's tensor cores (f16/bf16 operands, f32 accumulators):
+// BM / 64 warpgroups, each 64 rows by all BN columns; k tiles of 64 (one 128-byte atom of K) in
+// a STAGES-deep cp.async pipeline of atom-laid-out tiles (Operand<..., ATOMS>), multiplied by
+// four wgmma steps per k tile. The fragment order of the accumulators is mma.sync's, per
+// 16-row slice of a warp.
+template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B> struct Wgmma {
+  static constexpr int THREADS = 2 * BM;  // 128 threads per 64 rows
+  static constexpr int ACC = BN / 2;
+  using A = Operand<T, BM, BK, LOAD_A, THREADS, true>;
+  using B = Operand<T, BN, BK, LOAD_B, THREADS, true>;
+  static constexpr int STAGE = A::ELEMS + B::ELEMS;
+  static constexpr int SHARED_BYTES = STAGES * STAGE * (int)sizeof(T) + 1024;  // + alignment
+  static_assert(sizeof(T) == 2 && BM % 64 == 0 && BK == 64 && STAGES >= 2, "tile shape");
+
+  __device__ static int frag_row(int i) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    return (warp / 4) * 64 + (warp % 4) * 16 + lane / 4 + ((i % 4) / 2) * 8;
+  }
+  __device__ static int frag_col(int i) {
+    return (i / 4) * 8 + (threadIdx.x % 4) * 2 + i % 2;
+  }
+
+  // The descriptor of k step ks of an operand tile at shared address `tile`, from M (or N)
+  // index `mn` (a multiple of 64) on.
+  template <typename Op> __device__ static unsigned long long descriptor(unsigned tile, int mn,
+                                                                         int ks) {
+    if (Op::K_ROWS) return wgmma_descriptor(tile + mn * 128 + ks * 32, 16, 1024);
+    return wgmma_descriptor(tile + (mn / 64) * (BK * 128) + ks * 2048, BK * 128, 1024);
+  }
+
+  // acc = A[m0:m0+BM, k0:k1] B[k0:k1, n0:n0+BN], as Mma::mainloop.
+  template <int R>
+  __device__ static void mainloop(float (&acc)[ACC], Tensor<T, R> a, long long a_off,
+                                  Tensor<T, R> b, long long b_off, long long m0, long long n0,
+                                  long long k0, long long k1) {
+    static_assert(FUSER_WGMMA, "wgmma tiles need sm_90a");
+    extern __shared__ __align__(1024) unsigned char fuser_matmul_shared[];
+    const unsigned raw = shared_address(fuser_matmul_shared);
+    const unsigned base = (raw + 1023) & ~1023u;  // the 128-byte swizzle repeats every 1024
+    T* shared = reinterpret_cast<T*>(fuser_matmul_shared + (base - raw));
+    constexpr int STAGE_BYTES = STAGE * (int)sizeof(T), A_BYTES = A::ELEMS * (int)sizeof(T);
+    A la(a.data + a_off, a.stride[R - 2], a.stride[R - 1], (int)m0, (int)a.size[R - 2], (int)k0,
+         (int)k1);
+    B lb(b.data + b_off, b.stride[R - 1], b.stride[R - 2], (int)n0, (int)b.size[R - 1], (int)k0,
+         (int)k1);
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
+    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < tiles) {
+        la.load(shared + s * STAGE, base + s * STAGE_BYTES);
+        lb.load(shared + s * STAGE + A::ELEMS, base + s * STAGE_BYTES + A_BYTES);
+      }
+      cp_async_commit();
+    }
+    const int rows = (threadIdx.x / 128) * 64;  // this warpgroup's rows of the tile
+    for (int t = 0; t < tiles; ++t) {
+      cp_async_wait<STAGES - 2>();
+      fence_async_shared();
+      __syncthreads();  // k tile t landed; every warpgroup finished reading tile t - 1
+      const int write = (t + STAGES - 1) % STAGES;
+      if (t + STAGES - 1 < tiles) {
+        la.load(shared + write * STAGE, base + write * STAGE_BYTES);
+        lb.load(shared + write * STAGE + A::ELEMS, base + write * STAGE_BYTES + A_BYTES);
+      }
+      cp_async_commit();
+      const unsigned stage = base + (t % STAGES) * STAGE_BYTES;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < BK / 16; ++ks)
+        Wgmma64<T, BN>::template run<!A::K_ROWS, !B::K_ROWS>(
+            acc, descriptor<A>(stage, rows, ks), descriptor<B>(stage + A_BYTES, 0, ks));
+      wgmma_commit_and_wait();
+    }
+    cp_async_wait<0>();
+  }
+};
+
 // A BM x BN tile of C = A B on the CUDA cores (f32 or f64), 256 threads as 16 x 16: thread
 // (ty, tx) computes rows ty + 16 i and column pairs 2 tx + 32 j (+1). k tiles of BK are loaded
 // element by element into registers while the previous one is multiplied from shared memory.
@@ -418,8 +580,10 @@ template <typename T, int BM, int BN, int BK, int LOAD_A, int LOAD_B> struct Sim
 }  // namespace mm
 }  // namespace fuser
 """
-"""The matmul tiles (see `fuser.transforms.schedulers.matmul`): `Mma<T, BM, BN, BK, WARPS_M,
-WARPS_N, STAGES, LOAD_A, LOAD_B>` and `Simt<T, BM, BN, BK, LOAD_A, LOAD_B>`, each with
+)
+"""The matmul tiles (see `fuser.transforms.schedulers.matmul`): `Wgmma<T, BM, BN, BK, STAGES,
+LOAD_A, LOAD_B>`, `Mma<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, LOAD_A, LOAD_B>` and `Simt<T, BM,
+BN, BK, LOAD_A, LOAD_B>`, each with
 `mainloop(acc, a, a_off, b, b_off, m0, n0, k0, k1)`, `frag_row(i)`, `frag_col(i)`, `ACC`,
 `THREADS` and `SHARED_BYTES` (dynamic shared memory)."""
 

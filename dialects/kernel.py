@@ -932,9 +932,11 @@ class GridReduceOp(IRDLOperation):
 
 
 class MatmulEngine(StrEnum):
-    """Which units multiply: the tensor cores (`mma.sync`, f16/bf16 operands, f32 accumulators)
-    or the CUDA cores (f32/f64, fused multiply-adds)."""
+    """Which units multiply: Hopper's tensor cores through warpgroup MMA (`wgmma.mma_async`
+    from shared memory, sm_90a), the tensor cores through `mma.sync` (sm_80 on; f16/bf16
+    operands, f32 accumulators both), or the CUDA cores (f32/f64, fused multiply-adds)."""
 
+    WGMMA = "wgmma"
     MMA = "mma"
     SIMT = "simt"
 
@@ -955,11 +957,14 @@ class MatmulLoad(StrEnum):
 
 
 MATMUL_ELEMENTS: dict[MatmulEngine, tuple[Attribute, ...]] = {
+    MatmulEngine.WGMMA: (F16, BF16),
     MatmulEngine.MMA: (F16, BF16),
     MatmulEngine.SIMT: (F32, F64),
 }
 SIMT_WARPS = (8, 1)
 """A SIMT tile has 256 threads (a 16 x 16 grid of them) and two shared buffers."""
+WGMMA_N = (64, 128, 256)
+"""The tile widths (N of `wgmma.mma_async` m64nNk16) the preamble's wgmma tile is built for."""
 
 
 def accumulator_type(element_type: Attribute) -> Attribute:
@@ -975,8 +980,10 @@ class MatmulConfigAttr(ParametrizedAttribute):
 
     is `fuser::mm::Mma<__nv_bfloat16, 128, 256, 32, 2, 4, 3, K_ASYNC, MN_ASYNC>` of the preamble:
     a 128 x 256 tile of C per block, k tiles of 32, 2 x 4 warps (64 x 64 outputs each), a
-    3-stage cp.async pipeline. `simt` tiles are `fuser::mm::Simt<T, BM, BN, BK, LOAD_A, LOAD_B>`
-    with 256 threads (`warps 8x1`) and two buffers (`stages 2`), loads `*_elements`.
+    3-stage cp.async pipeline. `wgmma` tiles are `fuser::mm::Wgmma<T, BM, BN, 64, STAGES,
+    LOAD_A, LOAD_B>` (sm_90a): a warpgroup (`warps 4x1`) per 64 rows, k tiles of 64. `simt`
+    tiles are `fuser::mm::Simt<T, BM, BN, BK, LOAD_A, LOAD_B>` with 256 threads (`warps 8x1`)
+    and two buffers (`stages 2`), loads `*_elements`.
     """
 
     name = "kernel.matmul"
@@ -1033,6 +1040,8 @@ class MatmulConfigAttr(ParametrizedAttribute):
         el = byte_size(self.element_type)
         if self.engine.data == MatmulEngine.MMA:
             return self.stages.data * (bm + bn) * bk * el
+        if self.engine.data == MatmulEngine.WGMMA:
+            return self.stages.data * (bm + bn) * bk * el + 1024  # + aligning to 1024
         pad = 16 // el
         return 2 * bk * (bm + pad + bn + pad) * el
 
@@ -1112,6 +1121,8 @@ class MatmulConfigAttr(ParametrizedAttribute):
             raise VerifyException("#kernel.matmul extents must be positive")
         if engine == MatmulEngine.SIMT:
             problem = self._simt_problem(bm, bn, bk)
+        elif engine == MatmulEngine.WGMMA:
+            problem = self._wgmma_problem(bm, bn, bk, wm, wn)
         else:
             problem = self._mma_problem(bm, bn, bk, wm, wn)
         if problem is not None:
@@ -1126,11 +1137,25 @@ class MatmulConfigAttr(ParametrizedAttribute):
             return "needs M a multiple of 16, N of 32, M x K and N x K of 256"
         return None
 
+    def _wgmma_problem(self, bm: int, bn: int, bk: int, wm: int, wn: int) -> str | None:
+        if bm % 64 or bn not in WGMMA_N or bk != 64 or self.stages.data < 2:
+            return (
+                f"needs M a multiple of 64, N one of {', '.join(map(str, WGMMA_N))}, K 64 and at "
+                "least 2 stages"
+            )
+        if (wm, wn) != (bm // 16, 1):
+            return f"has a warpgroup per 64 rows: warps {bm // 16}x1"
+        return self._operand_problem(bm, bn, bk)
+
     def _mma_problem(self, bm: int, bn: int, bk: int, wm: int, wn: int) -> str | None:
         if bm % (16 * wm) or bn % (16 * wn):
             return f"{wm}x{wn} warps need M and N multiples of 16 per warp"
         if bk % 16 or bk < 32 or self.stages.data < 2:
             return "needs K a multiple of 16, at least 32, and at least 2 stages"
+        return self._operand_problem(bm, bn, bk)
+
+    def _operand_problem(self, bm: int, bn: int, bk: int) -> str | None:
+        """Whether both operands' tiles spread evenly over the threads in 16-byte chunks."""
         threads = self.threads
         for which, mn, load in (("a", bm, self.load_a.data), ("b", bn, self.load_b.data)):
             row = bk if load.startswith("k") else mn

@@ -509,7 +509,12 @@ class FusionCompiler:
     def _split_factors(self, info: FusionInfo, log: list[str] | None = None) -> tuple[int, ...]:
         """The split-K factor of each matmul of the fusion for `info` (`plan_split_k`)."""
         return plan_split_k(
-            self.fusion, info.input_shapes, info.device.sm_count, splits=self.split_k, log=log
+            self.fusion,
+            info.input_shapes,
+            info.device.sm_count,
+            splits=self.split_k,
+            log=log,
+            arch=info.device.arch,
         )
 
     def _single_kernel_fusion(self, info: FusionInfo) -> FusionOp:

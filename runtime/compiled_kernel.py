@@ -103,13 +103,20 @@ def register_cap(
     return None if regs >= _MAX_REGISTERS else regs
 
 
+def sass_target(arch: str) -> str:
+    """The NVRTC target of `arch`: sm_90 compiles for sm_90a, Hopper's architecture-specific
+    target (warpgroup MMA, `wgmma`, exists only there); its cubin runs on every compute
+    capability 9.0 GPU (H100, H200, GH200), the only ones an sm_90 cubin runs on anyway."""
+    return "sm_90a" if arch == "sm_90" else arch
+
+
 def compile_options(
     arch: str, max_registers: int | None = None, extra: Sequence[str] = ()
 ) -> list[str]:
-    """The NVRTC options fuser compiles every kernel with (SASS for `arch`)."""
+    """The NVRTC options fuser compiles every kernel with (SASS for `arch`, see `sass_target`)."""
     options = [
         "--std=c++17",
-        f"--gpu-architecture={arch}",
+        f"--gpu-architecture={sass_target(arch)}",
         f"-I{cuda_include_dir()}",
         "-default-device",
         "--fmad=true",

@@ -58,7 +58,8 @@ def test_compiles_fp16_bf16_kernel_to_cubin(rng: np.random.Generator, arch: str)
     assert cubin[:4] == b"\x7fELF"  # SASS in an ELF cubin, not PTX text
     assert kernel.cubin_size == len(cubin) > 1000
     assert b"scale_half" in cubin
-    assert f"--gpu-architecture={arch}" in kernel.options
+    target = "sm_90a" if arch == "sm_90" else arch  # Hopper's arch-specific target (wgmma)
+    assert f"--gpu-architecture={target}" in kernel.options
     assert kernel.compile() is cubin  # compiled once
     assert isinstance(kernel.log, str)
 
@@ -74,7 +75,7 @@ def test_compile_options() -> None:
     opts = compile_options("sm_90", max_registers=96)
     for expected in (
         "--std=c++17",
-        "--gpu-architecture=sm_90",
+        "--gpu-architecture=sm_90a",
         "-default-device",
         "--fmad=true",
         "-DNDEBUG",

@@ -230,10 +230,14 @@ def test_rejects_shapes_that_do_not_fit() -> None:
     tiny_smem = DeviceInfo(max_shared_memory_per_block=24 * 1024)
     metas = (contiguous(1, 64, 64), contiguous(1, 64, 64))
     verdict = MATMUL.accepts(g, info(g, *metas, device=tiny_smem))
-    assert not verdict and "32768 bytes of shared memory" in verdict.reason
-    # fewer stages where a block's shared memory is smaller: 3 of 16 KiB in 48 KiB
+    # two stages of 16 KiB, and the wgmma tile's 1 KiB of alignment
+    assert not verdict and "33792 bytes of shared memory" in verdict.reason
+    # fewer stages where a block's shared memory is smaller: 2 of 16 KiB (and the alignment) in
+    # 48 KiB for wgmma, 3 for mma.sync
     small = DeviceInfo(max_shared_memory_per_block=48 * 1024)
-    assert MATMUL.heuristics(g, info(g, *metas, device=small)).stages == 3
+    assert MATMUL.heuristics(g, info(g, *metas, device=small)).stages == 2
+    small_80 = DeviceInfo(arch="sm_80", max_shared_memory_per_block=48 * 1024)
+    assert MATMUL.heuristics(g, info(g, *metas, device=small_80)).stages == 3
 
 
 def test_no_scheduler_error_names_the_matmul_reason() -> None:
@@ -252,17 +256,34 @@ def params(text: str, *metas: TensorMeta) -> MatmulParams:
     return MATMUL.heuristics(f, info(f, *metas))
 
 
+SM_80 = DeviceInfo(arch="sm_80", max_shared_memory_per_block=163 * 1024)
+
+
 def test_tiles_follow_matmul_tile() -> None:
     big = params(plain("bf16"), contiguous(4096, 4096), contiguous(4096, 4096))
-    assert (big.tile, big.warps, big.stages, big.block) == ((128, 256, 32), (2, 4), 5, (256, 1, 1))
-    assert big.shared_bytes == 5 * (128 + 256) * 32 * 2
+    assert (big.engine, big.tile, big.warps, big.stages, big.block) == (
+        "wgmma",
+        (128, 256, 64),
+        (8, 1),
+        3,
+        (256, 1, 1),
+    )
+    assert big.shared_bytes == 3 * (128 + 256) * 64 * 2 + 1024
     f = parse_fusion(plain("bf16"))
+    ampere = MATMUL.heuristics(f, info(f, *[contiguous(4096, 4096)] * 2, device=SM_80))
+    assert (ampere.engine, ampere.tile, ampere.warps, ampere.stages) == (
+        "mma",
+        (128, 256, 32),
+        (2, 4),
+        5,
+    )
+    assert ampere.shared_bytes == 5 * (128 + 256) * 32 * 2
     small_smem = DeviceInfo(arch="sm_80", max_shared_memory_per_block=100 * 1024)
     clamped = MATMUL.heuristics(f, info(f, *[contiguous(4096, 4096)] * 2, device=small_smem))
     assert (clamped.stages, clamped.shared_bytes) == (4, 4 * (128 + 256) * 32 * 2)
     # a long K on a small output: 64 x 128 tiles (split-K's partials); a short one: 64 x 64
     skinny = params(plain("bf16"), contiguous(256, 65536), contiguous(65536, 256))
-    assert (skinny.tile, skinny.warps, skinny.block) == ((64, 128, 32), (2, 2), (128, 1, 1))
+    assert (skinny.tile, skinny.warps, skinny.block) == ((64, 128, 64), (4, 1), (128, 1, 1))
     assert matmul_tile(256, 256, 65536, BF16).count(256, 256) == 8
     short = params(plain("bf16"), contiguous(256, 4096), contiguous(4096, 256))
     assert short.tile == (64, 64, 64) and short.block == (128, 1, 1)
@@ -372,6 +393,8 @@ COMPILE_CASES = [
     ("f16_big", plain("f16"), [contiguous(4096, 4096), transposed(4096, 4096)]),
     ("bf16_elements", plain("bf16"), [contiguous(33, 17), contiguous(17, 9)]),
     ("bf16_splits", partial("bf16", 4), [contiguous(256, 4096), contiguous(4096, 256)]),
+    ("bf16_wide_splits", partial("bf16", 32), [contiguous(256, 65536), contiguous(65536, 256)]),
+    ("bf16_medium", plain("bf16"), [contiguous(1152, 512), contiguous(512, 1024)]),
     ("f32_linear", linear("f32"), [contiguous(300, 200), contiguous(200, 100), contiguous(100)]),
     ("f32_batched_splits", partial("f32", 2, 3), [contiguous(2, 33, 65), transposed(2, 65, 31)]),
     ("f64_plain", plain("f64"), [contiguous(17, 5), contiguous(5, 9)]),
@@ -381,16 +404,23 @@ COMPILE_CASES = [
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_every_matmul_kernel_compiles(arch: str) -> None:
     funcs = []
+    tiles = set()
     for name, text, metas in COMPILE_CASES:
         f = parse_fusion(text)
         i = info(f, *metas, device=DeviceInfo(arch=arch))
-        func = MATMUL.emit(f, MATMUL.heuristics(f, i), name)
+        p = MATMUL.heuristics(f, i)
+        tiles.add(p.tile[:2])
+        func = MATMUL.emit(f, p, name)
         func.verify()
         funcs.append(func)
     source = emit_cuda(ModuleOp(funcs))
     cubin, log = nvrtc_compile(source, COMPILE_CASES[0][0], arch, ["-Xptxas=-warn-spills"])
     assert cubin and "warning" not in log.lower(), log
     assert "::mainloop(acc" in source and "mma.sync.aligned.m16n8k16" in source
+    # Hopper's tensor-core tiles are wgmma's (sm_90a), an A100's mma.sync's
+    tensor_core = "fuser::mm::Wgmma<" if arch == "sm_90" else "fuser::mm::Mma<"
+    assert tensor_core in source
+    assert {(128, 256), (128, 128), (64, 128), (64, 64)} <= tiles, tiles
 
 
 # --------------------------------------------------------------------------------------------
@@ -470,11 +500,14 @@ def simulate(fusion: FusionOp, inputs: Sequence[np.ndarray], p: MatmulParams) ->
     return [b.data.reshape(b.sizes) for b in outputs]
 
 
-def tiny(p: MatmulParams, tile: tuple[int, int, int], warps: tuple[int, int]) -> MatmulParams:
-    """`p` with a small tile, so that the simulation runs few threads over several blocks."""
+def tiny(
+    p: MatmulParams, tile: tuple[int, int, int], warps: tuple[int, int], engine: str
+) -> MatmulParams:
+    """`p` on `engine` with a small tile, so that the simulation runs few threads over several
+    blocks."""
     config = kernel.MatmulConfigAttr(
-        kernel.MatmulEngine(p.engine),
-        BF16 if p.engine == "mma" else F32,
+        kernel.MatmulEngine(engine),
+        F32 if engine == "simt" else BF16,
         tile,
         warps,
         p.stages,
@@ -482,7 +515,9 @@ def tiny(p: MatmulParams, tile: tuple[int, int, int], warps: tuple[int, int]) ->
         kernel.MatmulLoad(p.load_b),
     )
     config.verify()
-    return dataclasses.replace(p, tile=tile, warps=warps, block=(config.threads, 1, 1))
+    return dataclasses.replace(
+        p, engine=engine, tile=tile, warps=warps, block=(config.threads, 1, 1)
+    )
 
 
 def reference(fusion: FusionOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -505,7 +540,7 @@ def reference(fusion: FusionOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray
 
 
 SIM_CASES = [
-    # (name, fusion, input shapes, element, perms, tile, warps)
+    # (name, fusion, input shapes, element, perms, tile, warps, engine)
     (
         "bf16_linear_gelu",
         linear("bf16"),
@@ -514,6 +549,7 @@ SIM_CASES = [
         None,
         (16, 16, 32),
         (1, 1),
+        "mma",
     ),
     (
         "f16_batched_transposed_relu",
@@ -523,6 +559,7 @@ SIM_CASES = [
         [(0, 2, 1), (0, 2, 1), None],
         (16, 16, 32),
         (1, 1),
+        "mma",
     ),
     (
         "bf16_partial_batched",
@@ -532,14 +569,54 @@ SIM_CASES = [
         None,
         (16, 16, 32),
         (1, 1),
+        "mma",
     ),
-    ("f32_linear_odd_n", linear("f32"), [(17, 9), (9, 35), (35,)], F32, None, (16, 32, 16), None),
-    ("f64_partial", partial("f64", 2), [(5, 7), (7, 33)], F64, [(1, 0), None], (16, 32, 16), None),
+    # wgmma: a warpgroup per 64 rows, its fragments in mma.sync's order per 16-row warp slice
+    (
+        "bf16_linear_gelu_wgmma",
+        linear("bf16"),
+        [(67, 21), (21, 131), (131,)],
+        BF16,
+        None,
+        (64, 64, 64),
+        (4, 1),
+        "wgmma",
+    ),
+    (
+        "f16_batched_transposed_relu_wgmma",
+        linear("f16", "relu", rank=3, out="f32"),
+        [(2, 70, 7), (2, 7, 65), (65,)],
+        F16,
+        [(0, 2, 1), (0, 2, 1), None],
+        (64, 64, 64),
+        (4, 1),
+        "wgmma",
+    ),
+    (
+        "f32_linear_odd_n",
+        linear("f32"),
+        [(17, 9), (9, 35), (35,)],
+        F32,
+        None,
+        (16, 32, 16),
+        kernel.SIMT_WARPS,
+        "simt",
+    ),
+    (
+        "f64_partial",
+        partial("f64", 2),
+        [(5, 7), (7, 33)],
+        F64,
+        [(1, 0), None],
+        (16, 32, 16),
+        kernel.SIMT_WARPS,
+        "simt",
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("text", "shapes", "el", "perms", "tile", "warps"),
+    ("text", "shapes", "el", "perms", "tile", "warps", "engine"),
     [c[1:] for c in SIM_CASES],
     ids=[c[0] for c in SIM_CASES],
 )
@@ -550,18 +627,20 @@ def test_kernel_logic_matches_the_reference(
     el: Any,
     perms: list[Any] | None,
     tile: tuple[int, int, int],
-    warps: tuple[int, int] | None,
+    warps: tuple[int, int],
+    engine: str,
 ) -> None:
     fusion = parse_fusion(text)
     perms = perms or [None] * len(shapes)
     inputs = [random_input(rng, s, el, p) for s, p in zip(shapes, perms, strict=True)]
-    p = MATMUL.heuristics(fusion, fusion_info(fusion, inputs))
-    p = tiny(p, tile, warps or kernel.SIMT_WARPS)
+    p = tiny(MATMUL.heuristics(fusion, fusion_info(fusion, inputs)), tile, warps, engine)
     outputs = simulate(fusion, inputs, p)
     expected = reference(fusion, inputs)
     for out, ref in zip(outputs, expected, strict=True):
         ref = np.asarray(ref).astype(np.float64)
-        tol = 2e-2 if out.dtype.itemsize == 2 else 1e-5
+        # 16-bit operands: the product is rounded to f16/bf16 before the epilogue, whatever the
+        # output type; the reference keeps float64 throughout
+        tol = 2e-2 if el in (F16, BF16) else 1e-5
         np.testing.assert_allclose(out.astype(np.float64), ref, rtol=tol, atol=tol)
 
 

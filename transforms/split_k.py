@@ -69,7 +69,8 @@ Options of the pass (`fuser-opt -p 'split-k{shapes="256x65536,65536x256"}'`):
   decides from `shapes` and `sm_count`.
 - `shapes`: the concrete shape of every tensor input, as in `fuser-schedule` (may be omitted
   when the inputs are static, or when `splits` is given).
-- `sm_count` (default 132): the SMs of the device.
+- `arch` (default `sm_90`) and `sm_count` (default 132): the device (its tiles, see
+  `matmul_tiles.matmul_tile`, and its SMs).
 Matmuls that already carry `splits` and fusions that are already segmented are left alone.
 """
 
@@ -91,8 +92,12 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import DiagnosticException
 
 from fuser.dialects import fusion as fu
-from fuser.transforms.schedule import ScheduleOptionError, fusion_info, parse_shapes
-from fuser.transforms.schedulers.info import DeviceInfo
+from fuser.transforms.schedule import (
+    ScheduleOptionError,
+    device_options,
+    fusion_info,
+    renamed_option_error,
+)
 from fuser.transforms.schedulers.matmul_tiles import matmul_tile
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
@@ -133,10 +138,10 @@ def _itemsize(element_type: Attribute) -> int:
 
 
 def _decide(
-    batch: int, m: int, n: int, k: int, element_type: Attribute, sm_count: int
+    batch: int, m: int, n: int, k: int, element_type: Attribute, sm_count: int, arch: str
 ) -> tuple[int, str]:
     """The split factor of one matmul (see the module docstring) and why."""
-    tile = matmul_tile(m, n, k, element_type)
+    tile = matmul_tile(m, n, k, element_type, arch)
     tiles = tile.count(m, n, batch)
     what = f"{tiles} output tile(s) of {tile.m}x{tile.n} on {sm_count} SMs"
     if tiles == 0 or k == 0:
@@ -162,11 +167,18 @@ def _decide(
 
 
 def split_factor(
-    m: int, n: int, k: int, element_type: Attribute, sm_count: int, batch: int = 1
+    m: int,
+    n: int,
+    k: int,
+    element_type: Attribute,
+    sm_count: int,
+    batch: int = 1,
+    arch: str = "sm_90",
 ) -> int:
     """The split factor the rule picks for a `[batch, m, k] x [batch, k, n]` matmul of
-    `element_type` operands on `sm_count` SMs: 1 means no split (see the module docstring)."""
-    return _decide(batch, m, n, k, element_type, sm_count)[0]
+    `element_type` operands on `sm_count` SMs of `arch`: 1 means no split (see the module
+    docstring)."""
+    return _decide(batch, m, n, k, element_type, sm_count, arch)[0]
 
 
 def plain_matmuls(fusion: fu.FusionOp) -> list[fu.MatmulOp]:
@@ -184,8 +196,10 @@ def plan_split_k(
     *,
     splits: int | None = None,
     log: list[str] | None = None,
+    arch: str = "sm_90",
 ) -> tuple[int, ...]:
-    """The factor of each of the fusion's `plain_matmuls`, 1 for those left alone.
+    """The factor of each of the fusion's `plain_matmuls` on `sm_count` SMs of `arch`, 1 for
+    those left alone.
 
     `input_shapes` holds the concrete shape of every input (None for scalars); it may be None
     when `splits` forces the factor. `log`, if given, receives a line per matmul saying why.
@@ -210,7 +224,7 @@ def plan_split_k(
         for extent in a[:-2]:
             batch *= extent
         element = fu.element_type(op.lhs.type)
-        factor, reason = _decide(batch, a[-2], b[-1], a[-1], element, sm_count)
+        factor, reason = _decide(batch, a[-2], b[-1], a[-1], element, sm_count, arch)
         shape = "x".join(str(e) for e in (*a[:-2], a[-2], a[-1], b[-1]))
         lines.append(f"split-k: {_label(op)} {shape} {element}: {reason}")
         factors.append(factor)
@@ -289,6 +303,7 @@ class SplitKPass(ModulePass):
 
     splits: int | None = None
     shapes: str = ""
+    arch: str = "sm_90"
     sm_count: int = 132
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -296,13 +311,9 @@ class SplitKPass(ModulePass):
             raise SplitKOptionError(
                 f"split-k: splits must be at least 1 (1 never splits), got {self.splits}"
             )
-        if self.sm_count < 1:
-            raise SplitKOptionError(f"split-k: sm_count must be at least 1, got {self.sm_count}")
-        try:
-            shapes = parse_shapes(self.shapes)
-        except ScheduleOptionError as e:
-            raise SplitKOptionError(_renamed(e)) from None
-        device = DeviceInfo(sm_count=self.sm_count)
+        shapes, device = device_options(
+            "split-k", self.shapes, self.arch, self.sm_count, SplitKOptionError
+        )
         for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
             if any(isinstance(s, fu.SegmentOp) for s in fusion.body.block.ops):
                 continue
@@ -313,16 +324,13 @@ class SplitKPass(ModulePass):
                 try:
                     input_shapes = fusion_info(fusion, shapes, device).input_shapes
                 except ScheduleOptionError as e:
-                    raise SplitKOptionError(_renamed(e)) from None
+                    raise renamed_option_error(e, "split-k", SplitKOptionError) from None
             try:
-                factors = plan_split_k(fusion, input_shapes, self.sm_count, splits=self.splits)
+                factors = plan_split_k(
+                    fusion, input_shapes, self.sm_count, splits=self.splits, arch=self.arch
+                )
             except ShapeMismatch as e:
                 raise SplitKOptionError(
                     f"split-k: the shapes do not fit fusion @{fusion.sym_name.data}: {e}"
                 ) from None
             apply_split_k(fusion, factors)
-
-
-def _renamed(e: ScheduleOptionError) -> str:
-    """A `fuser-schedule` option message as one of `split-k`."""
-    return str(e).replace("fuser-schedule:", "split-k:", 1)

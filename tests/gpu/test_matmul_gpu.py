@@ -1,8 +1,9 @@
 """Matmuls on the GPU against the float64 reference: the matmul scheduler's kernels (tensor cores
-for f16/bf16, SIMT for f32) on square, skinny and odd shapes (M, N, K from {1, 17, 128, 1000,
-4096}, K up to 65536), both operand layouts (K- or MN-contiguous, through strides), misaligned
-operands, fused epilogues (bias + gelu/relu + cast), batched matmuls and split-K partials, and
-`fd.execute` end to end (where split-K may cut a matmul in two kernels).
+for f16/bf16: Hopper's wgmma tiles, and mma.sync's as on earlier GPUs; SIMT for f32) on square,
+skinny and odd shapes (M, N, K from {1, 17, 128, 1000, 4096}, K up to 65536), both operand
+layouts (K- or MN-contiguous, through strides), misaligned operands, fused epilogues (bias +
+gelu/relu + cast), batched matmuls and split-K partials, and `fd.execute` end to end (where
+split-K may cut a matmul in two kernels).
 
 Tolerances: the error of a product of bf16/f16 operands accumulated in f32 grows with
 `sqrt(K) * max|a| * max|b|` (`scale`); each output may also be off by one rounding of its type,
@@ -337,6 +338,53 @@ def test_split_k_partials(
         part = slice(j * chunk, (j + 1) * chunk)
         check(out[j], ref[j], ref[j], a[:, part], b[part])
     check(out.sum(0), product64(a, b), product64(a, b), a, b)
+
+
+# --------------------------------------------------------------------------------------------
+# mma.sync, the tensor-core engine before Hopper, on this GPU
+
+
+@pytest.fixture
+def mma_sync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler's pre-Hopper tiles (mma.sync, k tiles of 32) on this GPU: every test above
+    runs Hopper's wgmma tiles, the ones an H100 gets."""
+    from fuser.transforms.schedulers import matmul, matmul_tiles
+
+    monkeypatch.setattr(matmul, "has_wgmma", lambda arch: False)
+    monkeypatch.setattr(matmul_tiles, "has_wgmma", lambda arch: False)
+
+
+MMA_CASES = [
+    (DataType.BFloat16, (1000, 333, 4096), "k", "mn"),
+    (DataType.BFloat16, (2048, 1024, 1000), "mn", "k"),
+    (DataType.Half, (17, 100, 1000), "k", "k"),
+    (DataType.Half, (100, 17, 333), "mn", "mn"),
+    (DataType.BFloat16, (128, 128, 65536), "k", "mn"),
+]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "mnk", "layout_a", "layout_b"),
+    MMA_CASES,
+    ids=[f"{d.name}-{'x'.join(map(str, s))}-{la}-{lb}" for d, s, la, lb in MMA_CASES],
+)
+def test_mma_sync_tiles(
+    rng: np.random.Generator,
+    torch: Any,
+    mma_sync: None,
+    dtype: DataType,
+    mnk: tuple[int, int, int],
+    layout_a: str,
+    layout_b: str,
+) -> None:
+    m, n, k = mnk
+    a, b = host_random(rng, (m, k), DTYPES[dtype]), host_random(rng, (k, n), DTYPES[dtype])
+    comp = FusionCompiler(plain(dtype), split_k=1)  # not the module's: its kernels are wgmma's
+    ta, tb = to_torch(torch, a, layout_a, "a"), to_torch(torch, b, layout_b, "b")
+    (out,) = run(torch, comp, [ta, tb], _torch_dtype(torch, dtype))
+    assert "fuser::mm::Mma<" in comp.last_cuda_code()
+    (ref,) = _reference(comp.fusion, [a, b])
+    check(out, ref, ref, a, b)
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,8 +14,16 @@ L2). The tile comes from `matmul_tiles.matmul_tile`, the same choice `split-k` c
 
 - `kernel.matmul_mainloop` accumulates the tile over `[k0, k1)` (all of K, or the partial's chunk
   `ceil(K / s)`) into a per-thread `local` array, through a C++ tile of the preamble that the
-  op's `#kernel.matmul` config names. f16/bf16 operands run on the tensor cores
-  (`fuser::mm::Mma`): `mma.sync.m16n8k16` with f32 accumulators, operands staged in a
+  op's `#kernel.matmul` config names. f16/bf16 operands run on the tensor cores with f32
+  accumulators. On Hopper (`matmul_tiles.has_wgmma`) the tile is `fuser::mm::Wgmma`: a warpgroup
+  per 64 rows issues `wgmma.mma_async` m64nNk16 on operands read straight from shared memory,
+  where `cp.async` lays each k tile of 64 out as the 128-byte-swizzled atoms wgmma's descriptors
+  describe (K-major or MN-major, whichever dim of the operand is contiguous). Why: the
+  `mma.sync` loop below is bound by shared-memory bandwidth on an H100 (its `ldmatrix` reads
+  plus the `cp.async` writes: with the MMAs removed, the split-K partials of [256, 65536] x
+  [65536, 256] still took 35 us of 34; with the loads removed, 23), and wgmma reads each operand
+  byte once per warpgroup instead of once per warp. Elsewhere the tile is `fuser::mm::Mma`:
+  `mma.sync.m16n8k16`, operands staged in a
   `stages`-deep ring of swizzled shared-memory tiles by 16-byte `cp.async` copies that zero-fill
   what lies past M, N or k1, and read by `ldmatrix` (`.trans` for an operand whose M or N dim is
   the contiguous one); an operand whose rows are not 16-byte aligned (odd leading stride,
@@ -71,7 +79,7 @@ from fuser.transforms.schedulers.kernel_builder import (
     named,
     op_text,
 )
-from fuser.transforms.schedulers.matmul_tiles import matmul_tile
+from fuser.transforms.schedulers.matmul_tiles import has_wgmma, matmul_tile
 from fuser.transforms.schedulers.scalar_lowering import convert, is_pointwise
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
@@ -91,6 +99,16 @@ tiles of 32 x 64 ran 6-14% slower (more shared memory reads per mma). Stages as 
 on an H100 (`benchmarks/matmul.py --sweep`); fewer where the device's shared memory per block
 does not hold them (an A100's 163 KiB takes 3 stages
 of the 128 x 256 x 64 tile), down to 2."""
+WGMMA_SHAPES: dict[tuple[int, int, int], tuple[tuple[int, int], int]] = {
+    (128, 256, 64): ((8, 1), 3),
+    (128, 128, 64): ((8, 1), 3),
+    (64, 128, 64): ((4, 1), 4),
+    (64, 64, 64): ((4, 1), 4),
+}
+"""Warps (a warpgroup per 64 rows) and pipeline stages of each wgmma tile `matmul_tile` may
+give on Hopper: 3 stages of 128 x 256 (144 KiB, one CTA per SM) and of 128 x 128 (96 KiB, two),
+4 of the 64-row tiles (two or three CTAs per SM), fewer where the device's shared memory per
+block does not hold them."""
 GROUP_M = 8
 """Tile rows per group of the block order (`blockIdx.x`)."""
 MAX_GRID_Z = 65535
@@ -302,10 +320,10 @@ def choose_load(
     return kernel.MatmulLoad.K_ELEMENTS if k_fast else kernel.MatmulLoad.MN_ELEMENTS
 
 
-def _engine(element_type: Attribute) -> kernel.MatmulEngine:
-    return (
-        kernel.MatmulEngine.MMA if element_type in (fu.F16, fu.BF16) else kernel.MatmulEngine.SIMT
-    )
+def _engine(element_type: Attribute, arch: str) -> kernel.MatmulEngine:
+    if element_type not in (fu.F16, fu.BF16):
+        return kernel.MatmulEngine.SIMT
+    return kernel.MatmulEngine.WGMMA if has_wgmma(arch) else kernel.MatmulEngine.MMA
 
 
 def config_of(p: MatmulParams, element_type: Attribute) -> kernel.MatmulConfigAttr:
@@ -348,13 +366,16 @@ class MatmulScheduler(Scheduler):
     def _params(fusion: fu.FusionOp, info: FusionInfo, problem: _Problem) -> MatmulParams:
         structure = problem.structure
         el = structure.element_type
-        engine = _engine(el)
-        t = matmul_tile(problem.m, problem.n, problem.k, el)
+        engine = _engine(el, info.device.arch)
+        t = matmul_tile(problem.m, problem.n, problem.k, el, info.device.arch)
         tile = (t.m, t.n, t.k)
-        if engine == kernel.MatmulEngine.MMA:
-            warps, stages = MMA_SHAPES[tile]
+        if engine != kernel.MatmulEngine.SIMT:
+            shapes = WGMMA_SHAPES if engine == kernel.MatmulEngine.WGMMA else MMA_SHAPES
+            warps, stages = shapes[tile]
             stage_bytes = (tile[0] + tile[1]) * tile[2] * kernel.byte_size(el)
             limit = info.device.max_shared_memory_per_block
+            if engine == kernel.MatmulEngine.WGMMA:
+                limit -= 1024  # the tile aligns its shared memory to 1024 bytes
             stages = max(2, min(stages, limit // stage_bytes))
         else:
             warps, stages = kernel.SIMT_WARPS, 2

@@ -2,13 +2,15 @@
 
 The matmul scheduler builds its kernels around these tiles, and `split-k` counts them to decide
 whether a matmul fills the GPU; keeping the choice in one small module keeps the two in step.
-`matmul_tile` is pure (shapes and element type in, tile out) and assumes an H100-sized GPU
-(`WAVE` CTAs of the largest tile fill it once).
+`matmul_tile` is pure (shapes, element type and target arch in, tile out) and assumes an
+H100-sized GPU (`WAVE` CTAs of the largest tile fill it once). The tile shapes below are those of
+the tensor-core tiles of both engines; on Hopper (`has_wgmma`) every one of them takes k tiles of
+`WGMMA_K` (one 128-byte swizzle atom of K, what `wgmma` reads).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.ir import Attribute
 
@@ -65,22 +67,39 @@ SM; two per SM ran best: the partials of bf16 [256, 65536] x [65536, 256] took 3
 ways (256 CTAs) against 44.7 us split 8 ways (128 CTAs) on an H100."""
 
 
-def matmul_tile(m: int, n: int, k: int, element_type: Attribute) -> MatmulTile:
-    """The tile the matmul scheduler uses for `[m, k] x [k, n]` operands of `element_type`.
+WGMMA_K = 64
+"""The k tile of every wgmma tile: 64 f16/bf16 elements, one 128-byte swizzle atom. bf16 on an
+H100 (benchmarks/RESULTS.md run 13, kernels alone): 4096^3 on 128 x 256 with 3 stages 510
+TFLOP/s against 395 for mma.sync's best; the split-K partials of [256, 65536] x [65536, 256] on
+64 x 128 split 32 ways 30.5 us against 34.7."""
+
+
+def has_wgmma(arch: str) -> bool:
+    """Whether `arch` has warpgroup MMA (Hopper, compiled for sm_90a: see
+    `runtime.compiled_kernel.sass_target`)."""
+    return arch in ("sm_90", "sm_90a")
+
+
+def matmul_tile(m: int, n: int, k: int, element_type: Attribute, arch: str = "sm_90") -> MatmulTile:
+    """The tile the matmul scheduler uses for `[m, k] x [k, n]` operands of `element_type` on
+    `arch`.
 
     Tensor-core (f16/bf16) tiles: LARGE once its tiles fill a wave, else MEDIUM once those fill
     half a wave, else WIDE once the output holds `WIDE_MIN` of those and K is `WIDE_MIN_K` or
-    more, else SMALL. f32 and f64 run on the SIMT path: 128 x 128 (f32) or 64 x 64 (f64)
-    tiles with K steps of 8, 64 x 64 for small f32 outputs.
+    more, else SMALL; with k tiles of `WGMMA_K` where `has_wgmma(arch)`. f32 and f64 run on the
+    SIMT path: 128 x 128 (f32) or 64 x 64 (f64) tiles with K steps of 8, 64 x 64 for small f32
+    outputs.
     """
     if element_type in (F16, BF16):
         if LARGE.count(m, n) >= WAVE:
-            return LARGE
-        if MEDIUM.count(m, n) >= WAVE // 2:
-            return MEDIUM
-        if WIDE.count(m, n) >= WIDE_MIN and k >= WIDE_MIN_K:
-            return WIDE
-        return SMALL
+            tile = LARGE
+        elif MEDIUM.count(m, n) >= WAVE // 2:
+            tile = MEDIUM
+        elif WIDE.count(m, n) >= WIDE_MIN and k >= WIDE_MIN_K:
+            tile = WIDE
+        else:
+            tile = SMALL
+        return replace(tile, k=WGMMA_K) if has_wgmma(arch) else tile
     if element_type == F64:
         return MatmulTile(64, 64, 8)
     if MatmulTile(128, 128, 8).count(m, n) >= WAVE:

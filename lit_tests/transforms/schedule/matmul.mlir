@@ -1,10 +1,13 @@
 // The matmul scheduler on three fusions (static shapes, so no `shapes` option).
 // RUN: fuser-opt %s --split-input-file -p fuser-schedule | filecheck %s
 // RUN: fuser-opt %s --split-input-file -p fuser-schedule | fuser-opt --split-input-file | filecheck %s
+// The same on an A100 (sm_80): the tensor-core tiles of mma.sync instead of Hopper's wgmma.
+// RUN: fuser-opt %s --split-input-file -p 'fuser-schedule{arch=sm_80}' | filecheck %s --check-prefix=AMPERE
 
 // A bf16 linear layer (gelu(a @ b + bias), bf16 out) of 4096 x 4096 x 4096 takes the tensor
-// cores' large tile (128 x 256, k tiles of 32, 2 x 4 warps, 5 stages), A copied along K and B
-// along N (cp.async); blocks walk the tiles in groups of 8 tile rows. The epilogue runs per
+// cores' large tile (128 x 256, k tiles of 64, two warpgroups of wgmma, 3 stages; on an A100
+// k tiles of 32, 2 x 4 warps of mma.sync, 5 stages), A copied along K and B along N
+// (cp.async); blocks walk the tiles in groups of 8 tile rows. The epilogue runs per
 // accumulator pair: the f32 sum rounded to bf16 (the matmul's type), the bias read at the
 // column, gelu, and the pair stored as one vector.
 fusion.fusion @linear(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>, %bias: tensor<4096xbf16>) -> (tensor<4096x4096xbf16>) {
@@ -20,8 +23,11 @@ fusion.fusion @linear(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>, %b
 
 // CHECK:      kernel.func @linear_matmul(%a: !kernel.tensor<bf16, 2>, %b: !kernel.tensor<bf16, 2>, %bias: !kernel.tensor<bf16, 1>, %y: !kernel.tensor<bf16, 2>)
 // CHECK-SAME:   fuser.scheduler = "matmul"
-// CHECK-SAME:   fuser.params = "MatmulParams(block=(256, 1, 1), engine='mma', tile=(128, 256, 32), warps=(2, 4), stages=5, load_a='k_async', load_b='mn_async', group_m=8, pair_stores=True, index_bits=32, shared_bytes=122880)"
-// CHECK-SAME:   fuser.launch = "grid=[512, 1, 1] block=[256, 1, 1] smem=122880"
+// CHECK-SAME:   fuser.params = "MatmulParams(block=(256, 1, 1), engine='wgmma', tile=(128, 256, 64), warps=(8, 1), stages=3, load_a='k_async', load_b='mn_async', group_m=8, pair_stores=True, index_bits=32, shared_bytes=148480)"
+// CHECK-SAME:   fuser.launch = "grid=[512, 1, 1] block=[256, 1, 1] smem=148480"
+// AMPERE:       kernel.func @linear_matmul
+// AMPERE-SAME:    fuser.params = "MatmulParams(block=(256, 1, 1), engine='mma', tile=(128, 256, 32), warps=(2, 4), stages=5, load_a='k_async', load_b='mn_async', group_m=8, pair_stores=True, index_bits=32, shared_bytes=122880)"
+// AMPERE:         kernel.matmul_mainloop {{.*}} config #kernel.matmul<mma bf16, tile 128x256x32, warps 2x4, stages 5, a k_async, b mn_async>
 // CHECK-SAME:   max_threads = 256 : i64
 
 // The tile of this block: blockIdx.x in groups of 8 tile rows.
@@ -36,13 +42,13 @@ fusion.fusion @linear(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>, %b
 // The mainloop: 128 accumulators a thread, over all of K.
 // CHECK:        %acc = kernel.alloc : !kernel.array<128xf32, local>
 // CHECK-NEXT:   kernel.comment "fusion.matmul %c"
-// CHECK-NEXT:   kernel.matmul_mainloop %acc, %a[%[[Z:.*]]], %b[%[[Z]]] rows %m0 cols %n0 k %[[Z]] to %a_size1 config #kernel.matmul<mma bf16, tile 128x256x32, warps 2x4, stages 5, a k_async, b mn_async> : !kernel.array<128xf32, local>, !kernel.tensor<bf16, 2>, !kernel.tensor<bf16, 2>, i32
+// CHECK-NEXT:   kernel.matmul_mainloop %acc, %a[%[[Z:.*]]], %b[%[[Z]]] rows %m0 cols %n0 k %[[Z]] to %a_size1 config #kernel.matmul<wgmma bf16, tile 128x256x64, warps 8x1, stages 3, a k_async, b mn_async> : !kernel.array<128xf32, local>, !kernel.tensor<bf16, 2>, !kernel.tensor<bf16, 2>, i32
 
 // The epilogue, one accumulator pair per iteration.
 // CHECK:        %y_pair = kernel.alloc : !kernel.array<2xbf16, local>
 // CHECK-NEXT:   scf.for %q = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
 // CHECK-NEXT:     %i = arith.muli %q, %{{.*}} : i32
-// CHECK-NEXT:     %tile_row, %tile_col = kernel.matmul_frag %i config #kernel.matmul<mma bf16, tile 128x256x32, warps 2x4, stages 5, a k_async, b mn_async> : i32
+// CHECK-NEXT:     %tile_row, %tile_col = kernel.matmul_frag %i config #kernel.matmul<wgmma bf16, tile 128x256x64, warps 8x1, stages 3, a k_async, b mn_async> : i32
 // CHECK-NEXT:     %row = arith.addi %m0, %tile_row : i32
 // CHECK-NEXT:     %col = arith.addi %n0, %tile_col : i32
 // CHECK:          scf.if %{{.*}} {
@@ -72,9 +78,11 @@ fusion.fusion @odd(%a: tensor<33x17xbf16>, %b: tensor<17x17xbf16>) -> (tensor<33
 }
 
 // CHECK:      kernel.func @odd_matmul
-// CHECK-SAME:   fuser.params = "MatmulParams(block=(128, 1, 1), engine='mma', tile=(64, 64, 64), warps=(2, 2), stages=4, load_a='k_elements', load_b='mn_elements', group_m=8, pair_stores=False, index_bits=32, shared_bytes=65536)"
-// CHECK-SAME:   fuser.launch = "grid=[1, 1, 1] block=[128, 1, 1] smem=65536"
-// CHECK:        kernel.matmul_mainloop {{.*}} config #kernel.matmul<mma bf16, tile 64x64x64, warps 2x2, stages 4, a k_elements, b mn_elements>
+// CHECK-SAME:   fuser.params = "MatmulParams(block=(128, 1, 1), engine='wgmma', tile=(64, 64, 64), warps=(4, 1), stages=4, load_a='k_elements', load_b='mn_elements', group_m=8, pair_stores=False, index_bits=32, shared_bytes=66560)"
+// CHECK-SAME:   fuser.launch = "grid=[1, 1, 1] block=[128, 1, 1] smem=66560"
+// CHECK:        kernel.matmul_mainloop {{.*}} config #kernel.matmul<wgmma bf16, tile 64x64x64, warps 4x1, stages 4, a k_elements, b mn_elements>
+// AMPERE:       kernel.func @odd_matmul
+// AMPERE:         kernel.matmul_mainloop {{.*}} config #kernel.matmul<mma bf16, tile 64x64x64, warps 2x2, stages 4, a k_elements, b mn_elements>
 // CHECK:        %[[IN_ROWS:.*]] = arith.cmpi slt, %row, %a_size0 : i32
 // CHECK-NEXT:   scf.if %[[IN_ROWS]] {
 // CHECK-NEXT:     %[[IN_COL:.*]] = arith.cmpi slt, %col, %b_size1 : i32
