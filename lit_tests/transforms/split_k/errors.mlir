@@ -5,6 +5,7 @@
 // RUN: not fuser-opt %s -p 'split-k{shapes="8x16"}' 2>&1 | filecheck %s --check-prefix=COUNT
 // RUN: not fuser-opt %s -p 'split-k{shapes="8xk,16x4"}' 2>&1 | filecheck %s --check-prefix=SYNTAX
 // RUN: not fuser-opt %s -p 'split-k{shapes="8x16,17x4"}' 2>&1 | filecheck %s --check-prefix=CLASH
+// RUN: not fuser-opt %s -p 'split-k{shapes="8x16,16x4" arch=hopper}' 2>&1 | filecheck %s --check-prefix=ARCH
 
 fusion.fusion @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
   %m = fusion.matmul %a, %b : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
@@ -19,3 +20,4 @@ fusion.fusion @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> (tensor<?x?xf32>)
 // SYNTAX: fuser-opt: error: split-k: bad shape '8xk' in shapes="8xk,16x4": expected extents like 16384x4096 (an empty item for a rank-0 tensor)
 // CLASH: fuser-opt: error: split-k: the shapes do not fit fusion @mm: 'fusion.matmul' cannot multiply shapes [8, 16] and [17, 4]
 // CLASH-NOT: Traceback
+// ARCH: fuser-opt: error: split-k: bad arch 'hopper': expected sm_<digits>, like sm_90

@@ -1,10 +1,12 @@
 // A skinny bf16 matmul with a long K: [256, 65536] x [65536, 256] has 8 output tiles of 64x128
 // (the matmul scheduler's tile for it, two CTAs per SM) on 132 SMs: 33 partials per tile fill
-// the wave, and 32 cuts K into chunks of 2048, a multiple of the K-step (32). The
+// the wave, and 32 cuts K into chunks of 2048, a multiple of the K-step (64 on Hopper's wgmma
+// tiles, 32 on mma.sync's: the same factor on an A100, as the SM80 run shows). The
 // partial matmul writes f32 partials, the segment_set is the kernel boundary, the sum over axis
 // 0 completes the product and the cast rounds it once to bf16, under the matmul's own name.
 // (The factors here follow `matmul_tiles.matmul_tile`; they change with its tiles.)
 // RUN: fuser-opt %s -p 'split-k{shapes="256x65536,65536x256"}' | filecheck %s
+// RUN: fuser-opt %s -p 'split-k{shapes="256x65536,65536x256" arch=sm_80}' | filecheck %s
 // A large square matmul already fills the GPU (512 tiles of 128x256): left alone.
 // RUN: fuser-opt %s -p 'split-k{shapes="4096x4096,4096x4096"}' | filecheck %s --check-prefix=SQUARE
 // A short K cannot give two chunks of 4 K-steps of 64: left alone.
