@@ -4,9 +4,10 @@
 
 Times (µs per call, median of 5 batches after warm-up) the one-kernel and three-kernel fusions
 of `run.py`'s host-overhead rows, then the pieces a call is made of: the driver's launch of one
-of those kernels, a stream-ordered pool allocation and free, `torch.empty`, torch's current
-stream. It also reports the GPU time per call of the three-kernel fusion (CUDA events around a
-batch): when it is close to the host time, the loop is GPU-bound and host work does not show.
+of those kernels, alone and as the one-node graph the executor launches it with, a
+stream-ordered pool allocation and free, `torch.empty`, torch's current stream. It also reports
+the GPU time per call of the three-kernel fusion (CUDA events around a batch): when it is close
+to the host time, the loop is GPU-bound and host work does not show.
 """
 
 from __future__ import annotations
@@ -46,12 +47,14 @@ def main() -> None:
     spec = chain._fusion_compiler()._program_cache.last
     launch = spec.launches[0]
     launch._load()
+    graph = fd._fusion_compiler()._cache.last.graph
     stream = TORCH_FRONTEND.raw_stream(0)
     rows = {
         "fd.execute, 1 kernel": per_call_us(lambda: fd.execute([x, y])),
         "fd.execute, 3 kernels": per_call_us(lambda: chain.execute([x, y])),
         "  GPU time per 3-kernel call": gpu_us(lambda: chain.execute([x, y])),
         "driver.launch (one kernel)": per_call_us(lambda: launch._launch(stream)),
+        "driver.LaunchGraph.launch (one kernel)": per_call_us(lambda: graph.launch(stream)),
         "driver.alloc + driver.free (8 KiB)": per_call_us(
             lambda: driver.free(driver.alloc(8192, stream), stream)
         ),

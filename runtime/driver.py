@@ -539,6 +539,66 @@ def launch(
         )
 
 
+class LaunchGraph:
+    """A fixed sequence of kernel launches, replayed as one CUDA graph.
+
+    On an H100 host a launch through cuda-python's `cuLaunchKernel` takes about 4 µs, a graph
+    launch about 2 µs plus 0.6 µs to refresh each kernel node's arguments (benchmarks/RESULTS.md
+    run 13), so the executors launch their kernels this way. `kernels` holds (function, grid,
+    block, dynamic shared bytes, address of the `void*[]` argument array) per kernel, in launch
+    order; each node runs after the one before it. `launch(stream)` re-reads every kernel's
+    arguments from its array (the driver copies them there and then, as `cuLaunchKernel` does,
+    so the buffers may change for the next call) and launches the graph on `stream`: ordered
+    after the stream's earlier work, as the launches one by one would be.
+    """
+
+    def __init__(
+        self, kernels: Sequence[tuple[Function, Sequence[int], Sequence[int], int, int]]
+    ) -> None:
+        self.names = [func.name for func, *_ in kernels]
+        self._graph = check(cu.cuGraphCreate(0), "cuGraphCreate")
+        self._exec: Any = None
+        refresh = []
+        previous: list[Any] = []
+        for func, grid, block, shared_bytes, address in kernels:
+            params = cu.CUDA_KERNEL_NODE_PARAMS()
+            params.func = func._cu
+            params.gridDimX, params.gridDimY, params.gridDimZ = grid
+            params.blockDimX, params.blockDimY, params.blockDimZ = block
+            params.sharedMemBytes = shared_bytes
+            params.kernelParams = address
+            node = check(
+                cu.cuGraphAddKernelNode(self._graph, previous, len(previous), params),
+                "cuGraphAddKernelNode",
+            )
+            refresh.append((node, params))
+            previous = [node]
+        self._exec = check(cu.cuGraphInstantiate(self._graph, 0), "cuGraphInstantiate")
+        self._refresh = tuple(refresh)
+
+    def launch(self, stream: StreamLike) -> None:
+        """Refresh the kernels' arguments and launch them on `stream` (CudaError on failure)."""
+        graph_exec, handle = self._exec, stream_handle(stream)
+        for node, params in self._refresh:
+            (err,) = cu.cuGraphExecKernelNodeSetParams(graph_exec, node, params)
+            if err is not _SUCCESS:
+                raise CudaError(
+                    f"cuGraphExecKernelNodeSetParams failed for kernels {self.names}: "
+                    f"{_error_text(err)}"
+                )
+        (err,) = cu.cuGraphLaunch(graph_exec, handle)
+        if err is not _SUCCESS:
+            raise CudaError(f"cuGraphLaunch failed for kernels {self.names}: {_error_text(err)}")
+
+    def __del__(self) -> None:
+        try:
+            if self._exec is not None:
+                cu.cuGraphExecDestroy(self._exec)
+            cu.cuGraphDestroy(self._graph)
+        except Exception:  # interpreter shutdown: the driver may be gone already
+            pass
+
+
 LAUNCH_KERNEL = cu.cuLaunchKernel
 """cuda-python's `cuLaunchKernel`, for the generated hot paths of the executor caches: called as
 `LAUNCH_KERNEL(*launch_prefix(...), stream_handle, kernel_params_address, 0)` it returns

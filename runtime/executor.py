@@ -624,9 +624,9 @@ class Entry:
         "device",
         "executor",
         "func",
+        "graph",
         "grid",
         "in_slots",
-        "launch_args",
         "out_shapes",
         "out_slots",
         "pointers",
@@ -649,7 +649,7 @@ class Entry:
         self.executor = executor
         self.device = device
         self.func: driver.Function | None = None
-        self.launch_args: tuple[Any, ...] | None = None  # driver.launch_prefix once loaded
+        self.graph: driver.LaunchGraph | None = None  # the launch, once loaded (not when skip)
         self.torch_device: Any = None
         self.torch_out: tuple[tuple[tuple[int, ...], int, Any], ...] | None = None
         self.grid = tuple(plan.grid)
@@ -696,12 +696,15 @@ class Entry:
 
     def set_function(self, func: driver.Function | None) -> None:
         """The loaded function this entry launches (None: load it again before the next
-        launch)."""
+        launch), and the one-node graph the fast path launches it with (the function's device
+        current)."""
         self.func = func
-        self.launch_args = (
+        self.graph = (
             None
-            if func is None
-            else driver.launch_prefix(func, self.grid, self.block, self.shared_bytes)
+            if func is None or self.skip
+            else driver.LaunchGraph(
+                [(func, self.grid, self.block, self.shared_bytes, self.address)]
+            )
         )
 
     @property
@@ -912,7 +915,8 @@ class ExecutorCache:
 
     A call whose tensor inputs are all CUDA torch tensors on the current device, with a
     signature seen before, takes the fast path: read the metadata, build the signature, look it
-    up, allocate with `torch.empty`, patch the pointers, launch on torch's current stream.
+    up, allocate with `torch.empty`, patch the pointers, launch on torch's current stream (as
+    the entry's one-node `driver.LaunchGraph`: cheaper on the host than `cuLaunchKernel`).
     Every other call takes the general path (`read_inputs`, `miss` on a new signature,
     `run_entry`). `hits` and `misses` count lookups.
 
@@ -942,6 +946,7 @@ class ExecutorCache:
                 "LAYOUT": self.layout,
                 "GENERAL": self._general,
                 "driver": driver,
+                "CudaError": CudaError,
                 "relaunch": _relaunch,
             }
             exec(self.fast_path_source, namespace)  # our own generated code
@@ -1011,9 +1016,9 @@ def _fast_path_source(layout: InputLayout) -> str:
     lines, key = torch_signature_prologue(layout)
     lines += [
         f"        entry = ENTRIES[{key}]",
-        "        args = entry.launch_args",
+        "        graph = entry.graph",
         "        alloc = entry.torch_out",
-        "        if args is None or alloc is None or driver.current_device().ordinal != device:",
+        "        if graph is None or alloc is None or driver.current_device().ordinal != device:",
         "            raise TypeError",
         "    except (AttributeError, TypeError, KeyError):",
         "        return GENERAL(inputs)",
@@ -1042,10 +1047,10 @@ def _fast_path_source(layout: InputLayout) -> str:
         values = ", ".join(f"x{i}" for i in scalars)
         lines.append(f"        entry.set_scalars(({values},), LAYOUT)")
     lines += [
-        "        if not entry.skip:",
-        "            (err,) = driver.LAUNCH_KERNEL(*args, stream, entry.address, 0)",
-        "            if err is not driver.SUCCESS:",
-        "                relaunch(entry, stream)",
+        "        try:",
+        "            graph.launch(stream)",
+        "        except CudaError:",
+        "            relaunch(entry, stream)",
         "    finally:",
         "        lock.release()",
         "    return outs",

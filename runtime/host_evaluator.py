@@ -26,7 +26,10 @@ events (`DriverBackend`, the CUDA driver; tests pass fakes). It never walks IR o
 - **Launches** go through the binding: `ExecutorKernel` takes the launch configuration from the
   `KernelExecutor` entry of the launch's inputs, which recomputes it per signature (the `grid`
   operands of a lowered program are the values for the signature it was lowered for; only
-  fakes read them). Each specialization owns a copy of each entry's argument buffer.
+  fakes read them). Each specialization owns a copy of each entry's argument buffer. Top-level
+  launches on the call's stream run as CUDA graphs (`driver.LaunchGraph`, one per run of
+  launches that no deallocation, stream change or loop separates): about 2 µs for the graph
+  plus 0.6 µs a kernel on the host, against 4 µs a kernel for `cuLaunchKernel`.
 - **Streams.** The current stream starts as the call's stream. `host.stream %i` is stream
   `i mod n` of a per-device pool of `n` (default 4) streams; `host.synchronize %s` records an
   event on `%s` and makes the current stream wait for it (the host never blocks).
@@ -361,10 +364,17 @@ class _EntryLauncher:
         if not self.skip:
             self._launch(stream)
 
-    def on_registers(self, arg_regs: Sequence[int], stream_reg: int) -> Callable[[list[Any]], None]:
+    def graph_kernel(self) -> tuple[Any, tuple[int, int, int], tuple[int, int, int], int, int]:
+        """This launch as a kernel of a `driver.LaunchGraph` (loads the function)."""
+        return (self._load(), self.entry.grid, self.block, self.shared_bytes, self.address)
+
+    def on_registers(
+        self, arg_regs: Sequence[int], stream_reg: int, batched: bool = False
+    ) -> Callable[[list[Any]], None]:
         """The launch as one closure over a register file: the argument values are read from
         `arg_regs` (in parameter order), the stream from `stream_reg`. The hot path: generated,
-        with the pointer writes unrolled."""
+        with the pointer writes unrolled. `batched`: the closure only writes the arguments; a
+        `driver.LaunchGraph` of this and its neighbours launches the kernel afterwards."""
         lines = ["def launch(r):"]
         lines += [f"    slots[{s}] = r[{arg_regs[pos]}]" for pos, s in self.ptr_slots]
         namespace: dict[str, Any] = {
@@ -384,7 +394,7 @@ class _EntryLauncher:
                 "    except (OverflowError, TypeError, ValueError) as e:",
                 f"        raise me._scalar_error(r[{i}], dtype{k}, e) from None",
             ]
-        if self.skip:
+        if self.skip or batched:
             lines.append("    return")
         else:
             lines += [
@@ -715,6 +725,27 @@ def _unreachable(r: list[Any]) -> None:
     raise AssertionError("a placeholder instruction ran")
 
 
+def _graph_launch(launchers: Sequence[Any]) -> Callable[[list[Any]], None]:
+    """A closure that launches `launchers` (their arguments written already) on the current
+    stream as one `driver.LaunchGraph`, built on first use. Should the graph fail (another
+    library may have switched this thread's context), each kernel is launched on its own (its
+    device made current if that launch fails too), and that launch's error is the one raised."""
+    kernels = tuple(launchers)
+    graph: list[driver.LaunchGraph] = []
+
+    def launch_graph(r: list[Any]) -> None:
+        stream = r[_CUR]
+        try:
+            if not graph:
+                graph.append(driver.LaunchGraph([k.graph_kernel() for k in kernels]))
+            graph[0].launch(stream)
+        except CudaError:
+            for k in kernels:
+                k._launch(stream)
+
+    return launch_graph
+
+
 def _getter(regs: Sequence[int]) -> Callable[[list[Any]], list[Any]]:
     """A function returning the values of `regs` from a register file, as a list."""
     if not regs:
@@ -788,6 +819,10 @@ class _Builder:
         self.workspace_reg = self.workspace_owner = -1
         self.workspace_at: tuple[Code, int] | None = None
         self.streams: list[int] | None = None
+        # top-level closures that write a launch's arguments for a graph (see batch_launches),
+        # and those that may sit between two such launches (they only make arguments)
+        self.batched: dict[Callable[[list[Any]], None], Any] = {}
+        self.argument_makers: set[Callable[[list[Any]], None]] = set()
 
     # ---- registers -------------------------------------------------------------------------
 
@@ -839,8 +874,29 @@ class _Builder:
         if self.workspace_at is not None:
             code, index = self.workspace_at
             code[index] = self.workspace_closure()
+            self.argument_makers.add(code[index])
+        spec.code = self.batch_launches(spec.code)
         spec.cleanup_regs = tuple(self.cleanup)
         return spec
+
+    def batch_launches(self, code: Code) -> Code:
+        """The top-level launches on the call's stream, run as `driver.LaunchGraph`s: each run
+        of them that nothing but allocations and index arithmetic separates becomes one graph,
+        launched where the run ends, before whatever comes next (a deallocation, a stream change
+        or synchronization, a loop, the return). What lies between them only makes their
+        arguments, which the graph reads when it is launched."""
+        out: Code = []
+        run: list[Any] = []
+        for fn in code:
+            if fn in self.batched:
+                run.append(self.batched[fn])
+            elif run and fn not in self.argument_makers:
+                out.append(_graph_launch(run))
+                run = []
+            out.append(fn)
+        if run:
+            out.append(_graph_launch(run))
+        return out
 
     def block(self, block: Block, code: Code, top: bool) -> None:
         for index, op in enumerate(block.ops):
@@ -927,6 +983,7 @@ class _Builder:
                 raise CompilationError(f"'{name}' divides {r[a]} by zero") from None
 
         code.append(compute)
+        self.argument_makers.add(compute)
 
     # ---- memory ----------------------------------------------------------------------------
 
@@ -968,6 +1025,7 @@ class _Builder:
                 r[reg] = alloc(nbytes, r[_CUR])
 
             code.append(allocate)
+            self.argument_makers.add(allocate)
 
     def output_allocation(self, value: SSAValue, info: TensorInfo, reg: int, code: Code) -> None:
         spec = self.spec
@@ -989,6 +1047,7 @@ class _Builder:
             r[owner] = out
 
         code.append(allocate_output)
+        self.argument_makers.add(allocate_output)
 
     def workspace_alloc(self, code: Code) -> None:
         """A placeholder for the workspace's allocation, replaced once its layout is known."""
@@ -1080,6 +1139,7 @@ class _Builder:
 
         self.tensors[op.result] = TensorInfo(shape, strides, base.dtype, alignment)
         code.append(select)
+        self.argument_makers.add(select)
 
     # ---- launches, loops, streams ------------------------------------------------------------
 
@@ -1102,7 +1162,11 @@ class _Builder:
         stream = _CUR if op.stream is None else self.regs[op.stream]
         on_registers = getattr(launcher, "on_registers", None)
         if on_registers is not None:  # the launcher reads the registers itself
-            code.append(on_registers(arg_regs, stream))
+            batched = code is self.spec.code and stream == _CUR and not launcher.skip
+            fn = on_registers(arg_regs, stream, batched)
+            if batched:
+                self.batched[fn] = launcher
+            code.append(fn)
             return
         if all(self.known(g) for g in op.grid):
             grid = tuple(self.consts[g] for g in op.grid)

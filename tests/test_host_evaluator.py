@@ -651,16 +651,28 @@ class FakeDevice0:
 
 
 def patch_launch(monkeypatch: pytest.MonkeyPatch, launch: Callable[..., None]) -> None:
-    """Route every launch, `driver.launch` and the hot paths' raw `driver.LAUNCH_KERNEL`
-    alike, to `launch(func, grid, block, shared_bytes, stream, params_address)`."""
+    """Route every launch, `driver.launch`, the raw `driver.LAUNCH_KERNEL` and the kernels of a
+    `driver.LaunchGraph` alike, to `launch(func, grid, block, shared_bytes, stream,
+    params_address)`."""
 
     def raw(func: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, *rest: Any) -> Any:
         shared, stream, address, _ = rest
         launch(func, (gx, gy, gz), (bx, by, bz), shared, stream, address)
         return (driver.SUCCESS,)
 
+    class Graph:
+        """`driver.LaunchGraph`: each launch of the graph launches its kernels in order."""
+
+        def __init__(self, kernels: Sequence[tuple[Any, ...]]) -> None:
+            self.kernels = list(kernels)
+
+        def launch(self, stream: Any) -> None:
+            for func, grid, block, shared, address in self.kernels:
+                driver.launch(func, tuple(grid), tuple(block), shared, stream, address)
+
     monkeypatch.setattr(driver, "launch", launch)
     monkeypatch.setattr(driver, "LAUNCH_KERNEL", raw)
+    monkeypatch.setattr(driver, "LaunchGraph", Graph)
     monkeypatch.setattr(
         driver, "launch_prefix", lambda func, grid, block, shared: (func, *grid, *block, shared)
     )
@@ -797,6 +809,17 @@ def test_segmented_execute_cache_and_fast_path(
         assert [e[1] for e in (l0, l1, l2)] == kernels
         spec = compiler._program_cache.last
         assert spec is not None
+        # the three launches write their arguments, then run as one graph before the
+        # workspace goes back
+        assert [f.__name__ for f in spec.code] == [
+            "allocate_workspace",
+            "launch",
+            "launch",
+            "allocate_output",
+            "launch",
+            "launch_graph",
+            "free_workspace",
+        ]
         for e, launch in zip((l0, l1, l2), spec.launches, strict=True):
             # the executor entry's launch configuration: one thread per 4 elements or more
             assert e[5] == 0x7000 and e[2] == launch.grid and e[3] == launch.block
@@ -920,11 +943,12 @@ def test_two_threads_share_one_compiler(rng: np.random.Generator, gpu: FakeGpu) 
 
 
 @pytest.mark.parametrize("segmented", [False, True])
-def test_a_failed_raw_launch_is_retried_then_reported(
+def test_a_failed_graph_launch_is_retried_then_reported(
     rng: np.random.Generator, gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch, segmented: bool
 ) -> None:
-    """The fast paths call cuLaunchKernel themselves; a result other than success goes to
-    `driver.launch` (after making the device current), whose fuser error reaches the caller."""
+    """The fast paths launch their kernels as graphs; when a graph fails, its kernels are
+    launched one by one through `driver.launch` (then once more with the device made current),
+    and that launch's fuser error reaches the caller."""
     with FusionDefinition("add") as add:
         a = add.define_tensor([-1], DataType.Float)
         add.add_output(add.ops.add(a, add.define_tensor([-1], DataType.Float)))
@@ -932,22 +956,22 @@ def test_a_failed_raw_launch_is_retried_then_reported(
     gpu.params = {f"fuser_chain3_p0_s{k}_pointwise": 3 - (k == 2) for k in range(3)}
     gpu.params["fuser_add_pointwise_0"] = 3
     compiler.execute(_torch_inputs(rng, 256))  # the general path loads the kernels
-    assert compiler.execute(_torch_inputs(rng, 256))  # the fast path launches
+    launched = len(gpu.log)
+    assert compiler.execute(_torch_inputs(rng, 256))  # the fast path: one graph
+    assert len(gpu.log) - launched == (3 if segmented else 1)
     retried: list[str] = []
-
-    def failing_raw(func: Any, *rest: Any) -> Any:
-        return (driver.cu.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,)
 
     def failing_launch(func: Any, *rest: Any) -> None:
         retried.append(func)
         raise CudaError(f"cuLaunchKernel failed for kernel {func!r}: out of resources")
 
-    monkeypatch.setattr(driver, "LAUNCH_KERNEL", failing_raw)
-    monkeypatch.setattr(driver, "launch", failing_launch)
+    monkeypatch.setattr(driver, "launch", failing_launch)  # the graph's kernels fail too
     with pytest.raises(CudaError, match="cuLaunchKernel failed for kernel"):
         compiler.execute(_torch_inputs(rng, 256))
     assert (compiler.misses, compiler.hits) == (1, 2)  # the fast path launched
-    assert retried == ["fuser_chain3_p0_s0_pointwise" if segmented else "fuser_add_pointwise_0"]
+    first = "fuser_chain3_p0_s0_pointwise" if segmented else "fuser_add_pointwise_0"
+    # the graph, then the kernel alone, then (a program's) once more with its device current
+    assert retried == [first] * (3 if segmented else 2)
     assert not gpu.live
 
 
