@@ -600,11 +600,12 @@ class LaunchGraph:
 
 
 LAUNCH_KERNEL = cu.cuLaunchKernel
-"""cuda-python's `cuLaunchKernel`, for the generated hot paths of the executor caches: called as
-`LAUNCH_KERNEL(*launch_prefix(...), stream_handle, kernel_params_address, 0)` it returns
-`(CUresult,)`. It skips `launch`'s Python frame and argument handling (about 1.5 µs of a 4-6 µs
-launch on an H100 host, benchmarks/RESULTS.md run 13); a caller hands any result other than
-`SUCCESS` to `launch`, which retries the launch and raises the fuser error naming the kernel."""
+"""cuda-python's `cuLaunchKernel`, for the generated launches of a host program that run outside
+a `LaunchGraph` (in loops, on other streams): called as `LAUNCH_KERNEL(*launch_prefix(...),
+stream_handle, kernel_params_address, 0)` it returns `(CUresult,)`. It skips `launch`'s Python
+frame and argument handling (about 1.5 µs of a 4-6 µs launch on an H100 host,
+benchmarks/RESULTS.md run 13); a caller hands any result other than `SUCCESS` to `launch`, which
+retries the launch and raises the fuser error naming the kernel."""
 
 SUCCESS = _SUCCESS
 """The `CUresult` of a call that worked (compare with `is`)."""
