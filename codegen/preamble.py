@@ -386,9 +386,15 @@ __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void wgmma_commit_and_wait() {
+__device__ __forceinline__ void wgmma_commit() {
 #if FUSER_WGMMA
-  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+// Until at most `Pending` of this warpgroup's committed wgmma groups are still running.
+template <int Pending> __device__ __forceinline__ void wgmma_wait() {
+#if FUSER_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 #endif
 }
 // What this thread wrote to shared memory (cp.async or stores) becomes visible to wgmma's reads.
@@ -406,9 +412,10 @@ template <typename T, int N> struct Wgmma64;
     + r"""
 // A BM x BN tile of C = A B on Hopper's tensor cores (f16/bf16 operands, f32 accumulators):
 // BM / 64 warpgroups, each 64 rows by all BN columns; k tiles of 64 (one 128-byte atom of K) in
-// a STAGES-deep cp.async pipeline of atom-laid-out tiles (Operand<..., ATOMS>), multiplied by
-// four wgmma steps per k tile. The fragment order of the accumulators is mma.sync's, per
-// 16-row slice of a warp.
+// a ring of STAGES atom-laid-out tiles (Operand<..., ATOMS>), each multiplied by four wgmma
+// steps. While tile t is multiplied, tile t - 1's wgmmas may still run and tiles up to
+// t + STAGES - 2 are on their way (cp.async); the stage of tile t - 2 is the one refilled. The
+// fragment order of the accumulators is mma.sync's, per 16-row slice of a warp.
 template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B> struct Wgmma {
   static constexpr int THREADS = 2 * BM;  // 128 threads per 64 rows
   static constexpr int ACC = BN / 2;
@@ -416,7 +423,8 @@ template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B
   using B = Operand<T, BN, BK, LOAD_B, THREADS, true>;
   static constexpr int STAGE = A::ELEMS + B::ELEMS;
   static constexpr int SHARED_BYTES = STAGES * STAGE * (int)sizeof(T) + 1024;  // + alignment
-  static_assert(sizeof(T) == 2 && BM % 64 == 0 && BK == 64 && STAGES >= 2, "tile shape");
+  static constexpr int PREFETCH = STAGES - 2;  // k tiles loading ahead of the one multiplied
+  static_assert(sizeof(T) == 2 && BM % 64 == 0 && BK == 64 && STAGES >= 3, "tile shape");
 
   __device__ static int frag_row(int i) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -453,7 +461,7 @@ template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B
     for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
     const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < PREFETCH; ++s) {
       if (s < tiles) {
         la.load(shared + s * STAGE, base + s * STAGE_BYTES);
         lb.load(shared + s * STAGE + A::ELEMS, base + s * STAGE_BYTES + A_BYTES);
@@ -462,11 +470,11 @@ template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B
     }
     const int rows = (threadIdx.x / 128) * 64;  // this warpgroup's rows of the tile
     for (int t = 0; t < tiles; ++t) {
-      cp_async_wait<STAGES - 2>();
+      cp_async_wait<PREFETCH - 1>();
       fence_async_shared();
-      __syncthreads();  // k tile t landed; every warpgroup finished reading tile t - 1
-      const int write = (t + STAGES - 1) % STAGES;
-      if (t + STAGES - 1 < tiles) {
+      __syncthreads();  // k tile t landed; every warpgroup's wgmmas of tile t - 2 are done
+      const int write = (t + PREFETCH) % STAGES;  // tile t - 2's stage
+      if (t + PREFETCH < tiles) {
         la.load(shared + write * STAGE, base + write * STAGE_BYTES);
         lb.load(shared + write * STAGE + A::ELEMS, base + write * STAGE_BYTES + A_BYTES);
       }
@@ -477,8 +485,10 @@ template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B
       for (int ks = 0; ks < BK / 16; ++ks)
         Wgmma64<T, BN>::template run<!A::K_ROWS, !B::K_ROWS>(
             acc, descriptor<A>(stage, rows, ks), descriptor<B>(stage + A_BYTES, 0, ks));
-      wgmma_commit_and_wait();
+      wgmma_commit();
+      wgmma_wait<1>();  // tile t - 1's wgmmas are done: its stage is free after the next barrier
     }
+    wgmma_wait<0>();
     cp_async_wait<0>();
   }
 };

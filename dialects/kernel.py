@@ -1138,10 +1138,10 @@ class MatmulConfigAttr(ParametrizedAttribute):
         return None
 
     def _wgmma_problem(self, bm: int, bn: int, bk: int, wm: int, wn: int) -> str | None:
-        if bm % 64 or bn not in WGMMA_N or bk != 64 or self.stages.data < 2:
+        if bm % 64 or bn not in WGMMA_N or bk != 64 or self.stages.data < 3:
             return (
                 f"needs M a multiple of 64, N one of {', '.join(map(str, WGMMA_N))}, K 64 and at "
-                "least 2 stages"
+                "least 3 stages"
             )
         if (wm, wn) != (bm // 16, 1):
             return f"has a warpgroup per 64 rows: warps {bm // 16}x1"

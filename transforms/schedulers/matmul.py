@@ -100,15 +100,17 @@ on an H100 (`benchmarks/matmul.py --sweep`); fewer where the device's shared mem
 does not hold them (an A100's 163 KiB takes 3 stages
 of the 128 x 256 x 64 tile), down to 2."""
 WGMMA_SHAPES: dict[tuple[int, int, int], tuple[tuple[int, int], int]] = {
-    (128, 256, 64): ((8, 1), 3),
+    (128, 256, 64): ((8, 1), 4),
     (128, 128, 64): ((8, 1), 3),
     (64, 128, 64): ((4, 1), 4),
     (64, 64, 64): ((4, 1), 4),
 }
 """Warps (a warpgroup per 64 rows) and pipeline stages of each wgmma tile `matmul_tile` may
-give on Hopper: 3 stages of 128 x 256 (144 KiB, one CTA per SM) and of 128 x 128 (96 KiB, two),
-4 of the 64-row tiles (two or three CTAs per SM), fewer where the device's shared memory per
-block does not hold them."""
+give on Hopper (at least 3: the tile multiplied, the one before it still in wgmma, one loading):
+4 stages of 128 x 256 (192 KiB, one CTA per SM: bf16 4096^3 at 604 TFLOP/s against 489 with 3,
+benchmarks/RESULTS.md run 15), 3 of 128 x 128 (96 KiB, two CTAs per SM; 4 ran no faster), 4 of
+the 64-row tiles (two or three CTAs per SM; 5 ran no faster), fewer where the device's shared
+memory per block does not hold them."""
 GROUP_M = 8
 """Tile rows per group of the block order (`blockIdx.x`)."""
 MAX_GRID_Z = 65535
@@ -374,9 +376,11 @@ class MatmulScheduler(Scheduler):
             warps, stages = shapes[tile]
             stage_bytes = (tile[0] + tile[1]) * tile[2] * kernel.byte_size(el)
             limit = info.device.max_shared_memory_per_block
+            fewest = 2
             if engine == kernel.MatmulEngine.WGMMA:
                 limit -= 1024  # the tile aligns its shared memory to 1024 bytes
-            stages = max(2, min(stages, limit // stage_bytes))
+                fewest = 3  # a tile multiplied, one being read by wgmma, one loading
+            stages = max(fewest, min(stages, limit // stage_bytes))
         else:
             warps, stages = kernel.SIMT_WARPS, 2
         splits = structure.matmul.split_count

@@ -5,7 +5,7 @@
 // RUN: fuser-opt %s --split-input-file -p 'fuser-schedule{arch=sm_80}' | filecheck %s --check-prefix=AMPERE
 
 // A bf16 linear layer (gelu(a @ b + bias), bf16 out) of 4096 x 4096 x 4096 takes the tensor
-// cores' large tile (128 x 256, k tiles of 64, two warpgroups of wgmma, 3 stages; on an A100
+// cores' large tile (128 x 256, k tiles of 64, two warpgroups of wgmma, 4 stages; on an A100
 // k tiles of 32, 2 x 4 warps of mma.sync, 5 stages), A copied along K and B along N
 // (cp.async); blocks walk the tiles in groups of 8 tile rows. The epilogue runs per
 // accumulator pair: the f32 sum rounded to bf16 (the matmul's type), the bias read at the
@@ -23,8 +23,8 @@ fusion.fusion @linear(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>, %b
 
 // CHECK:      kernel.func @linear_matmul(%a: !kernel.tensor<bf16, 2>, %b: !kernel.tensor<bf16, 2>, %bias: !kernel.tensor<bf16, 1>, %y: !kernel.tensor<bf16, 2>)
 // CHECK-SAME:   fuser.scheduler = "matmul"
-// CHECK-SAME:   fuser.params = "MatmulParams(block=(256, 1, 1), engine='wgmma', tile=(128, 256, 64), warps=(8, 1), stages=3, load_a='k_async', load_b='mn_async', group_m=8, pair_stores=True, index_bits=32, shared_bytes=148480)"
-// CHECK-SAME:   fuser.launch = "grid=[512, 1, 1] block=[256, 1, 1] smem=148480"
+// CHECK-SAME:   fuser.params = "MatmulParams(block=(256, 1, 1), engine='wgmma', tile=(128, 256, 64), warps=(8, 1), stages=4, load_a='k_async', load_b='mn_async', group_m=8, pair_stores=True, index_bits=32, shared_bytes=197632)"
+// CHECK-SAME:   fuser.launch = "grid=[512, 1, 1] block=[256, 1, 1] smem=197632"
 // AMPERE:       kernel.func @linear_matmul
 // AMPERE-SAME:    fuser.params = "MatmulParams(block=(256, 1, 1), engine='mma', tile=(128, 256, 32), warps=(2, 4), stages=5, load_a='k_async', load_b='mn_async', group_m=8, pair_stores=True, index_bits=32, shared_bytes=122880)"
 // AMPERE:         kernel.matmul_mainloop {{.*}} config #kernel.matmul<mma bf16, tile 128x256x32, warps 2x4, stages 5, a k_async, b mn_async>
@@ -42,13 +42,13 @@ fusion.fusion @linear(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>, %b
 // The mainloop: 128 accumulators a thread, over all of K.
 // CHECK:        %acc = kernel.alloc : !kernel.array<128xf32, local>
 // CHECK-NEXT:   kernel.comment "fusion.matmul %c"
-// CHECK-NEXT:   kernel.matmul_mainloop %acc, %a[%[[Z:.*]]], %b[%[[Z]]] rows %m0 cols %n0 k %[[Z]] to %a_size1 config #kernel.matmul<wgmma bf16, tile 128x256x64, warps 8x1, stages 3, a k_async, b mn_async> : !kernel.array<128xf32, local>, !kernel.tensor<bf16, 2>, !kernel.tensor<bf16, 2>, i32
+// CHECK-NEXT:   kernel.matmul_mainloop %acc, %a[%[[Z:.*]]], %b[%[[Z]]] rows %m0 cols %n0 k %[[Z]] to %a_size1 config #kernel.matmul<wgmma bf16, tile 128x256x64, warps 8x1, stages 4, a k_async, b mn_async> : !kernel.array<128xf32, local>, !kernel.tensor<bf16, 2>, !kernel.tensor<bf16, 2>, i32
 
 // The epilogue, one accumulator pair per iteration.
 // CHECK:        %y_pair = kernel.alloc : !kernel.array<2xbf16, local>
 // CHECK-NEXT:   scf.for %q = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
 // CHECK-NEXT:     %i = arith.muli %q, %{{.*}} : i32
-// CHECK-NEXT:     %tile_row, %tile_col = kernel.matmul_frag %i config #kernel.matmul<wgmma bf16, tile 128x256x64, warps 8x1, stages 3, a k_async, b mn_async> : i32
+// CHECK-NEXT:     %tile_row, %tile_col = kernel.matmul_frag %i config #kernel.matmul<wgmma bf16, tile 128x256x64, warps 8x1, stages 4, a k_async, b mn_async> : i32
 // CHECK-NEXT:     %row = arith.addi %m0, %tile_row : i32
 // CHECK-NEXT:     %col = arith.addi %n0, %tile_col : i32
 // CHECK:          scf.if %{{.*}} {
