@@ -649,7 +649,7 @@ class Entry:
         self.executor = executor
         self.device = device
         self.func: driver.Function | None = None
-        self.graph: driver.LaunchGraph | None = None  # the launch, once loaded (not when skip)
+        self.graph: driver.LaunchGraph | None = None  # see launch()
         self.torch_device: Any = None
         self.torch_out: tuple[tuple[tuple[int, ...], int, Any], ...] | None = None
         self.grid = tuple(plan.grid)
@@ -696,16 +696,24 @@ class Entry:
 
     def set_function(self, func: driver.Function | None) -> None:
         """The loaded function this entry launches (None: load it again before the next
-        launch), and the one-node graph the fast path launches it with (the function's device
-        current)."""
+        launch); the graph of the one before is dropped."""
         self.func = func
-        self.graph = (
-            None
-            if func is None or self.skip
-            else driver.LaunchGraph(
-                [(func, self.grid, self.block, self.shared_bytes, self.address)]
-            )
-        )
+        self.graph = None
+
+    def launch(self, stream: int) -> None:
+        """Launch the loaded function with the argument buffer as it is, as a one-node
+        `driver.LaunchGraph` (cheaper on the host than `cuLaunchKernel`), built on the first
+        launch with the entry's device current; the fast path launches `graph` directly. A
+        failure is retried once with the device made current (another library may have
+        switched this thread's context behind our back) and then raised."""
+        try:
+            if self.graph is None:
+                assert self.func is not None, "launch() before load()"
+                kernel = (self.func, self.grid, self.block, self.shared_bytes, self.address)
+                self.graph = driver.LaunchGraph([kernel])
+            self.graph.launch(stream)
+        except CudaError:
+            _relaunch(self, stream)
 
     @property
     def threads(self) -> int:
@@ -827,17 +835,7 @@ class KernelExecutor:
                     slots[s] = p
                 if entry.scalar_slots:
                     entry.set_scalars(call.scalars, call.layout)
-                try:
-                    driver.launch(
-                        entry.func,
-                        entry.grid,
-                        entry.block,
-                        entry.shared_bytes,
-                        stream,
-                        entry.address,
-                    )
-                except CudaError:
-                    _relaunch(entry, stream)
+                entry.launch(stream)
         return fe.finish(outs, stream)
 
     def prepare(self, call: Call) -> PreparedLaunch:
@@ -915,8 +913,8 @@ class ExecutorCache:
 
     A call whose tensor inputs are all CUDA torch tensors on the current device, with a
     signature seen before, takes the fast path: read the metadata, build the signature, look it
-    up, allocate with `torch.empty`, patch the pointers, launch on torch's current stream (as
-    the entry's one-node `driver.LaunchGraph`: cheaper on the host than `cuLaunchKernel`).
+    up, allocate with `torch.empty`, patch the pointers, launch the entry's graph (`Entry.launch`
+    built it on the signature's first call) on torch's current stream.
     Every other call takes the general path (`read_inputs`, `miss` on a new signature,
     `run_entry`). `hits` and `misses` count lookups.
 

@@ -884,7 +884,9 @@ class _Builder:
         of them that nothing but allocations and index arithmetic separates becomes one graph,
         launched where the run ends, before whatever comes next (a deallocation, a stream change
         or synchronization, a loop, the return). What lies between them only makes their
-        arguments, which the graph reads when it is launched."""
+        arguments, which the graph reads when it is launched. Launches in loops or on other
+        streams stay single: the launches of one graph are serialized, which would undo the
+        overlap of stream-parallel slices."""
         out: Code = []
         run: list[Any] = []
         for fn in code:

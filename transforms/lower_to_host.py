@@ -65,9 +65,8 @@ from fuser.transforms.schedule import (
     device_options,
     format_launch,
     format_shapes,
-    fusion_info,
     parse_shapes,
-    renamed_option_error,
+    pass_fusion_info,
     schedule_fusion,
 )
 from fuser.transforms.schedulers import get_scheduler
@@ -473,10 +472,7 @@ class LowerToHostPass(ModulePass):
             attr = fusion.attributes.get("fuser.shapes")
             if given is None and isinstance(attr, StringAttr):
                 given = parse_shapes(attr.data)
-            try:
-                info = fusion_info(fusion, given, device)
-            except ScheduleOptionError as e:
-                raise renamed_option_error(e, self.name, ScheduleOptionError) from None
+            info = pass_fusion_info(self.name, fusion, given, device, ScheduleOptionError)
             lowering = lower_fusion(fusion, info)
             Rewriter.insert_op(lowering.program, InsertPoint.before(fusion))
             for func in reversed(lowering.kernels):

@@ -119,6 +119,21 @@ def device_options(
     return parsed, DeviceInfo(arch=arch, sm_count=sm_count)
 
 
+def pass_fusion_info(
+    pass_name: str,
+    fusion: FusionOp,
+    shapes: Sequence[tuple[int, ...]] | None,
+    device: DeviceInfo,
+    error: type[OptionError],
+) -> FusionInfo:
+    """`fusion_info` for the pass `pass_name`: shapes that do not fit the fusion raise `error`
+    naming that pass."""
+    try:
+        return fusion_info(fusion, shapes, device)
+    except ScheduleOptionError as e:
+        raise renamed_option_error(e, pass_name, error) from None
+
+
 def format_shapes(info: FusionInfo) -> str:
     """The tensor input shapes of `info` in the `shapes` option syntax (`"4x8,8"`): what
     `parse_shapes` reads back."""
@@ -174,8 +189,9 @@ class ScheduleFusionPass(ModulePass):
     sm_count: int = 132
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        shapes = parse_shapes(self.shapes)
-        device = DeviceInfo(arch=self.arch, sm_count=self.sm_count)
+        shapes, device = device_options(
+            self.name, self.shapes, self.arch, self.sm_count, ScheduleOptionError
+        )
         for fusion in [f for f in op.walk() if isinstance(f, FusionOp)]:
             scheduled = schedule_fusion(fusion, fusion_info(fusion, shapes, device))
             Rewriter.insert_op(scheduled.func, InsertPoint.after(fusion))

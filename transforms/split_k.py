@@ -92,12 +92,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import DiagnosticException
 
 from fuser.dialects import fusion as fu
-from fuser.transforms.schedule import (
-    ScheduleOptionError,
-    device_options,
-    fusion_info,
-    renamed_option_error,
-)
+from fuser.transforms.schedule import device_options, pass_fusion_info
 from fuser.transforms.schedulers.matmul_tiles import matmul_tile
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
@@ -312,7 +307,7 @@ class SplitKPass(ModulePass):
                 f"split-k: splits must be at least 1 (1 never splits), got {self.splits}"
             )
         shapes, device = device_options(
-            "split-k", self.shapes, self.arch, self.sm_count, SplitKOptionError
+            self.name, self.shapes, self.arch, self.sm_count, SplitKOptionError
         )
         for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
             if any(isinstance(s, fu.SegmentOp) for s in fusion.body.block.ops):
@@ -321,10 +316,8 @@ class SplitKPass(ModulePass):
                 continue
             input_shapes = None
             if self.splits is None or shapes is not None:
-                try:
-                    input_shapes = fusion_info(fusion, shapes, device).input_shapes
-                except ScheduleOptionError as e:
-                    raise renamed_option_error(e, "split-k", SplitKOptionError) from None
+                info = pass_fusion_info(self.name, fusion, shapes, device, SplitKOptionError)
+                input_shapes = info.input_shapes
             try:
                 factors = plan_split_k(
                     fusion, input_shapes, self.sm_count, splits=self.splits, arch=self.arch

@@ -65,12 +65,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import DiagnosticException
 
 from fuser.dialects import fusion as fu
-from fuser.transforms.schedule import (
-    ScheduleOptionError,
-    device_options,
-    fusion_info,
-    renamed_option_error,
-)
+from fuser.transforms.schedule import device_options, pass_fusion_info
 from fuser.transforms.schedulers import SCHEDULERS
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.persistent import PersistentScheduler
@@ -470,10 +465,9 @@ class TranslateWelfordPass(ModulePass):
             ):
                 continue
             if self.mode == "auto":
-                try:
-                    info = fusion_info(fusion, shapes, device)
-                except ScheduleOptionError as e:
-                    raise renamed_option_error(e, self.name, TranslateWelfordOptionError) from None
+                info = pass_fusion_info(
+                    self.name, fusion, shapes, device, TranslateWelfordOptionError
+                )
                 if not decide(fusion, info).translate:
                     continue
             elif self.mode == "never":

@@ -234,11 +234,25 @@ def test_operand_layouts(
     layout_b: str,
     mnk: tuple[int, int, int],
 ) -> None:
+    comp = compiler(("plain", dtype), lambda: plain(dtype))
+    check_layouts(rng, torch, comp, dtype, mnk, layout_a, layout_b)
+
+
+def check_layouts(
+    rng: np.random.Generator,
+    torch: Any,
+    comp: FusionCompiler,
+    dtype: DataType,
+    mnk: tuple[int, int, int],
+    layout_a: str,
+    layout_b: str,
+) -> None:
+    """`comp` (a plain matmul of `dtype`) on fresh operands stored with the given contiguous
+    dims (see `to_torch`), against the reference."""
     m, n, k = mnk
     a, b = host_random(rng, (m, k), DTYPES[dtype]), host_random(rng, (k, n), DTYPES[dtype])
     ta, tb = to_torch(torch, a, layout_a, "a"), to_torch(torch, b, layout_b, "b")
     assert (ta.stride(-1) == 1) == (layout_a == "k") and (tb.stride(-2) == 1) == (layout_b == "k")
-    comp = compiler(("plain", dtype), lambda: plain(dtype))
     (out,) = run(torch, comp, [ta, tb], _torch_dtype(torch, dtype))
     (ref,) = _reference(comp.fusion, [a, b])
     check(out, ref, ref, a, b)
@@ -377,14 +391,9 @@ def test_mma_sync_tiles(
     layout_a: str,
     layout_b: str,
 ) -> None:
-    m, n, k = mnk
-    a, b = host_random(rng, (m, k), DTYPES[dtype]), host_random(rng, (k, n), DTYPES[dtype])
     comp = FusionCompiler(plain(dtype), split_k=1)  # not the module's: its kernels are wgmma's
-    ta, tb = to_torch(torch, a, layout_a, "a"), to_torch(torch, b, layout_b, "b")
-    (out,) = run(torch, comp, [ta, tb], _torch_dtype(torch, dtype))
+    check_layouts(rng, torch, comp, dtype, mnk, layout_a, layout_b)
     assert "fuser::mm::Mma<" in comp.last_cuda_code()
-    (ref,) = _reference(comp.fusion, [a, b])
-    check(out, ref, ref, a, b)
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 // RUN: not fuser-opt %s -p 'fuser-schedule{shapes="16x15,16"}' 2>&1 | filecheck %s --check-prefix=STATIC
 // RUN: not fuser-opt %s -p 'fuser-schedule{shapes="16xa,16"}' 2>&1 | filecheck %s --check-prefix=SYNTAX
 // RUN: not fuser-opt %s -p 'fuser-schedule{shapes="16x16,8"}' 2>&1 | filecheck %s --check-prefix=MISMATCH
+// RUN: not fuser-opt %s -p 'fuser-schedule{shapes="16x16,16" arch=sm90}' 2>&1 | filecheck %s --check-prefix=ARCH
+// RUN: not fuser-opt %s -p 'fuser-schedule{shapes="16x16,16" sm_count=0}' 2>&1 | filecheck %s --check-prefix=SMS
 
 fusion.fusion @f(%x: tensor<?x16xf32>, %bias: tensor<?xf32>) -> (tensor<?x16xf32>) {
   %n = fusion.dim %x[0] : tensor<?x16xf32>
@@ -23,3 +25,5 @@ fusion.fusion @f(%x: tensor<?x16xf32>, %bias: tensor<?xf32>) -> (tensor<?x16xf32
 // SYNTAX: fuser-opt: error: fuser-schedule: bad shape '16xa' in shapes="16xa,16": expected extents like 16384x4096 (an empty item for a rank-0 tensor)
 // MISMATCH: fuser-opt: error: no scheduler accepts fusion @f:
 // MISMATCH-NEXT: pointwise: 'fusion.broadcast_in_dim' cannot broadcast extent 8 to 16 in dim 1
+// ARCH: fuser-opt: error: fuser-schedule: bad arch 'sm90': expected sm_<digits>, like sm_90
+// SMS: fuser-opt: error: fuser-schedule: sm_count must be at least 1, got 0
