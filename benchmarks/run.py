@@ -21,6 +21,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -141,20 +142,13 @@ def host_us_per_call(fn: Any, calls: int = 20000, warmup: int = 1000) -> float:
     return statistics.median(samples)
 
 
-def host_overhead(rounds: int = 15, calls: int = 2000) -> list[dict[str, Any]]:
-    """Steady-state host time per call of a one-kernel pointwise fusion on two [1024] inputs,
-    of a three-kernel one (two segment_sets in a pointwise chain: a host program), and of torch
-    eager's `a + b`: `rounds` interleaved rounds of `calls` calls each (the GPU synchronized
-    after each), the median round per row. Interleaving makes a slow spell of a shared host
-    (other tenants, frequency changes) fall on every row alike rather than on one of them."""
-    fd, chain = host_overhead_fusions()
-    x = torch.randn(1024, device="cuda")
-    y = torch.randn(1024, device="cuda")
-    rows = {
-        "fuser fd.execute": lambda: fd.execute([x, y]),
-        "fuser fd.execute, 3 kernels (two segment_sets)": lambda: chain.execute([x, y]),
-        "torch eager a + b": lambda: x + y,
-    }
+def interleaved_us(
+    rows: dict[str, Callable[[], object]], rounds: int = 15, calls: int = 2000
+) -> dict[str, list[float]]:
+    """Host time in µs per call of each of `rows`: `rounds` interleaved rounds of `calls` calls
+    each (after a warm-up; the GPU synchronized after each round), every round's figure per row.
+    Interleaving makes a slow spell of a shared host (other tenants, frequency changes) fall on
+    every row alike rather than on one of them."""
     samples: dict[str, list[float]] = {name: [] for name in rows}
     for fn in rows.values():
         host_us_per_call(fn, calls, warmup=1000)
@@ -165,6 +159,21 @@ def host_overhead(rounds: int = 15, calls: int = 2000) -> list[dict[str, Any]]:
                 fn()
             samples[name].append((time.perf_counter() - t0) / calls * 1e6)
             torch.cuda.synchronize()
+    return samples
+
+
+def host_overhead(rounds: int = 15, calls: int = 2000) -> list[dict[str, Any]]:
+    """Steady-state host time per call of a one-kernel pointwise fusion on two [1024] inputs,
+    of a three-kernel one (two segment_sets in a pointwise chain: a host program), and of torch
+    eager's `a + b`, in interleaved rounds (`interleaved_us`), the median round per row."""
+    fd, chain = host_overhead_fusions()
+    x = torch.randn(1024, device="cuda")
+    y = torch.randn(1024, device="cuda")
+    rows: dict[str, Callable[[], object]] = {
+        "fuser fd.execute": lambda: fd.execute([x, y]),
+        "fuser fd.execute, 3 kernels (two segment_sets)": lambda: chain.execute([x, y]),
+        "torch eager a + b": lambda: x + y,
+    }
     return [
         {
             "what": name,
@@ -172,7 +181,7 @@ def host_overhead(rounds: int = 15, calls: int = 2000) -> list[dict[str, Any]]:
             "min_us": min(s),
             "max_us": max(s),
         }
-        for name, s in samples.items()
+        for name, s in interleaved_us(rows, rounds, calls).items()
     ]
 
 

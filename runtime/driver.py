@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from cuda.bindings import driver as cu
 
@@ -539,54 +539,71 @@ def launch(
         )
 
 
+class KernelNode(NamedTuple):
+    """One kernel of a `LaunchGraph`: the function and its launch configuration, the address
+    of its `void*[]` argument array, and `arguments`, the buffer that array points into (its
+    bytes are compared between launches)."""
+
+    func: Function
+    grid: Sequence[int]
+    block: Sequence[int]
+    shared_bytes: int
+    params_address: int
+    arguments: Any  # a ctypes buffer (`.raw` gives its bytes)
+
+
 class LaunchGraph:
     """A fixed sequence of kernel launches, replayed as one CUDA graph.
 
-    On an H100 host a launch through cuda-python's `cuLaunchKernel` takes about 4 µs, a graph
-    launch about 2 µs plus 0.6 µs to refresh each kernel node's arguments (benchmarks/RESULTS.md
-    run 13), so the executors launch their kernels this way. `kernels` holds (function, grid,
-    block, dynamic shared bytes, address of the `void*[]` argument array) per kernel, in launch
-    order; each node runs after the one before it. `launch(stream)` re-reads every kernel's
-    arguments from its array (the driver copies them there and then, as `cuLaunchKernel` does,
-    so the buffers may change for the next call) and launches the graph on `stream`: ordered
-    after the stream's earlier work, as the launches one by one would be.
+    On an H100 host a launch through cuda-python's `cuLaunchKernel` takes about 4-5 µs, a graph
+    launch about 3 µs, and refreshing a kernel node's arguments about 1 µs more
+    (benchmarks/RESULTS.md runs 13 and 16), so the executors launch their kernels this way.
+    Each node runs after the one before it. `launch(stream)` gives each node the arguments its
+    buffer holds now (the driver copies them there and then, as `cuLaunchKernel` does, so the
+    buffers may change for the next call) and launches the graph on `stream`: ordered after the
+    stream's earlier work, as the launches one by one would be. A node whose buffer holds the
+    bytes it was last given keeps them without a driver call: in a steady loop torch's caching
+    allocator hands out the same addresses call after call.
     """
 
-    def __init__(
-        self, kernels: Sequence[tuple[Function, Sequence[int], Sequence[int], int, int]]
-    ) -> None:
-        self.names = [func.name for func, *_ in kernels]
+    def __init__(self, kernels: Sequence[KernelNode]) -> None:
+        self.names = [k.func.name for k in kernels]
         self._graph = check(cu.cuGraphCreate(0), "cuGraphCreate")
         self._exec: Any = None
-        refresh = []
+        nodes = []
         previous: list[Any] = []
-        for func, grid, block, shared_bytes, address in kernels:
+        for k in kernels:
             params = cu.CUDA_KERNEL_NODE_PARAMS()
-            params.func = func._cu
-            params.gridDimX, params.gridDimY, params.gridDimZ = grid
-            params.blockDimX, params.blockDimY, params.blockDimZ = block
-            params.sharedMemBytes = shared_bytes
-            params.kernelParams = address
+            params.func = k.func._cu
+            params.gridDimX, params.gridDimY, params.gridDimZ = k.grid
+            params.blockDimX, params.blockDimY, params.blockDimZ = k.block
+            params.sharedMemBytes = k.shared_bytes
+            params.kernelParams = k.params_address
             node = check(
                 cu.cuGraphAddKernelNode(self._graph, previous, len(previous), params),
                 "cuGraphAddKernelNode",
             )
-            refresh.append((node, params))
+            nodes.append((node, params, k.arguments))
             previous = [node]
         self._exec = check(cu.cuGraphInstantiate(self._graph, 0), "cuGraphInstantiate")
-        self._refresh = tuple(refresh)
+        self._nodes = tuple(nodes)
+        self._given = [arguments.raw for _, _, arguments in nodes]  # what each node holds
 
     def launch(self, stream: StreamLike) -> None:
-        """Refresh the kernels' arguments and launch them on `stream` (CudaError on failure)."""
-        graph_exec, handle = self._exec, stream_handle(stream)
-        for node, params in self._refresh:
-            (err,) = cu.cuGraphExecKernelNodeSetParams(graph_exec, node, params)
-            if err is not _SUCCESS:
-                raise CudaError(
-                    f"cuGraphExecKernelNodeSetParams failed for kernels {self.names}: "
-                    f"{_error_text(err)}"
-                )
-        (err,) = cu.cuGraphLaunch(graph_exec, handle)
+        """Refresh the kernels' changed arguments and launch them on `stream` (CudaError on
+        failure)."""
+        graph_exec, given = self._exec, self._given
+        for i, (node, params, arguments) in enumerate(self._nodes):
+            now = arguments.raw
+            if now != given[i]:
+                (err,) = cu.cuGraphExecKernelNodeSetParams(graph_exec, node, params)
+                if err is not _SUCCESS:
+                    raise CudaError(
+                        f"cuGraphExecKernelNodeSetParams failed for kernels {self.names}: "
+                        f"{_error_text(err)}"
+                    )
+                given[i] = now
+        (err,) = cu.cuGraphLaunch(graph_exec, stream_handle(stream))
         if err is not _SUCCESS:
             raise CudaError(f"cuGraphLaunch failed for kernels {self.names}: {_error_text(err)}")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_host_evaluator import FakeDevice0, patch_launch
+from test_host_evaluator import FakeDevice0, fake_torch_shape, patch_launch
 
 from fuser import DataType, FusionDefinition
 from fuser.compiler import (
@@ -556,14 +556,15 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> list[_FakeTorchOut]:
     """torch's allocator and current stream, faked on the torch frontend (outputs listed)."""
     made: list[_FakeTorchOut] = []
 
-    def empty(shape: tuple[int, ...], dtype: str, device: str) -> _FakeTorchOut:
-        made.append(_FakeTorchOut((len(made) + 1) << 20, tuple(shape), dtype, device))
+    def empty(*size: Any, dtype: str, device: str) -> _FakeTorchOut:
+        shape = fake_torch_shape(size)
+        made.append(_FakeTorchOut((len(made) + 1) << 20, shape, dtype, device))
         return made[-1]
 
     def prepare_entry(entry: Any, dtypes: Any) -> None:
         entry.torch_device = f"cuda:{entry.device}"
         entry.torch_out = tuple(
-            (shape, slot, f"torch.{d}")
+            (executor.torch_sizes(shape), slot, f"torch.{d}")
             for shape, slot, d in zip(entry.out_shapes, entry.out_slots, dtypes, strict=True)
         )
 

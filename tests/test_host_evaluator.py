@@ -667,7 +667,7 @@ def patch_launch(monkeypatch: pytest.MonkeyPatch, launch: Callable[..., None]) -
             self.kernels = list(kernels)
 
         def launch(self, stream: Any) -> None:
-            for func, grid, block, shared, address in self.kernels:
+            for func, grid, block, shared, address, _ in self.kernels:
                 driver.launch(func, tuple(grid), tuple(block), shared, stream, address)
 
     monkeypatch.setattr(driver, "launch", launch)
@@ -676,6 +676,13 @@ def patch_launch(monkeypatch: pytest.MonkeyPatch, launch: Callable[..., None]) -
     monkeypatch.setattr(
         driver, "launch_prefix", lambda func, grid, block, shared: (func, *grid, *block, shared)
     )
+
+
+def fake_torch_shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+    """The shape `torch.empty(*size)` makes: sizes one by one, or one tuple of them."""
+    if len(size) == 1 and isinstance(size[0], tuple | list):
+        return tuple(size[0])
+    return tuple(size)
 
 
 class FakeGpu:
@@ -710,8 +717,9 @@ class FakeGpu:
         self.log.append(("launch", func, tuple(grid), tuple(block), shared, stream, ptrs))
         self.raw.append(raw)
 
-    def empty(self, shape: Any, dtype: Any, device: Any) -> FakeTorchTensor:
-        out = FakeTorchTensor(self.alloc_output(shape), tuple(shape))
+    def empty(self, *size: Any, dtype: Any, device: Any) -> FakeTorchTensor:
+        shape = fake_torch_shape(size)
+        out = FakeTorchTensor(self.alloc_output(shape), shape)
         out.dtype = dtype
         self.outputs.append(out)
         return out
@@ -750,7 +758,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     def prepare_entry(entry: Any, dtypes: Any) -> None:
         entry.torch_device = f"cuda:{entry.device}"
         entry.torch_out = tuple(
-            (shape, slot, f"torch.{d}")
+            (executor.torch_sizes(shape), slot, f"torch.{d}")
             for shape, slot, d in zip(entry.out_shapes, entry.out_slots, dtypes, strict=True)
         )
 

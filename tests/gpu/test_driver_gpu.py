@@ -6,14 +6,17 @@ Every test here is marked `gpu` and skipped (see conftest.py) where no device is
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import re
+import struct
 import threading
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
+from cuda.bindings import driver as cu
 
 from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CudaError
@@ -292,6 +295,49 @@ def test_scalar_arguments(rng: np.random.Generator, stream: driver.Stream) -> No
     expected = np.zeros(n + 3)
     expected[:n] = a * x_host[:n] + float(np.float32(b)) + c
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-13, atol=1e-13)
+
+
+def test_launch_graph_refreshes_changed_arguments_only(
+    rng: np.random.Generator, stream: driver.Stream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node of a LaunchGraph takes its buffer's arguments when they changed since its last
+    launch, and costs no driver call when they did not."""
+    n = 1000
+    a = DeviceArray.zeros(n, np.float32, stream)
+    b = DeviceArray.zeros(n, np.float32, stream)
+    buffer = ctypes.create_string_buffer(24)  # fill(float* p, long long n, float v)
+    pointers = (ctypes.c_void_p * 3)(*(ctypes.addressof(buffer) + o for o in (0, 8, 16)))
+
+    def arguments(ptr: int, value: float) -> None:
+        struct.pack_into("<Qqf", buffer, 0, ptr, n, value)
+
+    values = [float(np.float32(v)) for v in rng.uniform(-5, 5, 3)]
+    arguments(a.ptr, values[0])
+    func = RtcKernel(FILL, "fill").function
+    node = driver.KernelNode(func, (8, 1, 1), (128, 1, 1), 0, ctypes.addressof(pointers), buffer)
+    graph = driver.LaunchGraph([node])
+    refreshes: list[int] = []
+    set_params = cu.cuGraphExecKernelNodeSetParams
+
+    def counted(*args: Any) -> Any:
+        refreshes.append(1)
+        return set_params(*args)
+
+    monkeypatch.setattr(cu, "cuGraphExecKernelNodeSetParams", counted)
+    graph.launch(stream)
+    arguments(a.ptr, values[0])  # rewritten, the same bytes
+    graph.launch(stream)
+    assert refreshes == []
+    np.testing.assert_array_equal(a.numpy(), np.full(n, values[0], np.float32))
+    arguments(b.ptr, values[1])
+    graph.launch(stream)
+    graph.launch(stream)
+    assert len(refreshes) == 1
+    arguments(a.ptr, values[2])
+    graph.launch(stream)
+    assert len(refreshes) == 2
+    np.testing.assert_array_equal(a.numpy(), np.full(n, values[2], np.float32))
+    np.testing.assert_array_equal(b.numpy(), np.full(n, values[1], np.float32))
 
 
 def test_device_array_passed_as_pointer(rng: np.random.Generator, stream: driver.Stream) -> None:
