@@ -916,13 +916,17 @@ def _check_scalar(where: str, t: Any, value: object) -> None:
 # Per-fusion compilers for callers that hold only the op
 
 _compilers: weakref.WeakKeyDictionary[FusionOp, FusionCompiler] = weakref.WeakKeyDictionary()
+_compilers_lock = threading.Lock()
 
 
 def compiler_for(fusion: FusionOp) -> FusionCompiler:
     """The FusionCompiler of a fusion op (one per op, kept while the op lives)."""
     compiler = _compilers.get(fusion)
     if compiler is None:
-        compiler = _compilers[fusion] = FusionCompiler(fusion)
+        with _compilers_lock:  # one per op, also when two threads' first calls meet
+            compiler = _compilers.get(fusion)
+            if compiler is None:
+                compiler = _compilers[fusion] = FusionCompiler(fusion)
     return compiler
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import threading
 from collections.abc import Callable, Sequence
 from enum import Enum, auto
 from io import StringIO
@@ -916,6 +917,9 @@ class _State(Enum):
     FAILED = auto()
 
 
+_COMPILER_LOCK = threading.Lock()  # see FusionDefinition._fusion_compiler
+
+
 class FusionDefinition:
     """Builds one fusion, nvFuser style, as a `fusion.fusion` op.
 
@@ -1208,10 +1212,16 @@ class FusionDefinition:
         return evaluate(self.fusion, inputs, compute_dtype=compute_dtype)
 
     def _fusion_compiler(self) -> FusionCompiler:
+        """The definition's one compiler, made on first use (under a lock: two threads whose
+        first calls meet must not each make one and count or compile apart)."""
         if self._compiler is None:
             from fuser.compiler import FusionCompiler
 
-            self._compiler = FusionCompiler(self.fusion, streams=self.streams, welford=self.welford)
+            with _COMPILER_LOCK:
+                if self._compiler is None:
+                    self._compiler = FusionCompiler(
+                        self.fusion, streams=self.streams, welford=self.welford
+                    )
         return self._compiler
 
     def execute(self, inputs: Sequence[Any]) -> list[Any]:

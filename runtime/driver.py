@@ -603,7 +603,8 @@ class LaunchGraph:
                         f"{_error_text(err)}"
                     )
                 given[i] = now
-        (err,) = cu.cuGraphLaunch(graph_exec, stream_handle(stream))
+        handle = stream if type(stream) is int else stream_handle(stream)
+        (err,) = cu.cuGraphLaunch(graph_exec, handle)
         if err is not _SUCCESS:
             raise CudaError(f"cuGraphLaunch failed for kernels {self.names}: {_error_text(err)}")
 

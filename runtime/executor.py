@@ -921,9 +921,10 @@ class ExecutorCache:
     """Signature -> entry, for one fusion: the hot path of `execute`.
 
     A call whose tensor inputs are all CUDA torch tensors on the current device, with a
-    signature seen before, takes the fast path: read the metadata, build the signature, look it
-    up, allocate with `torch.empty`, patch the pointers, launch the entry's graph (`Entry.launch`
-    built it on the signature's first call) on torch's current stream.
+    signature seen before, takes the fast path: read the metadata, look the entry up by its torch
+    key (`torch_signature_prologue`), allocate with `torch.empty`, patch the pointers, launch the
+    entry's graph (`Entry.launch` built it on the signature's first call) on torch's current
+    stream.
     Every other call takes the general path (`read_inputs`, `miss` on a new signature,
     `run_entry`). `hits` and `misses` count lookups.
 
@@ -945,6 +946,7 @@ class ExecutorCache:
             namespace = {
                 "CACHE": self,
                 "ENTRIES": self.entries,
+                "BY_TORCH_KEY": {},
                 "FE": TORCH_FRONTEND,
                 "TYPES": TORCH_FRONTEND.types,
                 "CODES": TORCH_FRONTEND.codes,
@@ -986,11 +988,15 @@ def _relaunch(entry: Entry, stream: int) -> None:
     driver.launch(entry.func, entry.grid, entry.block, entry.shared_bytes, stream, entry.address)
 
 
-def torch_signature_prologue(layout: InputLayout) -> tuple[list[str], str]:
+def torch_signature_prologue(layout: InputLayout) -> tuple[list[str], str, str]:
     """The opening of a generated torch fast path, shared by the kernel and program caches:
     `def execute(inputs):` and, inside a `try:`, lines that bind `x<i>` (inputs), `p<i>` (data
-    pointers), `s<i>` (shapes) and `device`; and the expression of the signature key over them
-    (the same key `signature_of` builds on the general path). Needs tensor inputs."""
+    pointers), `s<i>` (shapes) and `device`. Returns those lines and two key expressions over
+    them: the torch key (torch's own shape, stride and dtype objects, the pointers' low bits,
+    the scalars' types: cheap to build and hash) and the signature key (the key `signature_of`
+    builds on the general path, which the caches are keyed by). The fast paths keep a dict from
+    torch keys to what the signature key found, so a steady call builds only the torch key.
+    Needs tensor inputs."""
     tensors, scalars = layout.tensors, layout.scalars
     first = tensors[0]
     lines = [
@@ -1006,11 +1012,13 @@ def torch_signature_prologue(layout: InputLayout) -> tuple[list[str], str]:
     lines.append(f"        device = x{first}.get_device()")
     for i in tensors[1:]:
         lines += [f"        if x{i}.get_device() != device:", "            raise TypeError"]
+    torch_parts = [f"s{i}, x{i}.stride(), x{i}.dtype, p{i} & 15" for i in tensors]
+    torch_parts += [f"type(x{i})" for i in scalars]
     parts = [
         f"len(s{i}), *s{i}, *x{i}.stride(), CODES[x{i}.dtype], ALIGN[p{i} & 15]" for i in tensors
     ]
     parts += [f"-1, KINDS.get(type(x{i}), 0)" for i in scalars]
-    return lines, f"({', '.join(parts)}, device)"
+    return lines, f"({', '.join(torch_parts)}, device)", f"({', '.join(parts)}, device)"
 
 
 def _fast_path_source(layout: InputLayout) -> str:
@@ -1020,9 +1028,12 @@ def _fast_path_source(layout: InputLayout) -> str:
     if not tensors:
         return ""
     first = tensors[0]
-    lines, key = torch_signature_prologue(layout)
+    lines, torch_key, key = torch_signature_prologue(layout)
     lines += [
-        f"        entry = ENTRIES[{key}]",
+        f"        torch_key = {torch_key}",
+        "        entry = BY_TORCH_KEY.get(torch_key)",
+        "        if entry is None:",
+        f"            entry = BY_TORCH_KEY[torch_key] = ENTRIES[{key}]",
         "        graph = entry.graph",
         "        alloc = entry.torch_out",
         "        if graph is None or alloc is None or driver.current_device().ordinal != device:",

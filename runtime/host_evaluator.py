@@ -1302,6 +1302,7 @@ class ProgramCache:
             namespace = {
                 "CACHE": self,
                 "SPECS": self.entries,
+                "BY_TORCH_KEY": {},
                 "OTHER": other,
                 "OTHER_ENTRIES": other.entries,
                 "FE": TORCH_FRONTEND,
@@ -1339,18 +1340,23 @@ def _program_fast_path_source(layout: InputLayout) -> str:
     tensors, scalars = layout.tensors, layout.scalars
     if not tensors:
         return ""
-    lines, key = torch_signature_prologue(layout)
+    lines, torch_key, key = torch_signature_prologue(layout)
     ptrs = "".join(f"p{i}, " for i in tensors)
     values = "".join(f"x{i}, " for i in scalars)
     lines += [
-        f"        key = {key}",
+        f"        torch_key = {torch_key}",
+        "        spec = BY_TORCH_KEY.get(torch_key)",
+        "        if spec is None:",
+        f"            key = {key}",
         "    except (AttributeError, TypeError, KeyError):",
         "        return GENERAL(inputs)",
-        "    spec = SPECS.get(key)",
         "    if spec is None:",
-        "        if key in OTHER_ENTRIES:",
-        "            return OTHER.execute(inputs)",
-        "        return GENERAL(inputs)",
+        "        spec = SPECS.get(key)",
+        "        if spec is None:",
+        "            if key in OTHER_ENTRIES:",
+        "                return OTHER.execute(inputs)",
+        "            return GENERAL(inputs)",
+        "        BY_TORCH_KEY[torch_key] = spec",
         "    if spec.torch_device is None or driver.current_device().ordinal != device:",
         "        return GENERAL(inputs)",
         "    CACHE.hits += 1",

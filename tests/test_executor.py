@@ -625,12 +625,20 @@ def test_torch_fast_path_launches(
     compiler.execute([*inputs(), 4])
     assert (compiler.misses, compiler.kernels_compiled) == (3, 2)
     assert recording_driver["launches"][-1][5][2] == struct.pack("<d", 4.0)
+    # x 4 bytes past a 16-byte boundary: another signature; aligned again: a hit
+    x, b = inputs()
+    x = Tensor(x.data_ptr() + 4, x.shape, x.stride(), "float32", 0)
+    compiler.execute([x, b, 1.0])
+    assert (compiler.misses, compiler.hits) == (4, 2)
+    assert recording_driver["launches"][-1][5][0][:8] == struct.pack("<Q", x.data_ptr())
+    compiler.execute([*inputs(), 2.0])
+    assert (compiler.misses, compiler.hits) == (4, 3)
     # mistakes still go through the general path and its messages
     with pytest.raises(InputError, match=r"input #0 \(%t0\): expected a tensor, got float"):
         compiler.execute([1.0, b, 1.0])
     with pytest.raises(InputError, match=r"input #2 \(%s0\): expected a number .* got str"):
         compiler.execute([x, b, "1.0"])
-    assert len(recording_driver["launches"]) == 5
+    assert len(recording_driver["launches"]) == 7
 
 
 def test_bf16_and_f16_scalars_round_once() -> None:

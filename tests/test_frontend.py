@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import threading
+import time
 from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
@@ -950,3 +952,34 @@ def test_output_types_follow_the_signature() -> None:
     fd = define(lambda fd: fd.ops.relu(fd.define_tensor([2, -1], DataType.Int)))
     t = fd.fusion.function_type.outputs.data[0]
     assert isinstance(t, TensorType) and str(t) == "tensor<2x?xi64>"
+
+
+def test_threads_meeting_on_first_use_share_one_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads whose first calls meet get the definition's one compiler (a second one would
+    compile again and keep its own cache counts)."""
+    import fuser.compiler
+
+    made: list[object] = []
+    real = fuser.compiler.FusionCompiler
+
+    class Slow(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            time.sleep(0.05)  # both threads are past the first check by now
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(fuser.compiler, "FusionCompiler", Slow)
+    fd = define(lambda fd: fd.ops.exp(fd.define_tensor([-1])))
+    barrier = threading.Barrier(2)
+    got: list[object] = []
+
+    def first_use() -> None:
+        barrier.wait()
+        got.append(fd._fusion_compiler())
+
+    threads = [threading.Thread(target=first_use) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and got == [made[0], made[0]]
