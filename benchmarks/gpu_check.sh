@@ -3,7 +3,7 @@
 # install xDSL from .whl/ (`make wheelhouse WHEEL_REQS=xdsl==0.74.0`) and fuser in place, run the
 # GPU tests, then the benchmarks. Logs go to $OUT (default ./gpu-out).
 #   bash benchmarks/gpu_check.sh [pytest args...]      # e.g. -k pointwise; BENCH=0 skips benchmarks
-# TESTS=0 skips the tests; EXTRA="matmul streams welford host_breakdown" runs those benchmark scripts
+# TESTS=0 skips the tests; EXTRA="matmul streams welford host_breakdown cold_start" runs those scripts
 # too (each writes to $OUT/<name>/).
 set -uo pipefail
 OUT=${OUT:-gpu-out}

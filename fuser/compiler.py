@@ -362,9 +362,9 @@ def check_options(owner: str, *, streams: int, welford: str, split_k: int | None
 class FusionCompiler:
     """Compiles and runs one fusion for whatever inputs it is given (see the module docstring).
 
-    `hits` / `misses` count signature-cache lookups of `execute`; `kernels_compiled` counts NVRTC
-    compilations; `heuristic_reuses` counts new signatures served by a kernel or program compiled
-    for another one.
+    `hits` / `misses` count signature-cache lookups of `execute`; `kernels_compiled` counts the
+    kernels compiled (with NVRTC, or taken from the kernel cache on disk); `heuristic_reuses`
+    counts new signatures served by a kernel or program compiled for another one.
     """
 
     def __init__(

@@ -15,6 +15,8 @@ config.excludes = ["lit.cfg.py", "Output"]  # noqa: F821
 config.environment["PATH"] = os.pathsep.join(  # noqa: F821
     [os.path.dirname(sys.executable), config.environment.get("PATH", "")]  # noqa: F821
 )
+# the tests compile their kernels with NVRTC and write nothing to the user's kernel cache
+config.environment["FUSER_KERNEL_CACHE"] = "0"  # noqa: F821
 config.substitutions.append(  # noqa: F821
     (
         "FUSER_ROUNDTRIP",

@@ -2,9 +2,10 @@
 
 `nvrtc_compile` turns source into a cubin (SASS for one `sm_XY`): fuser never ships PTX, because
 the NVRTC here may be newer than the driver that would have to JIT it. `CompiledKernel` owns one
-kernel's source, options and cubin, and loads it lazily on the GPU; `RtcKernel` adds a convenient
-`launch` that packs Python arguments, for tests and hand-written CUDA. The code generator's kernels
-take every tensor as the struct `Tensor<T, N>` whose bytes `pack_tensor_param` produces.
+kernel's source, options and cubin (kept on disk by `kernel_cache` for later processes), and loads
+it lazily on the GPU; `RtcKernel` adds a convenient `launch` that packs Python arguments, for
+tests and hand-written CUDA. The code generator's kernels take every tensor as the struct
+`Tensor<T, N>` whose bytes `pack_tensor_param` produces.
 
 Kernels are looked up by name, so a kernel must be declared `extern "C" __global__`.
 """
@@ -25,7 +26,7 @@ from cuda.bindings import nvrtc
 
 from fuser.errors import CompilationError
 
-from . import driver
+from . import driver, kernel_cache
 from .arrays import DeviceArray, view_of
 
 #: Registers of one SM on every architecture fuser targets (sm_80 .. sm_120).
@@ -65,6 +66,7 @@ def supported_archs() -> tuple[int, ...]:
     return tuple(_nvrtc_check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
 
 
+@functools.cache
 def nvrtc_version() -> tuple[int, int]:
     err, major, minor = nvrtc.nvrtcVersion()
     _nvrtc_check((err,), "nvrtcVersion")
@@ -249,11 +251,23 @@ class CompiledKernel:
         return compile_options(self.arch, extra=self._extra_options())
 
     def compile(self) -> bytes:
-        """Compile (once) and return the cubin."""
+        """Compile (once) and return the cubin: from the kernel cache on disk when an earlier
+        process compiled the same kernel (`kernel_cache`), else with NVRTC (and kept there)."""
         if self.cubin is None:
-            self.cubin, self.log = nvrtc_compile(
-                self.source, self.kernel_name, self.arch, self._extra_options()
+            extra = self._extra_options()
+            key = kernel_cache.cache_key(
+                self.source,
+                self.kernel_name,
+                compile_options(self.arch, extra=extra),
+                nvrtc_version(),
             )
+            cubin = kernel_cache.load(key)
+            if cubin is not None:
+                self.log = "cubin from the kernel cache"
+            else:
+                cubin, self.log = nvrtc_compile(self.source, self.kernel_name, self.arch, extra)
+                kernel_cache.store(key, cubin)
+            self.cubin = cubin
         return self.cubin
 
     @property

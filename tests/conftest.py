@@ -21,3 +21,10 @@ def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     """A generator seeded from the session seed and the test's id (so each test differs)."""
     print(f"FUSER_SEED={SESSION_SEED} ({request.node.nodeid})")
     return np.random.default_rng([SESSION_SEED, zlib.crc32(request.node.nodeid.encode())])
+
+
+@pytest.fixture(autouse=True)
+def _no_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests compile every kernel they check with NVRTC and write nothing to the user's cache
+    (the kernel-cache tests turn it on in a folder of their own)."""
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "0")

@@ -13,7 +13,7 @@ from cuda.bindings import driver as cu
 
 from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CompilationError, CudaError
-from fuser.runtime import driver
+from fuser.runtime import compiled_kernel, driver, kernel_cache
 from fuser.runtime.compiled_kernel import (
     CompiledKernel,
     RtcKernel,
@@ -304,3 +304,91 @@ def test_launch_without_gpu_raises_cuda_error() -> None:
         kernel.launch(1, 32, [])
     with pytest.raises(CudaError, match="no CUDA device"):
         driver.current_device()
+
+
+# --------------------------------------------------------------------------------------------
+# the kernel cache on disk
+
+
+@pytest.fixture
+def kernel_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The kernel cache turned on, in a folder of the test's own (returned)."""
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "1")
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    return tmp_path / "kernels"
+
+
+def _no_nvrtc(*args: object, **kwargs: object) -> tuple[bytes, str]:
+    raise AssertionError("NVRTC was called for a cached kernel")
+
+
+def test_kernel_cache_serves_a_new_process_without_nvrtc(
+    rng: np.random.Generator, kernel_cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shift = _random_shift(rng)
+    first = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift])
+    cubin = first.compile()
+    (path,) = kernel_cache_dir.glob("*.cubin")
+    assert cubin in path.read_bytes() and not list(kernel_cache_dir.glob("*.tmp"))
+    # a new CompiledKernel (as in a new process) takes the cubin from disk
+    monkeypatch.setattr(compiled_kernel, "nvrtc_compile", _no_nvrtc)
+    again = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift])
+    assert again.compile() == cubin and again.log == "cubin from the kernel cache"
+    # another architecture, register cap, option or source is another kernel
+    for other in (
+        CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_80", extra_options=[shift]),
+        CompiledKernel(
+            HALF_KERNEL, "scale_half", arch="sm_90", block_size=1024, extra_options=[shift]
+        ),
+        CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift, "-DX=1"]),
+        CompiledKernel(HALF_KERNEL + "\n", "scale_half", arch="sm_90", extra_options=[shift]),
+    ):
+        with pytest.raises(AssertionError, match="NVRTC was called"):
+            other.compile()
+
+
+def test_kernel_cache_ignores_a_damaged_file(
+    rng: np.random.Generator, kernel_cache_dir: Path
+) -> None:
+    shift = _random_shift(rng)
+    cubin = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift]).compile()
+    (path,) = kernel_cache_dir.glob("*.cubin")
+    data = bytearray(path.read_bytes())
+    data[-100] ^= 0xFF  # one flipped byte in the cubin
+    path.write_bytes(bytes(data))
+    again = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift])
+    assert again.compile() == cubin and again.log != "cubin from the kernel cache"
+    assert cubin in path.read_bytes() and path.read_bytes() != bytes(data)  # written again
+
+
+def test_kernel_cache_off_or_unwritable(
+    rng: np.random.Generator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shift = _random_shift(rng)
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "0")
+    CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift]).compile()
+    assert not (tmp_path / "kernels").exists()
+    # a cache folder that cannot be made: a warning, and the kernel still compiles
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "1")
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(blocker))
+    kernel = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift])
+    with pytest.warns(UserWarning, match="cannot write the kernel cache"):
+        assert kernel.compile()[:4] == b"\x7fELF"
+
+
+def test_kernel_cache_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "1")
+    monkeypatch.delenv("FUSER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert kernel_cache.cache_dir() == tmp_path / "xdg" / "fuser" / "kernels"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert kernel_cache.cache_dir() == tmp_path / "home" / ".cache" / "fuser" / "kernels"
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path / "chosen"))
+    assert kernel_cache.cache_dir() == tmp_path / "chosen" / "kernels"
+    for off in ("0", "off", " OFF", "false", "no"):
+        monkeypatch.setenv("FUSER_KERNEL_CACHE", off)
+        assert kernel_cache.cache_dir() is None

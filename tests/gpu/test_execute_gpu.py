@@ -143,6 +143,26 @@ def test_pointwise_torch(rng: np.random.Generator, torch: Any, n: int, dtype: Da
     assert (compiler.misses, compiler.hits) == (1, 2)
 
 
+def test_kernels_from_the_kernel_cache_run(
+    rng: np.random.Generator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new compiler (as in a new process) loads the cubins an earlier one kept on disk, and
+    they run correctly."""
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "1")
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    n = 4097
+    x, y = random(rng, (n,), np.dtype(np.float32)), random(rng, (n,), np.dtype(np.float32))
+    s = float(rng.uniform(0.5, 2.0))
+    fd = gelu_scale(DataType.Float)
+    FusionCompiler(fd.fusion).execute([DeviceArray.from_numpy(x), DeviceArray.from_numpy(y), s])
+    assert len(list((tmp_path / "kernels").glob("*.cubin"))) == 1
+    compiler = FusionCompiler(gelu_scale(DataType.Float).fusion)
+    outs = compiler.execute([DeviceArray.from_numpy(x), DeviceArray.from_numpy(y), s])
+    assert_matches(fd, [x, y, s], [o.numpy() for o in outs])
+    (variant,) = compiler._variants.values()
+    assert variant.executor.kernel.log == "cubin from the kernel cache"
+
+
 @pytest.mark.parametrize("n", [1, 127, 4097])
 def test_pointwise_numpy_in_numpy_out(rng: np.random.Generator, n: int) -> None:
     fd = gelu_scale(DataType.BFloat16)

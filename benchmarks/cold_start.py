@@ -1,0 +1,115 @@
+"""First-call time of a fusion in a new process, with the kernel cache on disk empty and filled.
+
+    python benchmarks/cold_start.py [--out DIR]
+
+Each case runs in a child process that imports torch (not timed), then fuser, builds the fusion,
+makes its inputs and times its first `fd.execute` (segment, schedule, emit CUDA, compile the
+kernels or load them from the kernel cache, launch, synchronize) and its second. Every case runs
+twice: with `FUSER_CACHE_DIR` a new, empty folder, then in a new process over the same folder.
+Writes `cold_start.json` and `cold_start.md` to DIR (default ./bench-out) and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CASES = {
+    "layer norm bf16 [16384, 4096]": "layer norm",
+    "softmax f32 [8192, 8192]": "softmax(-1)",
+    "three-kernel chain f32 [1024]": "chain",
+    "matmul bf16 4096^3": "matmul",
+}
+
+
+def child(case: str) -> dict[str, float]:
+    """Run one case in this (new) process and return its times in ms."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    t0 = time.perf_counter()
+    import fuser  # noqa: F401  (timed: part of a cold start)
+
+    import_ms = (time.perf_counter() - t0) * 1e3
+    if case == "chain":
+        from workloads import host_overhead_fusions
+
+        fd = host_overhead_fusions()[1]
+        inputs = [torch.randn(1024, device="cuda") for _ in range(2)]
+    elif case == "matmul":
+        from matmul import matmul_definition
+
+        fd = matmul_definition()
+        inputs = [torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    else:
+        from workloads import all_workloads
+
+        dtype = "bfloat16" if case == "layer norm" else "float32"
+        (w,) = [w for w in all_workloads(torch) if w.name == case and w.dtype == dtype]
+        fd, inputs = w.define(), w.inputs(torch)
+    torch.cuda.synchronize()
+    times = {"import fuser": import_ms}
+    for call in ("first call", "second call"):
+        t0 = time.perf_counter()
+        fd.execute(inputs)
+        torch.cuda.synchronize()
+        times[call] = (time.perf_counter() - t0) * 1e3
+    return times
+
+
+def run_case(case: str, cache: str) -> dict[str, float]:
+    env = {**os.environ, "FUSER_CACHE_DIR": cache, "FUSER_KERNEL_CACHE": "1"}
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", case],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"case {case!r} failed:\n{out.stdout}\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="bench-out")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child)))
+        return
+    rows: list[dict[str, Any]] = []
+    for title, case in CASES.items():
+        with tempfile.TemporaryDirectory() as cache:
+            cold = run_case(case, cache)
+            warm = run_case(case, cache)
+        rows.append({"case": title, "cold": cold, "warm": warm})
+    lines = [
+        "| fusion | import fuser ms | first call, empty cache ms | first call, filled cache ms "
+        "| second call ms |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cold, warm = r["cold"], r["warm"]
+        lines.append(
+            f"| {r['case']} | {warm['import fuser']:.0f} | {cold['first call']:.0f} | "
+            f"{warm['first call']:.0f} | {warm['second call']:.2f} |"
+        )
+    table = "\n".join(lines) + "\n"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cold_start.json").write_text(json.dumps(rows, indent=1))
+    (out / "cold_start.md").write_text(table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

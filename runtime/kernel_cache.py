@@ -1,0 +1,97 @@
+"""Cubins kept on disk, so that a new process skips NVRTC for the kernels compiled before.
+
+NVRTC takes from a quarter of a second to seconds a kernel, and a program with dozens of fusions
+pays it at every start (a persistent kernel cache is among what nvFuser's users ask for most). A
+cubin is a function of NVRTC's version, the compile options (the target architecture and header
+path among them), the kernel's name and its source, so a digest of those names its file.
+
+- Where: `$FUSER_CACHE_DIR/kernels`, by default `$XDG_CACHE_HOME/fuser/kernels` or
+  `~/.cache/fuser/kernels`. `FUSER_KERNEL_CACHE=0` turns the cache off (the test suite does, so
+  that it compiles every kernel it checks).
+- A file is written whole (a temporary file, then a rename: concurrent writers of one kernel
+  leave one good file) and starts with a digest of the cubin; a file that does not match its
+  digest is ignored and written again. Nothing is ever evicted; deleting the folder is safe.
+- A cache that cannot be written (a read-only home) costs a warning, once, never a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+_MAGIC = b"fuser-cubin 1\n"
+_DIGEST = hashlib.sha256().digest_size
+_warned: set[str] = set()
+
+
+def cache_dir() -> Path | None:
+    """The folder cubins are kept in, or None when the cache is off."""
+    if os.environ.get("FUSER_KERNEL_CACHE", "1").strip().lower() in ("0", "off", "false", "no"):
+        return None
+    chosen = os.environ.get("FUSER_CACHE_DIR")
+    if chosen:
+        return Path(chosen) / "kernels"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    try:
+        base = Path(xdg) if xdg else Path.home() / ".cache"
+    except RuntimeError:  # no home folder to be found: no cache
+        return None
+    return base / "fuser" / "kernels"
+
+
+def cache_key(
+    source: str, name: str, options: Sequence[str], nvrtc_version: tuple[int, int]
+) -> str:
+    """The file name of a kernel's cubin: a digest of everything the cubin depends on."""
+    h = hashlib.sha256()
+    for part in (f"nvrtc {nvrtc_version[0]}.{nvrtc_version[1]}", name, *options, source):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def load(key: str) -> bytes | None:
+    """The cached cubin of `key`, or None (cache off, nothing cached, or a damaged file)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        data = (folder / f"{key}.cubin").read_bytes()
+    except OSError:
+        return None
+    head = len(_MAGIC)
+    digest, cubin = data[head : head + _DIGEST], data[head + _DIGEST :]
+    if not data.startswith(_MAGIC) or hashlib.sha256(cubin).digest() != digest or not cubin:
+        return None
+    return cubin
+
+
+def store(key: str, cubin: bytes) -> None:
+    """Keep `cubin` under `key` (no-op when the cache is off; a warning when it can't be
+    written)."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:16]}-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_MAGIC + hashlib.sha256(cubin).digest() + cubin)
+            os.replace(tmp, folder / f"{key}.cubin")
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as e:
+        if str(folder) not in _warned:
+            _warned.add(str(folder))
+            warnings.warn(
+                f"fuser: cannot write the kernel cache in {folder} ({e}); kernels will be "
+                "compiled again in the next process (FUSER_CACHE_DIR moves the cache, "
+                "FUSER_KERNEL_CACHE=0 turns it off)",
+                stacklevel=2,
+            )
