@@ -21,15 +21,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: title -> (case, dtype): a workload of `workloads.all_workloads` by name and dtype, or "chain"
+#: (the three-kernel fusion of the host-overhead rows) or "matmul"
 CASES = {
-    "layer norm bf16 [16384, 4096]": "layer norm",
-    "softmax f32 [8192, 8192]": "softmax(-1)",
-    "three-kernel chain f32 [1024]": "chain",
-    "matmul bf16 4096^3": "matmul",
+    "layer norm bf16 [16384, 4096]": ("layer norm", "bfloat16"),
+    "softmax f32 [8192, 8192]": ("softmax(-1)", "float32"),
+    "three-kernel chain f32 [1024]": ("chain", "float32"),
+    "matmul bf16 4096^3": ("matmul", "bfloat16"),
 }
 
 
-def child(case: str) -> dict[str, float]:
+def child(case: str, dtype: str) -> dict[str, float]:
     """Run one case in this (new) process and return its times in ms."""
     import torch
 
@@ -51,7 +53,6 @@ def child(case: str) -> dict[str, float]:
     else:
         from workloads import all_workloads
 
-        dtype = "bfloat16" if case == "layer norm" else "float32"
         (w,) = [w for w in all_workloads(torch) if w.name == case and w.dtype == dtype]
         fd, inputs = w.define(), w.inputs(torch)
     torch.cuda.synchronize()
@@ -64,10 +65,10 @@ def child(case: str) -> dict[str, float]:
     return times
 
 
-def run_case(case: str, cache: str) -> dict[str, float]:
+def run_case(case: str, dtype: str, cache: str) -> dict[str, float]:
     env = {**os.environ, "FUSER_CACHE_DIR": cache, "FUSER_KERNEL_CACHE": "1"}
     out = subprocess.run(
-        [sys.executable, __file__, "--child", case],
+        [sys.executable, __file__, "--child", case, dtype],
         env=env,
         capture_output=True,
         text=True,
@@ -81,16 +82,16 @@ def run_case(case: str, cache: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench-out")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)  # case, dtype
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child)))
+        print(json.dumps(child(*args.child)))
         return
     rows: list[dict[str, Any]] = []
-    for title, case in CASES.items():
+    for title, (case, dtype) in CASES.items():
         with tempfile.TemporaryDirectory() as cache:
-            cold = run_case(case, cache)
-            warm = run_case(case, cache)
+            cold = run_case(case, dtype, cache)
+            warm = run_case(case, dtype, cache)
         rows.append({"case": title, "cold": cold, "warm": warm})
     lines = [
         "| fusion | import fuser ms | first call, empty cache ms | first call, filled cache ms "

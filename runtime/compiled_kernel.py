@@ -254,18 +254,16 @@ class CompiledKernel:
         """Compile (once) and return the cubin: from the kernel cache on disk when an earlier
         process compiled the same kernel (`kernel_cache`), else with NVRTC (and kept there)."""
         if self.cubin is None:
-            extra = self._extra_options()
             key = kernel_cache.cache_key(
-                self.source,
-                self.kernel_name,
-                compile_options(self.arch, extra=extra),
-                nvrtc_version(),
+                self.source, self.kernel_name, self.options, nvrtc_version()
             )
             cubin = kernel_cache.load(key)
             if cubin is not None:
                 self.log = "cubin from the kernel cache"
             else:
-                cubin, self.log = nvrtc_compile(self.source, self.kernel_name, self.arch, extra)
+                cubin, self.log = nvrtc_compile(
+                    self.source, self.kernel_name, self.arch, self._extra_options()
+                )
                 kernel_cache.store(key, cubin)
             self.cubin = cubin
         return self.cubin

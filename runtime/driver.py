@@ -309,6 +309,8 @@ StreamLike = Stream | int | None
 
 def stream_handle(stream: StreamLike) -> int:
     """The raw handle of a Stream, an int handle, or None (the legacy default stream, 0)."""
+    if type(stream) is int:  # the launch paths' case: first
+        return stream
     if stream is None:
         return 0
     if isinstance(stream, Stream):
@@ -603,8 +605,7 @@ class LaunchGraph:
                         f"{_error_text(err)}"
                     )
                 given[i] = now
-        handle = stream if type(stream) is int else stream_handle(stream)
-        (err,) = cu.cuGraphLaunch(graph_exec, handle)
+        (err,) = cu.cuGraphLaunch(graph_exec, stream_handle(stream))
         if err is not _SUCCESS:
             raise CudaError(f"cuGraphLaunch failed for kernels {self.names}: {_error_text(err)}")
 

@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_host_evaluator import FakeDevice0, fake_torch_shape, patch_launch
+from test_host_evaluator import (
+    FakeDevice0,
+    fake_prepare_entry,
+    fake_torch_shape,
+    patch_launch,
+)
 
 from fuser import DataType, FusionDefinition
 from fuser.compiler import (
@@ -561,18 +566,11 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> list[_FakeTorchOut]:
         made.append(_FakeTorchOut((len(made) + 1) << 20, shape, dtype, device))
         return made[-1]
 
-    def prepare_entry(entry: Any, dtypes: Any) -> None:
-        entry.torch_device = f"cuda:{entry.device}"
-        entry.torch_out = tuple(
-            (executor.torch_sizes(shape), slot, f"torch.{d}")
-            for shape, slot, d in zip(entry.out_shapes, entry.out_slots, dtypes, strict=True)
-        )
-
     fe = executor.TORCH_FRONTEND
     monkeypatch.setattr(fe, "empty", empty)
     monkeypatch.setattr(fe, "raw_stream", lambda device: 0x7000 + device)
     monkeypatch.setattr(fe, "dtypes", {np.dtype(np.float32): "torch.float32"})
-    monkeypatch.setattr(fe, "prepare_entry", prepare_entry)
+    monkeypatch.setattr(fe, "prepare_entry", fake_prepare_entry)
     monkeypatch.setattr(driver, "gpu_available", lambda: True)
     return made
 

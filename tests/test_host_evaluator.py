@@ -685,6 +685,15 @@ def fake_torch_shape(size: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(size)
 
 
+def fake_prepare_entry(entry: Any, dtypes: Any) -> None:
+    """The torch frontend's `prepare_entry`, with strings for torch's device and dtypes."""
+    entry.torch_device = f"cuda:{entry.device}"
+    entry.torch_out = tuple(
+        (executor.torch_sizes(shape), slot, f"torch.{d}")
+        for shape, slot, d in zip(entry.out_shapes, entry.out_slots, dtypes, strict=True)
+    )
+
+
 class FakeGpu:
     """The driver calls of a run, recorded: pool allocations and frees, launches with the
     pointer at the start of each argument, torch outputs."""
@@ -754,15 +763,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     monkeypatch.setattr(
         fe, "dtypes", {np.dtype(np.float32): "torch.float32", np.dtype(np.uint8): "torch.uint8"}
     )
-
-    def prepare_entry(entry: Any, dtypes: Any) -> None:
-        entry.torch_device = f"cuda:{entry.device}"
-        entry.torch_out = tuple(
-            (executor.torch_sizes(shape), slot, f"torch.{d}")
-            for shape, slot, d in zip(entry.out_shapes, entry.out_slots, dtypes, strict=True)
-        )
-
-    monkeypatch.setattr(fe, "prepare_entry", prepare_entry)
+    monkeypatch.setattr(fe, "prepare_entry", fake_prepare_entry)
     return fake
 
 
