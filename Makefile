@@ -5,9 +5,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 WHEELS ?= .whl
 
-.PHONY: demo test lint pytest lit wheelhouse clean
+.PHONY: demo test lint pytest lit wheel-check wheelhouse clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/layer_norm.py
 	$(BIN)/fuser-run examples/layer_norm.mlir --shapes 4096x1024,1024,1024
 
-test: lint pytest lit
+test: lint pytest lit wheel-check
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -29,6 +29,10 @@ pytest: $(STAMP)
 
 lit: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -q lit_tests
+
+# The built wheel in a fresh venv, run from outside the source tree (see .ci/wheel-check).
+wheel-check: $(STAMP)
+	.ci/wheel-check $(PYTHON)
 
 # Every dependency as a wheel for an offline GPU node (Python 3.12, x86-64), plus fuser itself.
 # WHEEL_REQS narrows it, e.g. WHEEL_REQS=xdsl==0.74.0 for a node that has the CUDA packages already.

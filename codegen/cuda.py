@@ -427,6 +427,17 @@ class CudaPrinter(BasePrinter):
     def _define_result(self, op: Operation, expr: str) -> None:
         self._define(op.results[0], expr, prefix=op.name.split(".")[-1])
 
+    def _check_yield(self, op: scf.YieldOp, results: int) -> None:
+        """xDSL 0.74's scf verifiers let a branch of an `scf.if` with results end in an empty
+        yield (the implicit terminator): its result would be left unassigned."""
+        if len(op.operands) != results:
+            parent = op.parent_op()
+            raise self._error(
+                op,
+                f"it yields {len(op.operands)} values for the {results} results of its "
+                f"'{parent.name if parent else '?'}'",
+            )
+
     def _error(self, op: Operation, why: str) -> CudaEmissionError:
         where = f" in kernel.func @{self._kernel}" if self._kernel else ""
         return CudaEmissionError(f"cannot emit '{op.name}'{where} as CUDA: {why}")
@@ -778,9 +789,9 @@ class CudaPrinter(BasePrinter):
             expr = expr if signed else f"({c_type(dst)}){expr}"
         else:
             expr = f"({c_type(dst)}){x}" if signed else f"({c_type(dst)})({_UNSIGNED[dst]}){x}"
-        # NaN -> 0: the hardware conversion gives the most negative integer for NaN in some
-        # forms (f32 -> i64 and f64 -> i32 on an H200)
-        self._define_result(op, f"{x} != {x} ? 0 : {expr}")
+        # a plain C cast, as torch's CUDA kernels convert: NaN gives 0 from f32 to i32 and the
+        # most negative integer otherwise (runtime/reference.py's `_float_to_int` says so too)
+        self._define_result(op, expr)
 
     @print_op.register
     def _(self, op: arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp | arith.IndexCastOp):
@@ -887,6 +898,12 @@ class CudaPrinter(BasePrinter):
 
     @print_op.register
     def _(self, op: scf.IfOp):
+        if op.output and not op.false_region.blocks:
+            raise self._error(op, f"it has {len(op.output)} results and no else branch")
+        for region in (op.true_region, op.false_region):
+            for block in region.blocks:
+                if isinstance(block.last_op, scf.YieldOp):
+                    self._check_yield(block.last_op, len(op.output))
         for result in op.output:  # declared here, assigned by each branch's scf.yield
             self._scalar(op, result.type, tuple(_SCALAR_TYPES))
             self._line(f"{c_type(result.type)} {self._name(result, prefix='r')};")
@@ -911,6 +928,7 @@ class CudaPrinter(BasePrinter):
             targets = [self.expr(r) for r in parent.output]
         else:
             raise self._error(op, f"it ends a '{parent.name if parent else '?'}'")
+        self._check_yield(op, len(targets))
         pairs = [
             (target, self.expr(v), v.type)
             for target, v in zip(targets, op.operands, strict=True)
@@ -960,4 +978,9 @@ class CudaTarget(Target):
     preamble: bool = True
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if not any(isinstance(op, kernel.FuncOp) for op in module.walk()):
+            raise CudaEmissionError(
+                "-t cuda prints kernel.func ops and the module has none: schedule its fusions "
+                "first (-p fuser-schedule or -p fuser-lower-host)"
+            )
         output.write(emit_cuda(module, preamble=self.preamble))  # nothing printed on an error

@@ -56,23 +56,16 @@ namespace mm {
 
 // How an operand tile travels from global to shared memory, and how it is laid out there.
 // K_*: one shared row per M (or N) index holding consecutive k; MN_*: one row per k holding
-// consecutive M (or N) indices. *_ASYNC copy 16-byte chunks with cp.async, zero-filling what lies
-// out of range (the rows of the global operand must be 16-byte aligned); *_ELEMENTS load element
-// by element, for any strides and alignment.
+// consecutive M (or N) indices. *_ASYNC copy 16-byte chunks with cp.async (the rows of the global
+// operand must be 16-byte aligned); a chunk that is not wholly inside the operand is loaded
+// element by element and zero-filled; *_ELEMENTS load element by element, for any strides and
+// alignment.
 enum Load { K_ASYNC = 0, MN_ASYNC = 1, K_ELEMENTS = 2, MN_ELEMENTS = 3 };
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// 16 bytes from global memory to the shared address `dst`, asynchronously; bytes past
-// `src_bytes` are zero.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-#endif
-}
 // 16 bytes from global memory to the shared address `dst`, asynchronously, all of them.
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
 #if __CUDA_ARCH__ >= 800
@@ -202,34 +195,47 @@ template <typename T, int MN, int BK, int LOAD, int THREADS, bool ATOMS = false>
       k_next += BK;
       return;
     }
+    if (!ASYNC) {
 #pragma unroll
-    for (int p = 0; p < PER_THREAD; ++p) {
-      const int row = row0 + p * RSTEP;
-      const int mn = K_ROWS ? mn0 + row : mn0 + c * 8;
-      const int k = K_ROWS ? k_next + c * 8 : k_next + row;
-      const int at = offset(row, c);
-      if (ASYNC) {
-        int bytes;
-        if (inside) {
-          bytes = K_ROWS ? ((full >> p) & 1) * 16 : full;
-        } else {
-          int n = K_ROWS ? (mn < mn_end ? k_end - k : 0) : (k < k_end ? mn_end - mn : 0);
-          bytes = (n < 0 ? 0 : (n > 8 ? 8 : n)) * (int)sizeof(T);
-        }
-        cp_async16(addr + at * (int)sizeof(T), bytes > 0 ? src : data, bytes);
-      } else {
-        Vec<T, 8> v;
+      for (int p = 0; p < PER_THREAD; ++p) chunk_elements(tile, row0 + p * RSTEP, c);
+    } else {
+      // At the operand's edge a chunk is copied whole or loaded element by element: a partial
+      // cp.async would still address 16 bytes, past the end of a small operand. The element
+      // loads come in a second loop, not unrolled, so that the common path pays no registers.
+      unsigned edges = 0;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int m = K_ROWS ? mn : mn + e, kk = K_ROWS ? k + e : k;
-          v.v[e] = m < mn_end && kk < k_end ? data[m * s_mn + kk * s_k] : T(0.0f);
-        }
-        *reinterpret_cast<Vec<T, 8>*>(tile + at) = v;
+      for (int p = 0; p < PER_THREAD; ++p, src += step) {
+        const int row = row0 + p * RSTEP;
+        const int mn = K_ROWS ? mn0 + row : mn0 + c * 8;
+        const int k = K_ROWS ? k_next + c * 8 : k_next + row;
+        const bool whole =
+            inside ? (K_ROWS ? ((full >> p) & 1) != 0 : full == 16)
+                   : (K_ROWS ? mn < mn_end && k + 8 <= k_end : k < k_end && mn + 8 <= mn_end);
+        if (whole)
+          cp_async16(addr + offset(row, c) * (int)sizeof(T), src);
+        else
+          edges |= 1u << p;
       }
-      src += step;
+#pragma unroll 1
+      for (int p = 0; p < PER_THREAD; ++p)
+        if ((edges >> p) & 1) chunk_elements(tile, row0 + p * RSTEP, c);
     }
     next += BK * s_k;
     k_next += BK;
+  }
+
+  // Chunk `c` of tile row `row` of the k tile at k_next, element by element (zero outside the
+  // operand), as one 16-byte shared-memory store.
+  __device__ void chunk_elements(T* tile, int row, int c) const {
+    const int mn = K_ROWS ? mn0 + row : mn0 + c * 8;
+    const int k = K_ROWS ? k_next + c * 8 : k_next + row;
+    Vec<T, 8> v;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int m = K_ROWS ? mn : mn + e, kk = K_ROWS ? k + e : k;
+      v.v[e] = m < mn_end && kk < k_end ? data[m * s_mn + kk * s_k] : T(0.0f);
+    }
+    *reinterpret_cast<Vec<T, 8>*>(tile + offset(row, c)) = v;
   }
 };
 
@@ -717,10 +723,14 @@ __device__ __forceinline__ float count_ratio(float a, float b) { return __fdivid
 __device__ __forceinline__ double count_ratio(double a, double b) { return a / b; }
 
 // Chan et al.'s pairwise combination of Welford states; two empty states give an empty state.
+// A state whose mean is +-inf holds an infinity: the mean is then the sum of the means (+-inf,
+// NaN for both signs) and M2 is NaN, as torch's var_mean and the reference give (Chan's formula
+// would turn inf + (finite - inf) * w into NaN).
 struct WelfordCombine {
   template <typename T> __device__ Welford<T> operator()(Welford<T> a, Welford<T> b) const {
     const T n = a.n + b.n;
     if (n == T(0)) return Welford<T>{T(0), T(0), T(0)};
+    if (isinf(a.avg) || isinf(b.avg)) return Welford<T>{a.avg + b.avg, (a.avg + b.avg) * T(0), n};
     const T delta = b.avg - a.avg, wb = count_ratio(b.n, n);
     return Welford<T>{a.avg + delta * wb, a.m2 + b.m2 + delta * delta * a.n * wb, n};
   }

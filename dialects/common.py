@@ -4,6 +4,9 @@
   block whose arguments are the inputs, written like `func.func` (`@name(%x: T, ...) -> (R, ...)
   attributes {...} { ... }`) and parsed and printed with xDSL's func-like helpers.
 - `TensorDimOp`: `fusion.dim` and `host.dim` -- the run-time extent of one dim of a tensor.
+- `verify_dominance`: every operand is defined before its use (xDSL 0.74 does not check SSA
+  dominance), run by the verifier of every func-like op, so `op.verify()` in the Python API and
+  `fuser-opt` both reject a use before its definition.
 
 The dialects add their own rules in `verify_`.
 """
@@ -16,7 +19,15 @@ from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, StringAttr, TensorType, i64
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Operation,
+    OpResult,
+    Region,
+    SSAValue,
+)
 from xdsl.irdl import (
     IRDLOperation,
     base,
@@ -31,6 +42,63 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
+
+
+class OpVerifyException(VerifyException):
+    """A verifier error about an op nested in the one whose verifier found it: `op` is the op it
+    is about, so `fuser-opt` reports the error at that op."""
+
+    def __init__(self, op: Operation, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+def _value_name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "a value"
+
+
+def verify_dominance(region: Region) -> None:
+    """Raises OpVerifyException at the first op of `region` (nested ops included) that uses a
+    value not defined before it: by an earlier op of its block or of an enclosing block, or as an
+    argument of its block or of an enclosing one. Values of the other blocks of a multi-block
+    region are taken as visible (no op of ours has one; a CFG dominance check is not needed).
+    An op that is IsolatedFromAbove sees nothing from outside its regions."""
+    visible: set[SSAValue] = set()
+
+    def visit(region: Region) -> None:
+        added: list[SSAValue] = []
+        for block in region.blocks:
+            added.extend(block.args)
+            if len(region.blocks) > 1:
+                added.extend(r for op in block.ops for r in op.results)
+        visible.update(added)
+        for block in region.blocks:
+            for op in block.ops:
+                for i, operand in enumerate(op.operands):
+                    if operand not in visible:
+                        raise OpVerifyException(op, _use_before_definition(op, i, operand))
+                for nested in op.regions:
+                    if op.has_trait(IsolatedFromAbove):
+                        outer = set(visible)
+                        visible.clear()
+                        visit(nested)
+                        visible.update(outer)
+                    else:
+                        visit(nested)
+                visible.update(op.results)
+                added.extend(op.results)
+        visible.difference_update(added)
+
+    visit(region)
+
+
+def _use_before_definition(op: Operation, index: int, operand: SSAValue) -> str:
+    where = f"'{op.name}' operand #{index} ({_value_name(operand)})"
+    if isinstance(operand, OpResult) and operand.op is op:
+        return f"{where} is its own result"
+    if isinstance(operand, OpResult | BlockArgument):
+        return f"{where} is used before its definition or outside the region that defines it"
+    return f"{where} is not defined where it is used"  # a parser's unresolved forward reference
 
 
 class FuncLikeOp(IRDLOperation, ABC):
@@ -74,12 +142,14 @@ class FuncLikeOp(IRDLOperation, ABC):
         """How messages name this op: `fusion.fusion @layer_norm`."""
         return f"{self.name} @{self.sym_name.data}"
 
-    def verify_signature(self) -> None:
-        """The block arguments have the signature's input types."""
+    def verify_func_like(self) -> None:
+        """The block arguments have the signature's input types, and every value of the body is
+        defined before its uses (`verify_dominance`)."""
         if tuple(a.type for a in self.args) != tuple(self.function_type.inputs.data):
             raise VerifyException(
                 f"'{self.display_name}' block argument types do not match its signature"
             )
+        verify_dominance(self.body)
 
     @classmethod
     def parse_signature(

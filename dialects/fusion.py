@@ -96,7 +96,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from fuser.dialects.common import FuncLikeOp, TensorDimOp
+from fuser.dialects.common import FuncLikeOp, OpVerifyException, TensorDimOp
 
 # --------------------------------------------------------------------------------------------
 # Element types and the rules on them
@@ -243,7 +243,7 @@ class FusionOp(FuncLikeOp):
         return last
 
     def verify_(self) -> None:
-        self.verify_signature()
+        self.verify_func_like()
         block = self.body.block
         name = self.display_name
         inputs = self.function_type.inputs.data
@@ -1300,13 +1300,9 @@ STREAM_AXIS = "fusion.stream_axis"
 """The discardable attribute (an i64) marking an axis of an op's results stream-parallel."""
 
 
-class StreamAxisError(VerifyException):
+class StreamAxisError(OpVerifyException):
     """A `fusion.stream_axis` that is not valid; `op` is the op carrying it (fuser-opt reports
     the error at that op, even when the verifier of the enclosing fusion found it)."""
-
-    def __init__(self, op: Operation, message: str):
-        super().__init__(message)
-        self.op = op
 
 
 def stream_axis(op: Operation) -> int | None:
@@ -1344,6 +1340,8 @@ def stream_operand_axes(op: Operation, axis: int) -> tuple[int | None, ...]:
         return tuple(axis if isinstance(o.type, TensorType) else None for o in op.operands)
     if isinstance(op, BroadcastInDimOp):
         dims = op.dims
+        if len(dims) != len(shape_of(op.input.type) or ()):
+            op.verify_()  # the op's own rule, checked before the stream axis is
         if axis not in dims:
             return (None, *(None for _ in op.sizes))  # a new dim: every slice reads it all
         i = dims.index(axis)

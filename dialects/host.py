@@ -54,7 +54,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
@@ -87,6 +87,14 @@ class StreamType(ParametrizedAttribute, TypeAttribute):
     """A CUDA stream of the evaluator: `!host.stream`."""
 
     name = "host.stream"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """None: xDSL's default reads any `<...>` and fails outside a diagnostic when the
+        count differs from the type's."""
+        if parser.parse_optional_punctuation("<") is not None:
+            parser.raise_error("!host.stream takes no parameters")
+        return ()
 
 
 def _is_tensor(t: Attribute) -> bool:
@@ -128,7 +136,7 @@ class ProgramOp(FuncLikeOp):
     name = "host.program"
 
     def verify_(self) -> None:
-        self.verify_signature()
+        self.verify_func_like()
         name = self.display_name
         block = self.body.block
         inputs = self.function_type.inputs.data

@@ -346,7 +346,7 @@ class FuncOp(FuncLikeOp):
         )
 
     def verify_(self) -> None:
-        self.verify_signature()
+        self.verify_func_like()
         name = self.display_name
         inputs = self.function_type.inputs.data
         if self.function_type.outputs.data:
@@ -946,8 +946,9 @@ class MatmulLoad(StrEnum):
 
     `k_*`: a shared row per M (or N) index, holding consecutive k (the operand's K dim is
     contiguous: `ldmatrix`); `mn_*`: a row per k, holding consecutive M (or N) indices
-    (`ldmatrix.trans`). `*_async`: 16-byte `cp.async` chunks, zero-filled out of range (rows of the
-    operand 16-byte aligned); `*_elements`: element by element, any strides.
+    (`ldmatrix.trans`). `*_async`: 16-byte `cp.async` chunks (rows of the operand 16-byte aligned;
+    a chunk not wholly inside the operand is loaded element by element and zero-filled);
+    `*_elements`: element by element, any strides.
     """
 
     K_ASYNC = "k_async"

@@ -66,7 +66,7 @@ from fuser.dialects import host, kernel
 from fuser.dialects.fusion import I1, FusionOp, SegmentSetOp, element_type, format_shape
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
 from fuser.runtime import driver
-from fuser.runtime.compiled_kernel import CompiledKernel
+from fuser.runtime.compiled_kernel import CompiledKernel, check_arch
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import (
     SCALAR_BOOL,
@@ -100,7 +100,7 @@ from fuser.transforms.lower_stream_parallel import (
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
-from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
+from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls, segment_fusion
 from fuser.transforms.segment_rules import MergePredicate
@@ -338,6 +338,25 @@ class _PreparedProgram:
 
     def __call__(self) -> None:
         self.outputs = self.spec.run(self.call)
+
+
+def target_arch(arch: object) -> str:
+    """The `arch` argument of `compile`: "sm_90", or the int 90 for it. A CompilationError names
+    the argument when it is neither, or when fuser or this NVRTC does not compile for it."""
+    if isinstance(arch, int) and not isinstance(arch, bool):
+        arch = f"sm_{arch}"
+    if not isinstance(arch, str):
+        raise CompilationError(
+            f"compile: argument 'arch' must be a GPU architecture like 'sm_90' (or the int 90), "
+            f"got {arch!r}"
+        )
+    problem = arch_problem(arch)
+    if problem is not None:
+        raise CompilationError(f"compile: argument 'arch': {problem}")
+    try:
+        return check_arch(arch)
+    except CompilationError as e:
+        raise CompilationError(f"compile: argument 'arch': {e}") from None
 
 
 def check_options(owner: str, *, streams: int, welford: str, split_k: int | None = None) -> None:
@@ -656,10 +675,12 @@ class FusionCompiler:
         dump.dump("launch_params", f"@{self.layout.fusion_name}", spec.describe_launches)
         return spec
 
-    def compile(self, inputs: Sequence[Any], arch: str | None = None) -> CompiledFusion:
+    def compile(self, inputs: Sequence[Any], arch: str | int | None = None) -> CompiledFusion:
         """Compile the fusion for these inputs: for the current GPU, or without one for `arch`
-        (e.g. "sm_90", with an H100's limits). Numpy arrays, device tensors and Python numbers
+        (e.g. "sm_90" or 90, with an H100's limits). Numpy arrays, device tensors and Python numbers
         are accepted as inputs; only their metadata is used."""
+        if arch is not None:
+            arch = target_arch(arch)
         call = read_inputs(inputs, self.layout, with_stream=False)
         self.validate(call)
         if arch is None:
@@ -931,7 +952,7 @@ def compiler_for(fusion: FusionOp) -> FusionCompiler:
 
 
 def compile_fusion(
-    fusion: FusionOp, inputs: Sequence[Any], arch: str | None = None
+    fusion: FusionOp, inputs: Sequence[Any], arch: str | int | None = None
 ) -> CompiledFusion:
     """`FusionCompiler.compile` on the fusion's shared compiler."""
     return compiler_for(fusion).compile(inputs, arch)

@@ -10,9 +10,9 @@ print(fd.fusion_ir())
 
 The fusion dialect is strict (no implicit promotion or broadcasting, f16/bf16 only as storage
 types), so that later passes see every conversion. This module is where the friendliness
-lives: it applies torch's type promotion, computes half-precision math in f32, normalizes
-dims, and reports a user's mistake as a `DefinitionError` naming the op and the argument,
-before any IR is verified.
+lives: it applies torch's type promotion and nvFuser's implicit broadcast (inserting
+`broadcast_in_dim`), computes half-precision math in f32, normalizes dims, and reports a user's
+mistake as a `DefinitionError` naming the op and the argument, before any IR is verified.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, TensorType, i64
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
@@ -190,18 +190,27 @@ class _Value:
     def __ge__(self, other: Any) -> Tensor | Scalar:
         return self._fd.ops.ge(self, other)
 
-    def eq(self, other: Any) -> Tensor | Scalar:
-        """Pointwise `==` (a method: `==` on handles stays identity, as Python needs)."""
+    # `==` and `!=` build ops as nvFuser's do, so a handle's hash is its identity (set and dict
+    # membership then never calls `==`), and a handle has no truth value: `if a == b` and
+    # `a in [b]` raise instead of silently comparing identities.
+
+    def __eq__(self, other: object) -> Tensor | Scalar:  # type: ignore[override]
+        if not isinstance(other, _Value | numbers.Real):
+            return NotImplemented
         return self._fd.ops.eq(self, other)
 
-    def ne(self, other: Any) -> Tensor | Scalar:
-        """Pointwise `!=`."""
+    def __ne__(self, other: object) -> Tensor | Scalar:  # type: ignore[override]
+        if not isinstance(other, _Value | numbers.Real):
+            return NotImplemented
         return self._fd.ops.ne(self, other)
+
+    __hash__ = object.__hash__
 
     def __bool__(self) -> NoReturn:
         raise DefinitionError(
             f"{type(self).__name__} {self.name} has no truth value while a fusion is defined "
-            "(use fd.ops.where to select)"
+            "(use fd.ops.where to select, fd.ops.eq or fd.ops.ne to compare values, and `is` "
+            "to compare handles)"
         )
 
 
@@ -310,6 +319,20 @@ def _shape_of(x: object) -> tuple[int, ...] | None:
     return x._shape if isinstance(x, Tensor) else None
 
 
+def _value_shape(value: SSAValue) -> tuple[int, ...] | None:
+    return tuple(value.type.get_shape()) if isinstance(value.type, TensorType) else None
+
+
+def _constant_number(x: object) -> Number | None:
+    """The number `x` is when it is known while the fusion is defined: a Python number or a
+    `define_scalar` constant; else None."""
+    if isinstance(x, Scalar) and isinstance(x._value.owner, ConstantOp):
+        return x._value.owner.value.value.data
+    if isinstance(x, bool | int | float):
+        return x
+    return None
+
+
 _INT_RANGES = {DataType.Int32: (-(2**31), 2**31), DataType.Int: (-(2**63), 2**63)}
 
 # --------------------------------------------------------------------------------------------
@@ -320,9 +343,10 @@ _INT_RANGES = {DataType.Int32: (-(2**31), 2**31), DataType.Int: (-(2**63), 2**63
 class FusionOps:
     """`fd.ops`: every fusion-dialect op under nvFuser's name, with torch's type promotion.
 
-    Binary and ternary ops promote as torch does (f16 + f32 -> f32, i32 + 2.5 -> f32); half
-    (f16/bf16) math runs in f32 and is cast back. Python numbers are accepted wherever a
-    value is. Each call appends ops to the fusion and returns a `Tensor` or `Scalar`.
+    Binary and ternary ops promote as torch does (f16 + f32 -> f32, i32 + 2.5 -> f32) and
+    broadcast as nvFuser does (`_broadcast`); half (f16/bf16) math runs in f32 and is cast
+    back. Python numbers are accepted wherever a value is. Each call appends ops to the fusion
+    and returns a `Tensor` or `Scalar`.
     """
 
     _prefix = "fd.ops."
@@ -374,36 +398,63 @@ class FusionOps:
             _fail(op, f"argument '{arg}' must be True or False, got {x!r}")
         return x
 
-    def _common_shape(
+    def _broadcast(
         self, op: str, operands: Sequence[tuple[str, _Operand]]
-    ) -> tuple[int, ...] | None:
-        """The result shape of a pointwise op; static dims of tensor operands must agree."""
-        shape: list[int] | None = None
-        first, first_shape = "", ()
-        for arg, x in operands:
-            s = _shape_of(x)
-            if s is None:
-                continue
-            if shape is None:
-                shape, first, first_shape = list(s), arg, s
-                continue
-            if len(s) != len(shape):
-                _fail(
-                    op,
-                    f"argument '{arg}' has rank {len(s)} but '{first}' has rank {len(shape)}; "
-                    "ops do not broadcast implicitly (use fd.ops.broadcast_in_dim)",
-                )
-            for d, (a, b) in enumerate(zip(shape, s, strict=True)):
-                if a != DYNAMIC_INDEX and b != DYNAMIC_INDEX and a != b:
+    ) -> tuple[tuple[int, ...] | None, list[_Operand]]:
+        """nvFuser's implicit broadcast for a pointwise op: the result shape, and the operands
+        with every tensor expanded to it.
+
+        Shapes align at their last dims and a tensor of lower rank gains leading dims (nvFuser's
+        `maybeBroadcast`). In each result dim, a static 1 expands to the other operands'
+        extent (`fusion.broadcast_in_dim`, its `sizes(...)` read from a dynamic operand with
+        `fusion.dim`); any other static extents must be equal, and a dynamic extent must
+        match the others at run time. Scalars and numbers pass through.
+        """
+        tensors = [(arg, x) for arg, x in operands if isinstance(x, Tensor)]
+        if not tensors:
+            return None, [x for _, x in operands]
+        rank = max(t.ndim for _, t in tensors)
+        shape: list[int] = []
+        dynamic_source: dict[int, Extent] = {}  # result dim -> the extent of a dynamic operand
+        for d in range(rank):
+            extents = [(arg, t, t.ndim - rank + d) for arg, t in tensors if t.ndim - rank + d >= 0]
+            static = [(arg, t, t._shape[a]) for arg, t, a in extents if t._shape[a] != 1]
+            fixed = [(arg, t, e) for arg, t, e in static if e != DYNAMIC_INDEX]
+            for arg, t, e in fixed[1:]:
+                first, first_t, first_e = fixed[0]
+                if e != first_e:
                     _fail(
                         op,
-                        f"argument '{arg}' has shape {format_shape(s)}, which differs from "
-                        f"'{first}' shape {format_shape(first_shape)} in dim {d} "
-                        "(use fd.ops.broadcast_in_dim to broadcast)",
+                        f"argument '{arg}' has shape {format_shape(t._shape)}, which cannot "
+                        f"broadcast against '{first}' shape {format_shape(first_t._shape)} in "
+                        f"dim {d} of the result (extents {e} and {first_e}; only 1 broadcasts)",
                     )
-                if a == DYNAMIC_INDEX:
-                    shape[d] = b
-        return None if shape is None else tuple(shape)
+            if fixed:
+                shape.append(fixed[0][2])
+            elif static:
+                shape.append(DYNAMIC_INDEX)  # read from an input when one has it
+                _, t, _ = min(static, key=lambda s: not isinstance(s[1]._value, BlockArgument))
+                dynamic_source[d] = Extent(t, t.ndim - rank + d)
+            else:
+                shape.append(1)
+        expanded: list[_Operand] = []
+        for _, x in operands:
+            if isinstance(x, Tensor):
+                x = self._expand(x, shape, dynamic_source)
+            expanded.append(x)
+        return tuple(shape), expanded
+
+    def _expand(self, t: Tensor, shape: Sequence[int], sources: dict[int, Extent]) -> Tensor:
+        """`t` as a tensor of `shape` (from `_broadcast`): itself when no dim expands, else a
+        `broadcast_in_dim` that adds the missing leading dims and expands its static 1s."""
+        offset = len(shape) - t.ndim
+        carried = [d >= offset and t._shape[d - offset] != 1 for d in range(len(shape))]
+        if offset == 0 and all(c or shape[d] == 1 for d, c in enumerate(carried)):
+            return t
+        entries: list[int | Extent] = [
+            -1 if carried[d] else sources.get(d, extent) for d, extent in enumerate(shape)
+        ]
+        return self.broadcast_in_dim(t, entries, list(range(offset, len(shape))))
 
     @staticmethod
     def _promote(operands: Sequence[_Operand]) -> DataType:
@@ -434,7 +485,7 @@ class FusionOps:
         b = self._operand(qual, "rhs", rhs)
         if not isinstance(a, _Value) and not isinstance(b, _Value):
             _fail(qual, "needs a Tensor or Scalar operand, got two Python numbers")
-        shape = self._common_shape(qual, [("lhs", a), ("rhs", b)])
+        shape, (a, b) = self._broadcast(qual, [("lhs", a), ("rhs", b)])
         promoted = self._promote([a, b])
         out = promoted
         is_compare = op in ("eq", "ne", "lt", "le", "gt", "ge")
@@ -449,6 +500,14 @@ class FusionOps:
                 _fail(qual, "does not take Bool operands; cast them to Int or Float first")
             compute = DataType.Int32  # or / and on {0, 1}, cast back to Bool
         elif op == "pow" and promoted.is_integral:
+            exponent = _constant_number(b)
+            if exponent is not None and exponent < 0:
+                _fail(
+                    qual,
+                    f"argument 'rhs' ({exponent}) is a negative power of an integer "
+                    "base; integers to negative integer powers are not allowed, as in torch "
+                    "(cast to Float first)",
+                )
             compute = DataType.Double  # exact for |result| < 2**53, cast back
         else:
             compute = compute_dtype(promoted)
@@ -456,7 +515,24 @@ class FusionOps:
         vb = self._as(qual, "rhs", b, compute)
         rtype = _type(I1 if is_compare else compute.element_type, shape)
         r = self._definition._emit(cls(va, vb, rtype)).results[0]
+        if op == "pow" and promoted.is_integral and _constant_number(b) is None:
+            r = self._negative_powers_of_zero(vb, r)  # (a constant exponent is non-negative)
         return self._definition._wrap(self._definition._cast(r, out))
+
+    def _negative_powers_of_zero(self, exponent: SSAValue, power: SSAValue) -> SSAValue:
+        """Integer `pow` computed in f64, with torch's (CUDA) rule for a negative exponent, which
+        gives 1 for base 1, +-1 for base -1 and 0 for every other base: 0 ** -n is 0, not the
+        f64 pow's inf (which the cast back would saturate). For a negative exponent the f64
+        power lies in [-1, 1] but for base 0, so `power > 1` there marks base 0."""
+        fd = self._definition
+        zero = fd._emit(ConstantOp.of(0.0, DataType.Double.element_type)).results[0]
+        one = fd._emit(ConstantOp.of(1.0, DataType.Double.element_type)).results[0]
+        shape, exponent_shape = _value_shape(power), _value_shape(exponent)
+        negative = fd._emit(LtOp(exponent, zero, _type(I1, exponent_shape))).results[0]
+        infinite = fd._emit(GtOp(power, one, _type(I1, shape))).results[0]
+        f64 = DataType.Double.element_type
+        of_zero = fd._emit(WhereOp(infinite, zero, power, _type(f64, shape))).results[0]
+        return fd._emit(WhereOp(negative, of_zero, power, _type(f64, shape))).results[0]
 
     def _unary(
         self, op: str, build: Callable[[SSAValue], Operation], x: object, *, float_only: bool
@@ -637,7 +713,8 @@ class FusionOps:
 
     @_api
     def div(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
-        """`lhs / rhs`; on integers it truncates toward zero, as nvFuser's `div` (C)."""
+        """`lhs / rhs`; on integers it truncates toward zero, as nvFuser's `div` (C), and an
+        integer divided by zero is -1 (what torch's CUDA kernels give; torch on the CPU raises)."""
         return self._binary("div", DivOp, lhs, rhs)
 
     @_api
@@ -647,7 +724,14 @@ class FusionOps:
 
     @_api
     def pow(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
-        """`lhs ** rhs`; integer operands compute in Double and keep their integer type."""
+        """`lhs ** rhs`; integer operands compute in Double and keep their integer type.
+
+        As in torch: x ** 0 is 1 for every x (NaN included), a negative base to a fractional
+        power is NaN; for integers a negative constant exponent is an error, and a negative
+        exponent at run time gives 1 for base 1, +-1 for base -1 and 0 for any other base.
+        Unlike torch, integer results beyond 2**53 in magnitude are rounded (f64) and results
+        beyond the integer range saturate rather than wrap.
+        """
         return self._binary("pow", PowOp, lhs, rhs)
 
     @_api
@@ -704,7 +788,7 @@ class FusionOps:
         cdtype = c.dtype if isinstance(c, _Value) else number_dtype(c)
         if cdtype != DataType.Bool:
             _fail(op, f"argument 'cond' must be Bool, got {cdtype.name} (compare first)")
-        shape = self._common_shape(op, [("cond", c), ("a", x), ("b", y)])
+        shape, (c, x, y) = self._broadcast(op, [("cond", c), ("a", x), ("b", y)])
         dtype = self._promote([x, y])
         fd = self._definition
         vc = self._as(op, "cond", c, DataType.Bool)
@@ -1236,9 +1320,9 @@ class FusionDefinition:
             compiler = self._fusion_compiler()
         return compiler.execute(inputs)
 
-    def compile(self, inputs: Sequence[Any], arch: str | None = None) -> CompiledFusion:
+    def compile(self, inputs: Sequence[Any], arch: str | int | None = None) -> CompiledFusion:
         """Compiles the kernels for inputs like `inputs` (numpy arrays do; no GPU is needed when
-        `arch`, e.g. "sm_90", is given) and lists them: name, scheduler, CUDA, cubin size,
+        `arch`, e.g. "sm_90" or 90, is given) and lists them: name, scheduler, CUDA, cubin size,
         launch configuration."""
         return self._fusion_compiler().compile(inputs, arch)
 

@@ -12,8 +12,9 @@ achieved, counting every input read once and every output written once. Without 
 `--compile-only`) it compiles every kernel with NVRTC for `--arch` (default sm_90), evaluates the
 reference, and says that nothing was run.
 
-A user's mistake ends in a one-line `fuser-run: error: ...` (or a located diagnostic) and exit
-status 1, never a traceback.
+Exit status (as `fuser-opt`'s): 0 when every output matches, 1 for a user's mistake (a one-line
+`fuser-run: error: ...` or a located diagnostic) or a mismatch, 2 for a bug in fuser ("internal
+error in fuser", the stage, and a reproducer file), never a traceback.
 """
 
 from __future__ import annotations
@@ -30,10 +31,16 @@ from xdsl.context import Context
 from xdsl.dialects import get_all_dialects as xdsl_dialects
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation
-from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.utils.lexer import Span
 
-from fuser.cli import LocatedParser, _parse_error_message, verify_located
+from fuser.cli import (
+    USER_ERRORS,
+    LocatedParser,
+    quiet_broken_pipe,
+    report_internal_error,
+    user_error_text,
+    verify_located,
+)
 from fuser.compiler import CompiledFusion, FusionCompiler
 from fuser.dialects import get_all_dialects
 from fuser.dialects.fusion import I1, FusionOp, element_type, format_shape
@@ -43,6 +50,8 @@ from fuser.runtime.arrays import DeviceArray
 from fuser.runtime.compiled_kernel import RtcKernel
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
 from fuser.runtime.reference import evaluate
+from fuser.transforms.schedulers.info import SHAPES_SYNTAX, arch_problem
+from fuser.transforms.schedulers.info import parse_shapes as parse_shape_list
 
 PROG = "fuser-run"
 
@@ -57,6 +66,15 @@ TOLERANCES: dict[np.dtype, tuple[float, float]] = {
 
 class RunError(FuserError):
     """A mistake in the command line or the file (reported as one line)."""
+
+
+class Progress:
+    """What `run` is doing, for the report of an internal error: the stage, and the text of the
+    file once read (for the reproducer)."""
+
+    def __init__(self) -> None:
+        self.stage = "reading the command line"
+        self.input_text: str | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,23 +124,14 @@ def max_error(actual: np.ndarray, expected: np.ndarray) -> float:
 
 
 def parse_shapes(text: str) -> list[tuple[int, ...]]:
-    """`16384x4096,4096,()` -> [(16384, 4096), (4096,), ()]."""
-    shapes: list[tuple[int, ...]] = []
-    for part in text.split(","):
-        part = part.strip()
-        if part == "()":
-            shapes.append(())
-            continue
-        try:
-            dims = tuple(int(d) for d in part.lower().split("x"))
-        except ValueError:
-            raise RunError(
-                f"bad shape {part!r} in --shapes: expected extents joined by 'x' (16384x4096), "
-                "'()' for rank 0, shapes separated by ','"
-            ) from None
-        if any(d < 0 for d in dims):
-            raise RunError(f"bad shape {part!r} in --shapes: extents must be >= 0")
-        shapes.append(dims)
+    """`16384x4096,4096,()` -> [(16384, 4096), (4096,), ()]: the grammar of the passes' `shapes`
+    option (`SHAPES_SYNTAX`); RunError for a bad one."""
+    try:
+        shapes = parse_shape_list(text, f"--shapes {text}")
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    if shapes is None:
+        raise RunError(f"--shapes is empty: expected {SHAPES_SYNTAX}")
     return shapes
 
 
@@ -198,19 +207,24 @@ def random_inputs(
 # Parsing the file
 
 
-def load_fusion(path: str, name: str | None) -> FusionOp:
+def load_fusion(path: str, name: str | None, progress: Progress | None = None) -> FusionOp:
     """Parse and verify `path`; return its first fusion, or the one named `name`."""
+    progress = progress or Progress()
+    progress.stage = "reading the file"
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError as e:
         raise RunError(f"{e.strerror}: {path}") from None
+    progress.input_text = text
+    progress.stage = "parsing"
     ctx = Context()
     for dialect, factory in (xdsl_dialects() | get_all_dialects()).items():
         ctx.register_dialect(dialect, factory)
     spans: dict[Operation, Span] = {}
     module = LocatedParser(ctx, text, path, spans=spans).parse_module()
     assert isinstance(module, ModuleOp)
+    progress.stage = "verification"
     verify_located(module, spans)
     fusions = [op for op in module.walk() if isinstance(op, FusionOp)]
     if not fusions:
@@ -292,8 +306,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="a .mlir file holding fusion.fusion ops")
     p.add_argument(
         "--shapes",
-        help="one shape per tensor input, e.g. 16384x4096,4096 ('()' for rank 0); "
-        "optional when every tensor input has a static shape",
+        help=f"{SHAPES_SYNTAX}, e.g. 16384x4096,4096,(); optional when every tensor input "
+        "has a static shape",
     )
     p.add_argument("--fusion", metavar="NAME", help="the fusion to run (default: the first)")
     p.add_argument(
@@ -309,8 +323,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=10, metavar="N", help="untimed runs (10)")
     p.add_argument(
         "--arch",
-        help="GPU architecture to compile for without a GPU (default sm_90; with a GPU its "
-        "own architecture is used)",
+        help="GPU architecture to compile for without a GPU (default sm_90, at least sm_75; "
+        "with a GPU its own architecture is used)",
     )
     p.add_argument(
         "--compile-only",
@@ -328,20 +342,26 @@ def _describe_outputs(fusion: FusionOp, outputs: Sequence[np.ndarray]) -> list[s
     return lines
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, progress: Progress | None = None) -> int:
+    progress = progress or Progress()
     if args.iters < 1 or args.warmup < 0:
         raise RunError("--iters must be >= 1 and --warmup >= 0")
-    fusion = load_fusion(args.file, args.fusion)
+    if args.arch is not None and (problem := arch_problem(args.arch)) is not None:
+        raise RunError(f"--arch: {problem}")
+    fusion = load_fusion(args.file, args.fusion, progress)
     shapes = input_shapes(fusion, parse_shapes(args.shapes) if args.shapes else None)
     rng = np.random.default_rng(args.seed)
     inputs = random_inputs(fusion, shapes, rng)
+    progress.stage = "compiling"
     compiler = FusionCompiler(fusion)
     name = fusion.sym_name.data
     gpu = driver.gpu_available() and not args.compile_only
     if not gpu:
         arch = args.arch or "sm_90"
+        progress.stage = f"compiling for {arch}"
         compiled = compiler.compile(inputs, arch=arch)
         _print_compiled(compiled, args.print_cuda)
+        progress.stage = "the reference"
         reference = evaluate(fusion, inputs, compute_dtype=np.float64)
         print("reference (numpy, float64):")
         print("\n".join(_describe_outputs(fusion, reference)))
@@ -359,10 +379,13 @@ def run(args: argparse.Namespace) -> int:
         )
     dev = driver.current_device()
     device_inputs = [_to_device(x) for x in inputs]
+    progress.stage = f"compiling for {dev.arch}"
     compiled = compiler.compile(device_inputs)
     print(f"device: {dev.name} ({dev.arch})")
     _print_compiled(compiled, args.print_cuda)
+    progress.stage = "running on the GPU"
     outputs = [o.numpy() for o in compiler.execute(device_inputs)]
+    progress.stage = "the reference"
     reference = evaluate(fusion, inputs, compute_dtype=np.float64)
     failures = []
     print("check against the reference (numpy, float64):")
@@ -375,6 +398,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if problem is not None:
             failures.append(problem)
+    progress.stage = "timing"
     moved = sum(_nbytes(x) for x in inputs) + sum(_nbytes(o) for o in outputs)
     print(f"time (CUDA events, median of {args.iters} runs after {args.warmup}, L2 flushed):")
     for launch in compiler.prepare(device_inputs):
@@ -405,17 +429,19 @@ def _print_compiled(compiled: CompiledFusion, print_cuda: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `fuser-run` command; returns the exit status."""
+    """The `fuser-run` command; returns the exit status (see the module docstring)."""
     args = _parser().parse_args(argv)
+    progress = Progress()
     try:
-        return run(args)
-    except ParseError as e:
-        print(_parse_error_message(e), file=sys.stderr)
-    except (DiagnosticException, FuserError) as e:
-        text = str(e).strip()
-        first = text.split("\n", 1)[0]
-        print(text if ": error: " in first else f"{PROG}: error: {text}", file=sys.stderr)
-    return 1
+        return run(args, progress)
+    except USER_ERRORS as e:
+        print(user_error_text(PROG, e), file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return quiet_broken_pipe()
+    except Exception as e:
+        command = [PROG, *(sys.argv[1:] if argv is None else argv)]
+        return report_internal_error(PROG, progress.stage, e, command, progress.input_text)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from . import driver
 from .arrays import BFLOAT16, DeviceArray, TensorView, view_of
 from .compiled_kernel import CompiledKernel, pack_tensor_param
 from .dtypes import round_to_float
+from .inputs import check_input_sequence
 
 # --------------------------------------------------------------------------------------------
 # Signatures
@@ -473,6 +474,7 @@ def read_inputs(inputs: Sequence[Any], layout: InputLayout, with_stream: bool = 
 
     `with_stream=False` reads metadata only (no stream is looked up, the stream is 0): for
     signatures and compilation, not for launching."""
+    inputs = check_input_sequence(inputs)
     if len(inputs) != layout.count:
         raise _count_error(layout, len(inputs))
     tensors = layout.tensors

@@ -12,12 +12,17 @@ path among them), the kernel's name and its source, so a digest of those names i
   leave one good file) and starts with a digest of the cubin; a file that does not match its
   digest is ignored and written again. Nothing is ever evicted; deleting the folder is safe.
 - A cache that cannot be written (a read-only home) costs a warning, once, never a failure.
+- Only a regular file of at most `MAX_FILE_BYTES` is read, opened without following a link and
+  without blocking: a FIFO, a device or a link (to /dev/zero, say) where a cubin belongs would
+  otherwise hang `compile` or fill memory. Anything else is a miss, and the fresh cubin replaces
+  the entry (the rename replaces the link or FIFO itself, never what it points to).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -25,6 +30,9 @@ from pathlib import Path
 
 _MAGIC = b"fuser-cubin 1\n"
 _DIGEST = hashlib.sha256().digest_size
+#: The largest cache file read; cubins are kilobytes to a few megabytes.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _warned: set[str] = set()
 
 
@@ -59,15 +67,40 @@ def load(key: str) -> bytes | None:
     folder = cache_dir()
     if folder is None:
         return None
-    try:
-        data = (folder / f"{key}.cubin").read_bytes()
-    except OSError:
+    data = _read_regular_file(folder / f"{key}.cubin")
+    if data is None:
         return None
     head = len(_MAGIC)
     digest, cubin = data[head : head + _DIGEST], data[head + _DIGEST :]
     if not data.startswith(_MAGIC) or hashlib.sha256(cubin).digest() != digest or not cubin:
         return None
     return cubin
+
+
+def _read_regular_file(path: Path) -> bytes | None:
+    """The bytes of `path` when it is a regular file (not a link) of at most MAX_FILE_BYTES;
+    None otherwise, or when it cannot be read. Never blocks on a FIFO or a device."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:  # missing, unreadable, or a link (ELOOP)
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES:  # the file may grow while it is read: stop past the bound
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks) if size <= MAX_FILE_BYTES else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def store(key: str, cubin: bytes) -> None:

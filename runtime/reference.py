@@ -20,18 +20,26 @@ Semantics (the GPU path must match these):
   then returned as float64 arrays; other outputs keep their dtype.
 - No implicit broadcasting: tensor operands of a pointwise op must have one run-time shape
   (scalars combine with tensors), else `InputError` naming the op.
-- Integers wrap on overflow (two's complement); integer `div` truncates toward zero, as C does
-  (division by zero gives 0 here; it is undefined on the GPU).
+- Integers wrap on overflow (two's complement); integer `div` truncates toward zero, as C does.
+  An integer divided by zero gives what torch's CUDA kernels give (measured on an H200; torch on
+  the CPU raises instead): -1 for i32; for i64, 4294967295 where the dividend lies in
+  [0, 2**32) (CUDA divides such operands in 32 bits) and -1 elsewhere. The kernels test the
+  divisor and give these values rather than rely on the hardware.
+- `pow` is C's `pow` (numpy's): x ** 0 is 1 for every x, NaN included; a negative base to an
+  integral power keeps its sign, to a fractional power is NaN. Integer `pow` is built by the
+  frontend in f64 (see `FusionOps.pow`).
 - `maximum`/`minimum` and the `max`/`min` reductions propagate NaN, as torch does. Reducing over
   zero elements gives the identity: 0 for `sum`, -inf/+inf (or the integer limits) for
   `max`/`min`, NaN for the mean.
 - `cast`: to i1 is `!= 0`; float -> int truncates toward zero and saturates to the integer range
-  with NaN -> 0 (PTX `cvt.rzi`); int -> int wraps; to f16/bf16/f32 rounds to nearest even,
-  once (int -> f16/bf16 goes through float64: exact for i32, int64 beyond 2**53 may round twice).
+  (PTX `cvt.rzi`, as torch's CUDA kernels; NaN: see `_float_to_int`); int -> int wraps; to
+  f16/bf16/f32 rounds to nearest even, once (int -> f16/bf16 goes through float64: exact for
+  i32, int64 beyond 2**53 may round twice).
 - Constants and scalar inputs are first rounded to their declared type, then held.
 - `sum` accumulates in the element type (float64 in compute mode); `welford`/`var_mean` use the
   two-pass formula in the element type: mean = sum / N, var_sum = sum((x - mean)**2), so a large
-  mean does not cancel; var = var_sum / max(N - correction, 0).
+  mean does not cancel; var = var_sum / max(N - correction, 0). A row holding +-inf has the
+  variance NaN and the mean +-inf (NaN when it holds both), as torch's `var_mean`.
 - `matmul` of f16/bf16 multiplies and accumulates in float32 (float64 in compute mode) and
   rounds the result back once.
 """
@@ -114,6 +122,7 @@ from fuser.dialects.fusion import (
 )
 from fuser.errors import InputError, VerificationError
 from fuser.runtime.dtypes import BFLOAT16, FLOAT_DTYPES, numpy_dtype, round_to_float
+from fuser.runtime.inputs import check_input_sequence
 
 _HALF_DTYPES = (np.dtype(np.float16), BFLOAT16)
 
@@ -123,12 +132,23 @@ _HALF_DTYPES = (np.dtype(np.float16), BFLOAT16)
 
 
 def _divide(a: Any, b: Any) -> Any:
-    """True division on floats; on integers, truncation toward zero (C), not numpy's floor."""
+    """True division on floats; on integers, truncation toward zero (C), not numpy's floor,
+    and torch's CUDA result for a division by zero (see the module docstring)."""
     if np.asarray(a).dtype.kind == "f":
         return np.true_divide(a, b)
-    q = np.floor_divide(a, b)
-    rounded_down = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
-    return q + rounded_down.astype(q.dtype)
+    by_zero = np.equal(b, 0)
+    divisor = np.where(by_zero, np.ones_like(b), b)
+    q = np.floor_divide(a, divisor)
+    rounded_down = (np.remainder(a, divisor) != 0) & ((a < 0) != (divisor < 0))
+    q = q + rounded_down.astype(q.dtype)
+    return np.where(by_zero, _divided_by_zero(np.asarray(a)), q)
+
+
+def _divided_by_zero(a: np.ndarray) -> np.ndarray:
+    """What torch's CUDA kernels give for `a / 0` on integers (see the module docstring)."""
+    if a.dtype != np.int64:
+        return np.full_like(a, -1)
+    return np.where((a >= 0) & (a <= 0xFFFFFFFF), np.int64(0xFFFFFFFF), np.int64(-1))
 
 
 UNARY_FUNCTIONS: dict[type[UnaryOp], Callable[[Any], Any]] = {
@@ -194,14 +214,20 @@ def _gelu(x: Any, approximate: GeluApproximation) -> Any:
     return 0.5 * x * (1 + scipy.special.erf(x * math.sqrt(0.5)))
 
 
-def _float_to_int(a: np.ndarray, target: np.dtype) -> np.ndarray:
-    """Truncates toward zero, saturating to the range of `target`; NaN becomes 0."""
+def _float_to_int(a: np.ndarray, source: np.dtype, target: np.dtype) -> np.ndarray:
+    """Truncates toward zero, saturating to the range of `target`, as torch's CUDA kernels
+    convert (a C cast, PTX `cvt.rzi`). NaN gives what that conversion gives on an H200: 0 from
+    f32 (and f16/bf16, converted through f32) to i32; the most negative integer from f32 to i64
+    and from f64 to either. `source` is the declared type (f32 values may be held in float64)."""
     f = np.trunc(a.astype(np.float64))  # widening a float to float64 is exact
-    bound = 2.0 ** (np.iinfo(target).bits - 1)
+    info = np.iinfo(target)
+    bound = 2.0 ** (info.bits - 1)
     high, low, nan = f >= bound, f < -bound, np.isnan(f)
     inside = np.where(high | low | nan, 0, f).astype(target)
-    info = np.iinfo(target)
-    return np.where(high, info.max, np.where(low, info.min, inside)).astype(target)
+    nan_value = 0 if source != np.float64 and target == np.int32 else info.min
+    return np.where(
+        high, info.max, np.where(low, info.min, np.where(nan, nan_value, inside))
+    ).astype(target)
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,14 +286,16 @@ class FusionFunctions(InterpreterFunctions):
             rounded = np.asarray(value).astype(declared)
         return rounded.astype(self.held_dtype(t))[()]
 
-    def convert(self, x: Any, dst: Attribute) -> Any:
-        """`fusion.cast` of a value to element type `dst` (see the module docstring)."""
+    def convert(self, x: Any, src: Attribute, dst: Attribute) -> Any:
+        """`fusion.cast` of a value of element type `src` to `dst` (see the module docstring)."""
         a = np.asarray(x)
         target = self.held_dtype(dst)
         if target == np.bool_:
             return a != 0
         if target.kind == "i":
-            return _float_to_int(a, target) if a.dtype in FLOAT_DTYPES else a.astype(target)
+            if a.dtype in FLOAT_DTYPES:
+                return _float_to_int(a, numpy_dtype(src), target)
+            return a.astype(target)
         if a.dtype in FLOAT_DTYPES:
             return round_to_float(a, target)
         if target in _HALF_DTYPES:
@@ -385,8 +413,8 @@ class FusionFunctions(InterpreterFunctions):
 
     @impl(CastOp)
     def run_cast(self, interp: Interpreter, op: CastOp, args: PythonValues) -> PythonValues:
-        dst = element_type(op.result.type)
-        return (self.pointwise(op, lambda x: self.convert(x, dst), args),)
+        src, dst = element_type(op.input.type), element_type(op.result.type)
+        return (self.pointwise(op, lambda x: self.convert(x, src, dst), args),)
 
     @impl(BroadcastInDimOp)
     def run_broadcast_in_dim(
@@ -490,6 +518,8 @@ def _bind_input(functions: FusionFunctions, index: int, arg: SSAValue, value: ob
     where = describe_input(index, arg)
     if isinstance(t, TensorType):
         expected = numpy_dtype(t.element_type)
+        if isinstance(value, np.generic):  # a numpy scalar is a 0-d array of its dtype
+            value = np.asarray(value)
         if not isinstance(value, np.ndarray):
             raise InputError(
                 f"{where}: expected a numpy array of dtype {expected} for {t}, "
@@ -541,9 +571,14 @@ def _scalar_input(where: str, t: Attribute, value: object) -> float | int | bool
 def _is_wide(compute_dtype: DTypeLike | None) -> bool:
     if compute_dtype is None:
         return False
-    dtype = np.dtype(compute_dtype)
+    try:
+        dtype: np.dtype | None = np.dtype(compute_dtype)
+    except TypeError:
+        dtype = None
     if dtype not in (np.float32, np.float64):
-        raise ValueError(f"compute_dtype must be None, float32 or float64, not {dtype}")
+        raise InputError(
+            f"compute_dtype must be None, np.float32 or np.float64, got {compute_dtype!r}"
+        )
     return dtype == np.float64
 
 
@@ -561,6 +596,7 @@ def evaluate(
     returns f32 outputs as float64 (see the module docstring); None or np.float32 is the default.
     Outputs never share memory with the inputs or with each other.
     """
+    inputs = check_input_sequence(inputs)
     functions = FusionFunctions(wide=_is_wide(compute_dtype))
     try:
         fusion.verify()

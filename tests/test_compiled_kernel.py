@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import struct
+import threading
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -392,3 +396,73 @@ def test_kernel_cache_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     for off in ("0", "off", " OFF", "false", "no"):
         monkeypatch.setenv("FUSER_KERNEL_CACHE", off)
         assert kernel_cache.cache_dir() is None
+
+
+def _within(seconds: float, fn: Callable[[], object]) -> object:
+    """`fn()`, failing the test (instead of hanging it) when it takes longer than `seconds`."""
+    result: list[object] = []
+    worker = threading.Thread(target=lambda: result.append(fn()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"{fn} still runs after {seconds} s: it blocks"
+    return result[0]
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _link_to_dev_zero(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _link_to_a_good_file(path: Path) -> None:
+    good = path.with_suffix(".elsewhere")
+    path.rename(good)
+    path.symlink_to(good)
+
+
+@pytest.mark.parametrize("make", [_fifo, _link_to_dev_zero, _link_to_a_good_file])
+def test_kernel_cache_reads_only_regular_files(
+    make: Callable[[Path], None],
+    rng: np.random.Generator,
+    kernel_cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shift = _random_shift(rng)
+    cubin = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift]).compile()
+    (path,) = kernel_cache_dir.glob("*.cubin")
+    if make is not _link_to_a_good_file:
+        path.unlink()
+    make(path)
+    # a miss, at once: the kernel compiles again and its cubin replaces the entry itself
+    again = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift])
+    assert _within(30, again.compile) == cubin and again.log != "cubin from the kernel cache"
+    assert path.is_file() and not path.is_symlink() and cubin in path.read_bytes()
+    monkeypatch.setattr(compiled_kernel, "nvrtc_compile", _no_nvrtc)
+    third = CompiledKernel(HALF_KERNEL, "scale_half", arch="sm_90", extra_options=[shift])
+    assert third.compile() == cubin and third.log == "cubin from the kernel cache"
+
+
+def test_kernel_cache_skips_a_file_above_the_bound(kernel_cache_dir: Path) -> None:
+    kernel_cache.store("k", b"cubin")
+    assert kernel_cache.load("k") == b"cubin"
+    path = kernel_cache_dir / "k.cubin"
+    with path.open("r+b") as f:  # sparse: no disk space used
+        f.truncate(kernel_cache.MAX_FILE_BYTES + 1)
+    assert _within(30, lambda: kernel_cache.load("k")) is None
+
+
+def test_an_unwritable_kernel_cache_warns_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder belongs")
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "1")
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(blocker))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for key in ("a", "b", "c"):
+            kernel_cache.store(key, b"cubin")
+            assert kernel_cache.load(key) is None
+    assert [str(w.message)[:36] for w in caught] == ["fuser: cannot write the kernel cache"]

@@ -35,13 +35,14 @@ from fuser.dialects.fusion import (
     I64,
     BroadcastInDimOp,
     ConstantOp,
+    DimOp,
     Fusion,
     FusionOp,
     GeluOp,
     VarMeanOp,
 )
 from fuser.dtypes import DataType, ParallelType, promote_types, result_type
-from fuser.errors import DefinitionError, InputError, VerificationError
+from fuser.errors import CompilationError, DefinitionError, InputError, VerificationError
 from fuser.frontend import Extent, FusionDefinition, Scalar, Tensor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -382,8 +383,8 @@ def test_python_operators() -> None:
             "gt": [x > y, 1 < x],  # noqa: SIM300 (the reflected operator is the point)
             "le": [x <= 0],
             "ge": [x >= 0],
-            "eq": [x.eq(y)],
-            "ne": [x.ne(0)],
+            "eq": [x == y, x == 0],
+            "ne": [x != y, 1.5 != x],  # noqa: SIM300 (the reflected operator is the point)
         }
         for ts in results.values():
             for t in ts:
@@ -396,6 +397,26 @@ def test_python_operators() -> None:
     )
     assert sub.operands[1] is x._value
     assert_roundtrips(fd)
+
+
+def test_equality_operators_build_ops_and_handles_hash_by_identity() -> None:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, 4])
+        y = fd.define_tensor([-1, 4])
+        s = fd.define_scalar()
+        equal, different, scalar_equal = x == y, x != 1, s == 2.0
+        assert isinstance(equal, Tensor) and equal.dtype is DataType.Bool
+        assert isinstance(different, Tensor) and isinstance(scalar_equal, Scalar)
+        assert (x == None) is False and (x != "x") is True  # noqa: E711 (not operands: Python's rule)
+        handles = {x: "x", y: "y", s: "s"}  # identity hash: lookups never call ==
+        assert handles[x] == "x" and handles[y] == "y" and len({x, y, x}) == 2
+        fd.add_output(equal)
+        fd.add_output(different)
+    assert [op.name for op in body(fd) if op.name in ("fusion.eq", "fusion.ne")] == [
+        "fusion.eq",
+        "fusion.ne",
+        "fusion.eq",
+    ]
 
 
 def test_where_cast_set_segment_set() -> None:
@@ -603,6 +624,8 @@ def test_wrong_arity_and_keywords() -> None:
         (lambda fd, x: fd.ops.add(fd.ops.cast(x, DataType.Int32), 2**40), ("'rhs'", "Int32")),
         (lambda fd, x: x.size(2), ("Tensor.size", "'dim'", "rank 2")),
         (lambda fd, x: bool(x > 0), ("truth value", "fd.ops.where")),
+        (lambda fd, x: bool(x == x), ("truth value", "fd.ops.eq", "`is`")),
+        (lambda fd, x: x in [fd.define_tensor([-1, 4])], ("truth value",)),
     ],
 )
 def test_argument_errors(call: Callable[..., object], needles: tuple[str, ...]) -> None:
@@ -626,15 +649,83 @@ def test_pointwise_shape_mismatch() -> None:
     with FusionDefinition() as fd:
         a = fd.define_tensor([-1, 4])
         b = fd.define_tensor([-1, 5])
-        c = fd.define_tensor([-1])
+        c = fd.define_tensor([3])
         d = fd.define_tensor([3, -1])
         error(lambda: a + b, "fd.ops.add", "'rhs'", "[?, 5]", "'lhs'", "[?, 4]", "dim 1")
-        error(lambda: fd.ops.mul(a, c), "fd.ops.mul", "'rhs' has rank 1", "broadcast_in_dim")
+        error(lambda: fd.ops.mul(a, c), "fd.ops.mul", "'rhs' has shape [3]", "[?, 4]", "dim 1")
         error(lambda: fd.ops.where(a > 0, a, b), "fd.ops.where", "'b'", "dim 1")
         # dynamic dims are compatible with static ones; the result keeps the static extents
         e = fd.ops.add(a, d)
         assert e.static_shape == (3, 4)
         fd.add_output(e)
+
+
+# nvFuser's implicit broadcast: (declared shapes, concrete shapes, build) per case. A static 1
+# expands to the other operand's extent; a tensor of lower rank gains leading dims.
+BROADCAST_CASES = {
+    "nvfuser_readme": (
+        [[-1, 1, -1], [-1, -1, -1]],
+        [(3, 1, 127), (3, 5, 127)],
+        lambda fd, x, y: x + y,
+    ),
+    "minus_keepdim_max": (
+        [[-1, -1, -1]],
+        [(3, 5, 127)],
+        lambda fd, x: x - fd.ops.max(x, [1], True),
+    ),
+    "lower_rank": ([[-1], [-1, -1]], [(127,), (3, 127)], lambda fd, x, y: x * y),
+    "lower_rank_static_one": ([[1, -1], [-1]], [(1, 127), (127,)], lambda fd, x, y: y - x),
+    "static_one_static_extent": ([[1, 5], [3, 5]], [(1, 5), (3, 5)], lambda fd, x, y: x / y),
+    "size_zero": ([[-1, 1], [-1, -1]], [(0, 1), (0, 3)], lambda fd, x, y: x + y),
+    "expand_to_zero": ([[3, 1], [3, -1]], [(3, 1), (3, 0)], lambda fd, x, y: x + y),
+    "size_one_runtime": ([[-1, -1], [1, -1]], [(1, 1), (1, 1)], lambda fd, x, y: x + y),
+    "where_three_ways": (
+        [[-1, 1], [1, -1], [-1]],
+        [(127, 1), (1, 3), (3,)],
+        lambda fd, x, y, z: fd.ops.where(x > 0, y, z),
+    ),
+    "scalar_and_number": ([[-1, 1], [-1]], [(3, 1), (5,)], lambda fd, x, y: x * 2.0 + y),
+    "rank_zero": ([[], [-1, 3]], [(), (127, 3)], lambda fd, x, y: x - y),
+}
+NUMPY_BROADCAST = {
+    "nvfuser_readme": lambda x, y: x + y,
+    "minus_keepdim_max": lambda x: x - x.max(1, keepdims=True),
+    "lower_rank": lambda x, y: x * y,
+    "lower_rank_static_one": lambda x, y: y - x,
+    "static_one_static_extent": lambda x, y: x / y,
+    "size_zero": lambda x, y: x + y,
+    "expand_to_zero": lambda x, y: x + y,
+    "size_one_runtime": lambda x, y: x + y,
+    "where_three_ways": lambda x, y, z: np.where(x > 0, y, z),
+    "scalar_and_number": lambda x, y: x * 2.0 + y,
+    "rank_zero": lambda x, y: x - y,
+}
+
+
+@pytest.mark.parametrize("dtype", [DataType.Half, DataType.BFloat16, DataType.Float])
+@pytest.mark.parametrize("case", sorted(BROADCAST_CASES))
+def test_implicit_broadcast_matches_numpy(case: str, dtype: DataType) -> None:
+    declared, concrete, build = BROADCAST_CASES[case]
+    np_dtype = {DataType.Half: np.float16, DataType.BFloat16: ml_dtypes.bfloat16}.get(
+        dtype, np.float32
+    )
+    fd = define(lambda fd: build(fd, *(fd.define_tensor(s, dtype) for s in declared)))
+    assert "fusion.broadcast_in_dim" in names(fd)
+    rng = np.random.default_rng()
+    inputs = [np.asarray(rng.standard_normal(s)).astype(np_dtype) for s in concrete]
+    (out,) = fd.reference(inputs, compute_dtype=np.float64)
+    expected = NUMPY_BROADCAST[case](*(x.astype(np.float64) for x in inputs))
+    assert out.shape == expected.shape
+    tolerance = {np.float16: 2e-3, ml_dtypes.bfloat16: 1e-2}.get(np_dtype, 1e-6)
+    np.testing.assert_allclose(out.astype(np.float64), expected, rtol=tolerance, atol=tolerance)
+
+
+def test_implicit_broadcast_reads_extents_from_inputs() -> None:
+    fd = define(lambda fd: fd.define_tensor([-1, 1]) + fd.define_tensor([-1, -1]))
+    bcast = next(op for op in body(fd) if isinstance(op, BroadcastInDimOp))
+    (size,) = bcast.operands[1:]
+    assert isinstance(size.owner, DimOp) and size.owner.operands[0] is fd.inputs[1]._value
+    assert str(bcast.results[0].type) == "tensor<?x?xf32>"
 
 
 def test_broadcast_in_dim_errors() -> None:
@@ -983,3 +1074,42 @@ def test_threads_meeting_on_first_use_share_one_compiler(monkeypatch: pytest.Mon
     for t in threads:
         t.join()
     assert len(made) == 1 and got == [made[0], made[0]]
+
+
+def _one_input_fusion() -> FusionDefinition:
+    return define(lambda fd: fd.define_tensor([-1]) + 1)
+
+
+@pytest.mark.parametrize(
+    ("call", "error_type", "needles"),
+    [
+        (lambda fd, x: fd.reference(None), InputError, ("inputs must be a sequence", "None")),
+        (lambda fd, x: fd.reference(x), InputError, ("sequence", "ndarray", "[x]")),
+        (lambda fd, x: fd.reference("x"), InputError, ("sequence", "str")),
+        (lambda fd, x: fd.reference([x, x]), InputError, ("takes 1 input", "got 2")),
+        (lambda fd, x: fd.reference([x], compute_dtype="x"), InputError, ("compute_dtype",)),
+        (lambda fd, x: fd.execute(None), InputError, ("inputs must be a sequence", "None")),
+        (lambda fd, x: fd.execute(x), InputError, ("sequence", "ndarray")),
+        (lambda fd, x: fd.execute([1, 2, 3]), InputError, ("takes 1 input", "got 3")),
+        (lambda fd, x: fd.execute([]), InputError, ("takes 1 input", "got 0")),
+        (lambda fd, x: fd.execute([None]), InputError, ("input #0", "expected a tensor")),
+        (lambda fd, x: fd.compile(None, arch=90), InputError, ("inputs must be a sequence",)),
+        (lambda fd, x: fd.compile([x], arch=9.0), CompilationError, ("'arch'", "'sm_90'", "9.0")),
+        (lambda fd, x: fd.compile([x], arch="90"), CompilationError, ("'arch'", "'90'")),
+        (lambda fd, x: fd.compile([x], arch="sm_1"), CompilationError, ("'arch'", "sm_1")),
+        (lambda fd, x: fd.compile([x], arch=999), CompilationError, ("'arch'", "sm_999")),
+    ],
+)
+def test_call_argument_errors_name_the_argument(
+    call: Callable[..., object], error_type: type[Exception], needles: tuple[str, ...]
+) -> None:
+    fd = _one_input_fusion()
+    with pytest.raises(error_type) as info:
+        call(fd, np.ones(3, np.float32))
+    for needle in needles:
+        assert needle in str(info.value)
+
+
+def test_compile_takes_an_int_arch() -> None:
+    compiled = _one_input_fusion().compile([np.ones(3, np.float32)], arch=90)
+    assert compiled.arch == "sm_90"

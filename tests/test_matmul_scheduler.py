@@ -336,6 +336,24 @@ def test_split_chunks_that_break_alignment_load_elements() -> None:
     assert choose_load(b, -1, -2, 2, 250, kernel.MatmulEngine.MMA) == kernel.MatmulLoad.MN_ASYNC
 
 
+def test_broadcast_operands_load_elements() -> None:
+    """A dim broadcast with stride 0 is not contiguous: 16-byte copies along it would read
+    memory past the one element it repeats (the GPU fuzzer's find: B expanded from [1, 1])."""
+    mma = kernel.MatmulEngine.MMA
+    everywhere = TensorMeta((8, 2), (0, 0), 16)
+    assert choose_load(everywhere, -1, -2, 2, None, mma) == kernel.MatmulLoad.K_ELEMENTS
+    rows_repeat = TensorMeta((64, 64), (0, 1), 16)  # one [64] vector repeated along dim 0
+    # as B, each k row is that vector: copies along N stay inside it
+    assert choose_load(rows_repeat, -1, -2, 2, None, mma) == kernel.MatmulLoad.MN_ASYNC
+    # as A, each M row is that vector: copies along K stay inside it
+    assert choose_load(rows_repeat, -2, -1, 2, None, mma) == kernel.MatmulLoad.K_ASYNC
+    columns_repeat = TensorMeta((64, 64), (1, 0), 16)  # as A: K broadcast, M contiguous
+    assert choose_load(columns_repeat, -2, -1, 2, None, mma) == kernel.MatmulLoad.MN_ASYNC
+    assert choose_load(columns_repeat, -1, -2, 2, None, mma) == kernel.MatmulLoad.K_ASYNC
+    extent_one = TensorMeta((64, 1), (1, 1), 16)  # an extent-1 K has no stride to speak of
+    assert choose_load(extent_one, -2, -1, 2, None, mma) == kernel.MatmulLoad.MN_ASYNC
+
+
 def test_batch_strides_and_index_width() -> None:
     odd_batch = TensorMeta((3, 64, 64), (4100, 64, 1), 16)
     p = params(plain("bf16", 3), odd_batch, contiguous(3, 64, 64))

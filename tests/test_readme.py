@@ -1,10 +1,8 @@
 """The README is the front door: every `mlir` block in it parses and verifies, and every `python`
 block that needs no GPU runs."""
 
-import re
-from pathlib import Path
-
 import pytest
+from readme_examples import README, blocks, python_examples_without_gpu
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
@@ -16,24 +14,18 @@ from fuser.dialects.fusion import Fusion
 from fuser.dialects.host import Host
 from fuser.dialects.kernel import Kernel
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
-
-
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, re.DOTALL)
-
 
 @pytest.mark.parametrize("text", blocks("mlir"))
 def test_mlir_examples_verify(text: str) -> None:
     ctx = Context()
     for dialect in (Builtin, Arith, Math, Scf, Fusion, Kernel, Host):
         ctx.load_dialect(dialect)
-    Parser(ctx, text, "README.md").parse_module().verify()
+    Parser(ctx, text, str(README)).parse_module().verify()
 
 
-@pytest.mark.parametrize("text", [b for b in blocks("python") if "execute" not in b])
+@pytest.mark.parametrize("text", python_examples_without_gpu())
 def test_python_examples_run(text: str) -> None:
-    exec(compile(text, "README.md", "exec"), {})
+    exec(compile(text, str(README), "exec"), {})
 
 
 def test_readme_has_examples() -> None:

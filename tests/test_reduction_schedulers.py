@@ -39,6 +39,7 @@ from xdsl.dialects.scf import Scf
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.parser import Parser
 
+from fuser import DataType, FusionDefinition
 from fuser.codegen.cuda import emit_cuda
 from fuser.dialects import kernel
 from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64, Fusion, FusionOp
@@ -784,6 +785,27 @@ def test_welford_large_mean(rng: np.random.Generator, axis: int) -> None:
     np.testing.assert_allclose(mean, x64.mean(axis=axis), rtol=1e-6)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("length", [5, 700])
+def test_welford_of_rows_with_infinities(rng: np.random.Generator, axis: int, length: int) -> None:
+    """As torch: a row holding +inf has var NaN and mean +inf, one holding -inf mean -inf, one
+    holding both mean NaN (Chan's merge of an infinite mean with a finite one must not give
+    inf - inf); the other rows stay exact."""
+    fusion = var_mean(axis)
+    rows = random_input(rng, (4, length), F32)
+    rows[0, length // 2] = np.inf
+    rows[1, length - 1] = -np.inf
+    rows[2, 0], rows[2, length - 1] = np.inf, -np.inf
+    x = np.ascontiguousarray(rows if axis == 1 else rows.T)
+    with np.errstate(invalid="ignore"):  # inf - inf, as on the GPU
+        (var, mean), _, _ = run_kernel(REDUCTION, fusion, [x])
+    assert np.isnan(var[:3]).all()
+    np.testing.assert_array_equal(mean[:3], [np.inf, -np.inf, np.nan])
+    x64 = rows[3].astype(np.float64)
+    np.testing.assert_allclose(var[3], x64.var(ddof=1), rtol=1e-4)
+    np.testing.assert_allclose(mean[3], x64.mean(), rtol=1e-4, atol=1e-6)
+
+
 def test_welford_op_over_two_axes(rng: np.random.Generator) -> None:
     fusion = parse_fusion(WELFORD)
     check(REDUCTION, fusion, [random_input(rng, (4, 3, 5), F32)])
@@ -1108,3 +1130,24 @@ def test_edge_cases(
     fusion = make()
     with np.errstate(all="ignore"):  # the reference divides by zero for empty reductions
         check(scheduler, fusion, inputs_for(fusion, shapes, rng))
+
+
+@pytest.mark.parametrize("length", [0, 5])
+def test_an_output_broadcast_along_the_reduced_dims_is_refused(
+    rng: np.random.Generator, length: int
+) -> None:
+    """The GPU fuzzer's find: `lt(min(x, keepdim), y)` with `y` of extent 1 is an output of
+    extent 1 along the reduced dim. Taken as a per-element output it was stored by every thread
+    of a row, and for an empty row by none (the GPU returned the poisoned byte). The persistent
+    template refuses it; the segmenter then gives it a pointwise kernel."""
+    with FusionDefinition("min_lt") as fd:
+        y = fd.define_tensor([-1], DataType.Half)
+        x = fd.define_tensor([-1], DataType.Double)
+        fd.add_output(fd.ops.lt(fd.ops.min(x, dims=[0], keepdim=True), y))
+    inputs = [np.array([0.5], np.float16), rng.standard_normal(length)]
+    info = fusion_info(fd.fusion, inputs)
+    assert not REDUCTION.accepts(fd.fusion, info)  # (a per-element output of the min)
+    verdict = PERSISTENT.accepts(fd.fusion, info)
+    assert not verdict and "stores each output element once" in verdict.reason
+    compiled = fd.compile(inputs, arch="sm_90")
+    assert [k.scheduler for k in compiled.kernels] == ["reduction", "pointwise"]

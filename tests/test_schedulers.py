@@ -69,11 +69,16 @@ def _trunc_div(a: Any, b: Any) -> Any:
 
 
 def _fptosi(x: Any, dtype: np.dtype) -> Any:
-    """PTX cvt.rzi: truncate toward zero, saturate to the range, NaN -> 0."""
+    """PTX cvt.rzi: truncate toward zero, saturate to the range; NaN gives 0 from f32 to i32
+    and the most negative integer otherwise."""
+    source = np.asarray(x).dtype
     f = np.trunc(np.asarray(x, dtype=np.float64))
     bound = 2.0 ** (np.iinfo(dtype).bits - 1)
-    inside = np.where((f >= bound) | (f < -bound) | np.isnan(f), 0, f).astype(dtype)
+    nan = np.isnan(f)
+    inside = np.where((f >= bound) | (f < -bound) | nan, 0, f).astype(dtype)
     info = np.iinfo(dtype)
+    nan_value = 0 if source == np.float32 and dtype == np.int32 else info.min
+    inside = np.where(nan, nan_value, inside).astype(dtype)
     return np.where(f >= bound, info.max, np.where(f < -bound, info.min, inside)).astype(dtype)
 
 
@@ -1061,3 +1066,24 @@ def test_info_that_does_not_describe_the_fusion_is_rejected() -> None:
     ]:
         verdict = PointwiseScheduler().accepts(fusion, FusionInfo(metas))
         assert not verdict and reason in verdict.reason
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5])
+def test_pointwise_iterates_over_the_highest_rank_of_equal_outputs(rows: int) -> None:
+    """The GPU fuzzer's find: with a zero extent every output is empty, and the iteration space
+    was the first output, [rows, 1], from which the [rows, 1, 129] one cannot be indexed (no
+    scheduler accepted the segment). Of equal sizes the highest rank is taken."""
+    from fuser import DataType, FusionDefinition
+
+    with FusionDefinition("equal_outputs") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Float)
+        y = fd.ops.exp(x)
+        fd.add_output(y)
+        fd.add_output(
+            fd.ops.broadcast_in_dim(y, shape=[y.size(0), y.size(1), 129], broadcast_dims=[0, 1])
+        )
+    xs = np.full((rows, 1), 0.5, np.float32)
+    compiled = fd.compile([xs], arch="sm_90")
+    assert [k.scheduler for k in compiled.kernels] == ["pointwise"]
+    small, big = fd.reference([xs])
+    assert small.shape == (rows, 1) and big.shape == (rows, 1, 129)

@@ -388,3 +388,23 @@ def test_pass_options(monkeypatch: pytest.MonkeyPatch) -> None:
         _run_pass("translate-welford{mode=maybe}")
     with pytest.raises(TranslateWelfordOptionError, match="unknown Welford translation mode"):
         _run_pass('fuser-segment{shapes="64x1000" welford=on}')
+
+
+def test_a_broadcast_of_the_mean_to_another_tensors_extents_is_not_reused(
+    rng: np.random.Generator,
+) -> None:
+    """The fuzzer's find: the mean broadcast to `y`'s extents has `x`'s type but not its shape,
+    so `x - mean` must broadcast the new mean itself (it took that broadcast and failed)."""
+    with FusionDefinition(welford="always") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Float)
+        y = fd.define_tensor([-1, -1], DataType.Float)
+        var, mean = fd.ops.var_mean(x, dims=[0, 1], keepdim=True)
+        fd.add_output(var)
+        fd.add_output(fd.ops.broadcast_in_dim(mean, shape=y.shape(), broadcast_dims=[0, 1]))
+    xs = rng.standard_normal((3, 1)).astype(np.float32)
+    ys = rng.standard_normal((1, 1)).astype(np.float32)
+    kernels = fd.compile([xs, ys], arch="sm_90")  # segmented with the translation, compiled
+    assert kernels
+    var_out, mean_out = fd.reference([xs, ys], compute_dtype=np.float64)
+    np.testing.assert_allclose(var_out, [[xs.astype(np.float64).var(ddof=1)]], rtol=1e-6)
+    np.testing.assert_allclose(mean_out, [[xs.astype(np.float64).mean()]], rtol=1e-6)

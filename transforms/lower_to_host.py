@@ -60,19 +60,20 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import host, kernel
 from fuser.transforms.lower_stream_parallel import StreamSlicing, build_slice_loop, slice_fusion
 from fuser.transforms.schedule import (
+    RECORDED_SHAPES,
     ScheduledKernel,
     ScheduleOptionError,
     device_options,
     format_launch,
     format_shapes,
-    parse_shapes,
     pass_fusion_info,
+    recorded_shapes,
     schedule_fusion,
 )
 from fuser.transforms.schedulers import get_scheduler
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
 from fuser.transforms.schedulers.info import FusionInfo
-from fuser.transforms.schedulers.shapes import value_shapes
+from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls
 
 __all__ = [
@@ -428,7 +429,7 @@ def lower_fusion(
             )
         )
     b.add(host.ReturnOp([b.values[v] for v in fusion.output_op.values]))
-    b.program.attributes["fuser.shapes"] = StringAttr(format_shapes(info))
+    b.program.attributes[RECORDED_SHAPES] = StringAttr(format_shapes(info))
     b.program.verify()
     return HostLowering(b.program, tuple(lowered))
 
@@ -469,11 +470,15 @@ class LowerToHostPass(ModulePass):
         )
         for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
             given = shapes
-            attr = fusion.attributes.get("fuser.shapes")
-            if given is None and isinstance(attr, StringAttr):
-                given = parse_shapes(attr.data)
+            if given is None:
+                given = recorded_shapes(fusion, self.name, ScheduleOptionError)
             info = pass_fusion_info(self.name, fusion, given, device, ScheduleOptionError)
-            lowering = lower_fusion(fusion, info)
+            try:
+                lowering = lower_fusion(fusion, info)
+            except ShapeMismatch as e:
+                raise ScheduleOptionError(
+                    f"{self.name}: the input shapes do not fit fusion @{fusion.sym_name.data}: {e}"
+                ) from None
             Rewriter.insert_op(lowering.program, InsertPoint.before(fusion))
             for func in reversed(lowering.kernels):
                 Rewriter.insert_op(func, InsertPoint.after(lowering.program))

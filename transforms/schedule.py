@@ -12,14 +12,15 @@ can check the heuristics: `fuser.scheduler`, `fuser.params` (the parameters' rep
 Options:
 - `shapes`: the extents of every tensor input, in order, scalars skipped, e.g.
   `shapes="16384x4096,4096"`: one `AxBxC` per tensor input, separated by commas; a rank-0
-  tensor is an empty item (`shapes="8x4,,4"`). It applies to every fusion of the module and may
-  be omitted when all tensor inputs have static shapes.
-- `arch` (default `sm_90`) and `sm_count` (default 132): the device the heuristics target.
+  tensor is `()` (`shapes="8x4,(),4"`; the grammar of `fuser-run --shapes`, `SHAPES_SYNTAX`).
+  It applies to every fusion of the module and may be omitted when all tensor inputs have
+  static shapes.
+- `arch` (default `sm_90`, at least `sm_75`) and `sm_count` (default 132): the device the
+  heuristics target.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -34,7 +35,13 @@ from fuser.dialects import kernel
 from fuser.dialects.fusion import FusionOp, format_shape
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler
-from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
+from fuser.transforms.schedulers.info import (
+    DeviceInfo,
+    FusionInfo,
+    TensorMeta,
+    arch_problem,
+    parse_shapes,
+)
 
 
 class ScheduleOptionError(DiagnosticException):
@@ -75,30 +82,10 @@ def schedule_fusion(
     return ScheduledKernel(scheduler, params, func, launch)
 
 
-def parse_shapes(text: str) -> list[tuple[int, ...]] | None:
-    """The `shapes` option as one shape per tensor input, or None when it is empty."""
-    if not text.strip():
-        return None
-    shapes: list[tuple[int, ...]] = []
-    for item in text.split(","):
-        item = item.strip()
-        try:
-            shape = tuple(int(e) for e in item.split("x")) if item else ()
-        except ValueError:
-            shape = (-1,)
-        if any(e < 0 for e in shape):
-            raise ScheduleOptionError(
-                f'fuser-schedule: bad shape {item!r} in shapes="{text}": expected extents '
-                "like 16384x4096 (an empty item for a rank-0 tensor)"
-            )
-        shapes.append(shape)
-    return shapes
-
-
 def renamed_option_error(
     e: ScheduleOptionError, pass_name: str, error: type[OptionError]
 ) -> OptionError:
-    """A `fuser-schedule` option error (of `parse_shapes` or `fusion_info`) as an `error` of the
+    """A `fuser-schedule` option error (of `fusion_info`) as an `error` of the
     pass `pass_name`, for passes that take the same options."""
     return error(str(e).replace("fuser-schedule:", f"{pass_name}:", 1))
 
@@ -108,14 +95,14 @@ def device_options(
 ) -> tuple[list[tuple[int, ...]] | None, DeviceInfo]:
     """The `shapes`, `arch` and `sm_count` options of the pass `pass_name`, read and checked:
     a bad one raises `error` naming the pass and the option."""
-    if not re.fullmatch(r"sm_\d+", arch):
-        raise error(f"{pass_name}: bad arch {arch!r}: expected sm_<digits>, like sm_90")
+    if (problem := arch_problem(arch)) is not None:
+        raise error(f"{pass_name}: {problem}")
     if sm_count < 1:
         raise error(f"{pass_name}: sm_count must be at least 1, got {sm_count}")
     try:
-        parsed = parse_shapes(shapes)
-    except ScheduleOptionError as e:
-        raise renamed_option_error(e, pass_name, error) from None
+        parsed = parse_shapes(shapes, f'shapes="{shapes}"')
+    except ValueError as e:
+        raise error(f"{pass_name}: {e}") from None
     return parsed, DeviceInfo(arch=arch, sm_count=sm_count)
 
 
@@ -134,10 +121,30 @@ def pass_fusion_info(
         raise renamed_option_error(e, pass_name, error) from None
 
 
+RECORDED_SHAPES = "fuser.shapes"
+"""The attribute in which `fuser-segment` records the `shapes` it was given, in the `shapes`
+syntax, so that later passes need no `shapes` of their own."""
+
+
+def recorded_shapes(
+    fusion: FusionOp, pass_name: str, error: type[OptionError]
+) -> list[tuple[int, ...]] | None:
+    """The shapes recorded on `fusion` (`RECORDED_SHAPES`), or None; a malformed record (the
+    input is text a user may have written) raises `error` naming the pass and the fusion."""
+    attr = fusion.attributes.get(RECORDED_SHAPES)
+    if not isinstance(attr, StringAttr):
+        return None
+    where = f'{RECORDED_SHAPES} = "{attr.data}" of fusion @{fusion.sym_name.data}'
+    try:
+        return parse_shapes(attr.data, where)
+    except ValueError as e:
+        raise error(f"{pass_name}: {e}") from None
+
+
 def format_shapes(info: FusionInfo) -> str:
     """The tensor input shapes of `info` in the `shapes` option syntax (`"4x8,8"`): what
     `parse_shapes` reads back."""
-    return ",".join("x".join(map(str, m.shape)) for m in info.inputs if m is not None)
+    return ",".join("x".join(map(str, m.shape)) or "()" for m in info.inputs if m is not None)
 
 
 def fusion_info(

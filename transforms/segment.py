@@ -105,11 +105,12 @@ from fuser.dialects import kernel
 from fuser.errors import CompilationError
 from fuser.transforms.lower_stream_parallel import StreamSliceError, StreamSlicing, slice_fusion
 from fuser.transforms.schedule import (
+    RECORDED_SHAPES,
     ScheduleOptionError,
     device_options,
     format_shapes,
     fusion_info,
-    parse_shapes,
+    recorded_shapes,
     renamed_option_error,
 )
 from fuser.transforms.schedulers import SCHEDULERS
@@ -1010,9 +1011,8 @@ class SegmentFusionPass(ModulePass):
             if any(isinstance(s, fu.SegmentOp) for s in fusion.body.block.ops):
                 continue
             given = shapes
-            recorded = fusion.attributes.get("fuser.shapes")
-            if given is None and isinstance(recorded, StringAttr):
-                given = parse_shapes(recorded.data)
+            if given is None:
+                given = recorded_shapes(fusion, self.name, SegmentOptionError)
             info: FusionInfo | None
             try:
                 info = fusion_info(fusion, given, device)
@@ -1022,4 +1022,4 @@ class SegmentFusionPass(ModulePass):
                 info = None
             segment_fusion(fusion, info, should_merge=predicate, welford=self.welford)
             if given is not None:  # so that fuser-lower-host needs no `shapes` of its own
-                fusion.attributes["fuser.shapes"] = StringAttr(format_shapes(info))
+                fusion.attributes[RECORDED_SHAPES] = StringAttr(format_shapes(info))

@@ -224,8 +224,10 @@ def _element_count(
 def _existing_broadcast(
     b: _Builder, old_mean: SSAValue, dims: tuple[int, ...]
 ) -> tuple[fu.BroadcastInDimOp, list[Operation]] | None:
-    """A broadcast of the old mean to the input's type that can move up to the new mean, and
-    the `fusion.dim`s defined after the op that its sizes need (moved up too), or None."""
+    """A broadcast of the old mean to the input's shape that can move up to the new mean, and
+    the `fusion.dim`s defined after the op that its sizes need (moved up too), or None. Its
+    sizes must be the input's own extents (`fusion.dim`s of it): a broadcast of the mean to
+    another tensor's extents has the input's type but not, at run time, its shape."""
     for use in old_mean.uses:
         bcast = use.operation
         if (
@@ -234,6 +236,12 @@ def _existing_broadcast(
             and bcast.result.type == b.x.type
             and bcast.dims == dims
             and bcast.parent_block() is b.block
+            and all(
+                isinstance(size.owner, fu.DimOp)
+                and size.owner.input is b.x
+                and size.owner.axis.value.data == d
+                for d, size in zip(bcast.sized_dims(), bcast.sizes, strict=True)
+            )
         ):
             moves: list[Operation] = []
             if all(b.available(s, moves) for s in bcast.sizes):

@@ -10,5 +10,5 @@ fusion.fusion @f(%x: tensor<4xf32>, %y: tensor<5xf32>) -> (tensor<4xf32>) {
 
 // CHECK: errors.mlir:7:3: error: 'fusion.add' operand #1 has shape [5], incompatible with result shape [4]
 // CHECK-NOT: Traceback
-// PASS: fuser-opt: error: Unrecognized passes: ['no-such-pass']
+// PASS: fuser-opt: error: bad pass pipeline 'no-such-pass': Unrecognized passes: ['no-such-pass']
 // FILE: fuser-opt: error: No such file or directory:

@@ -358,6 +358,14 @@ def test_input_errors_with_torch(torch: Any) -> None:
     assert compiler.kernels_compiled == 0
     outs = compiler.execute([x, x, 1.0])  # still usable
     assert tuple(outs[0].shape) == (127,)
+    # after a compile, the torch fast path answers the same mistakes with the same errors
+    for wrong in (None, x, "x"):
+        with pytest.raises(InputError, match="inputs must be a sequence of arrays"):
+            compiler.execute(wrong)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"takes 3 input\(s\) .*got 2"):
+        compiler.execute([x, x])
+    with pytest.raises(InputError, match=r"input #0 \(%t0\): expected a tensor, got NoneType"):
+        compiler.execute([None, x, 1.0])
 
 
 def test_tensors_on_two_devices(torch: Any) -> None:

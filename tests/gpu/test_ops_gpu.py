@@ -9,8 +9,11 @@ truncation, saturation, wrap-around and NaN; `set`; `segment_set` (no scheduler 
 the clear error is checked); `broadcast_in_dim` onto every subset of the axes of a 4-D tensor,
 from rank 0 and from a scalar; integer ops (`div` truncating toward zero, `maximum`/`minimum`,
 `pow` through f64) on i32/i64; Bool arithmetic; NaN propagation of `maximum`/`minimum`; sizes
-1, 3, 127, 1000, 4097 and 65537; non-contiguous torch inputs. `test_execute_gpu.py` covers the
-kinds of inputs (numpy, torch, cupy, DeviceArray), the signature cache and streams.
+1, 3, 127, 1000, 4097 and 65537; non-contiguous torch inputs; the edge semantics decided by torch
+on CUDA (`var_mean` of rows holding infinities, float -> int casts of NaN, inf and out-of-range
+values, `pow` of negative bases and exponents, integer division by zero) against the reference
+and against torch itself. `test_execute_gpu.py` covers the kinds of inputs (numpy, torch, cupy,
+DeviceArray), the signature cache and streams.
 
 Fusions are built once per module (`functools.cache`), so every size of a case reuses the
 compiled kernels. Tolerances are by output dtype (`TOL`), looser for f32 transcendental ops;
@@ -297,10 +300,10 @@ def test_integer_ops(rng: np.random.Generator, n: int) -> None:
     inputs: list[Any] = []
     for dtype, high in ((np.int32, 30_000), (np.int64, 3_000_000_000)):
         x = rng.integers(-high, high, n).astype(dtype)
-        # small divisors of both signs, and x itself in places (ties for the comparisons)
+        # small divisors of both signs, and x itself in places (ties for the comparisons); a zero
+        # divisor is -1 on both sides (see `fd.ops.div`)
         y = (rng.integers(1, 50, n) * rng.choice([-1, 1], n)).astype(dtype)
         y = np.where(rng.random(n) < 0.3, x, y).astype(dtype)
-        y[y == 0] = 3
         base = rng.integers(-6, 7, n).astype(dtype)
         exponent = rng.integers(0, 5, n).astype(dtype)
         inputs += [x, y, base, exponent]
@@ -602,3 +605,94 @@ def test_non_contiguous_torch_inputs(
     assert scheduler_names(fd, [x, y]) == ["pointwise"]
     host = [np.ascontiguousarray(xs.T), np.ascontiguousarray(ys[:, ::2])]
     check(fd, host, labels, TRANSCENDENTAL, outputs=[numpy_of(torch, o) for o in outs])
+
+
+# --------------------------------------------------------------------------------------------
+# Edge semantics decided by torch on CUDA (tests/test_semantics.py pins the reference and the
+# scalar lowering on the CPU)
+
+
+@pytest.mark.parametrize("width", [1, 3, 127, 1000, 4097, 65537])
+def test_var_mean_of_rows_with_infinities(rng: np.random.Generator, width: int) -> None:
+    """var NaN, mean +-inf (NaN for both signs) on every scheduler the row width picks."""
+    with FusionDefinition(f"var_mean_inf_{width}") as fd:
+        var, mean = fd.ops.var_mean(fd.define_tensor([-1, -1]), [1], correction=0)
+        fd.add_output(var)
+        fd.add_output(mean)
+    rows = floats(rng, 5 * width, F32).reshape(5, width)
+    at = rng.integers(0, width, 5)
+    rows[0, at[0]] = np.inf
+    rows[1, at[1]] = -np.inf
+    rows[2, at[2]] = np.inf
+    rows[2, (at[2] + width // 2) % width] = -np.inf if width > 1 else np.inf
+    rows[3, :] = np.inf
+    var_out, mean_out = fd.execute([rows])
+    expected_var, expected_mean = fd.reference([rows], compute_dtype=np.float64)
+    assert np.isnan(var_out[:4]).all() and not np.isnan(var_out[4])
+    assert_close(var_out, expected_var, "var", TRANSCENDENTAL[F32])
+    assert_close(mean_out, expected_mean, "mean", TRANSCENDENTAL[F32])
+
+
+@functools.cache
+def edge_fusion() -> tuple[FusionDefinition, tuple[str, ...]]:
+    labels = ("f32 -> i32", "f32 -> i64", "f64 -> i32", "bf16 -> i64", "f32 -> bool")
+    labels += ("pow f32", "pow i32", "div i32", "div i64")
+    with FusionDefinition("edge_semantics") as fd:
+        f, d = fd.define_tensor([-1]), fd.define_tensor([-1], DataType.Double)
+        h = fd.define_tensor([-1], DataType.BFloat16)
+        base, exponent = fd.define_tensor([-1]), fd.define_tensor([-1])
+        ia, ib = fd.define_tensor([-1], DataType.Int32), fd.define_tensor([-1], DataType.Int32)
+        la, lb = fd.define_tensor([-1], DataType.Int), fd.define_tensor([-1], DataType.Int)
+        fd.add_output(fd.ops.cast(f, DataType.Int32))
+        fd.add_output(fd.ops.cast(f, DataType.Int))
+        fd.add_output(fd.ops.cast(d, DataType.Int32))
+        fd.add_output(fd.ops.cast(h, DataType.Int))
+        fd.add_output(fd.ops.cast(f, DataType.Bool))
+        fd.add_output(fd.ops.pow(base, exponent))
+        fd.add_output(fd.ops.pow(ia, ib))
+        fd.add_output(fd.ops.div(ia, ib))
+        fd.add_output(fd.ops.div(la, lb))
+    return fd, labels
+
+
+def edge_inputs(rng: np.random.Generator, n: int) -> list[np.ndarray]:
+    """Special values (NaN, +-inf, beyond the integer ranges, negative bases, zero and negative
+    exponents, zero divisors) at random places among ordinary ones."""
+    specials = [np.nan, np.inf, -np.inf, 3e9, -3e9, 1e19, -1e19, 2.5, -2.5, -0.0]
+    f = sprinkle(rng, floats(rng, n, F32, scale=1e9), specials)
+    d = sprinkle(rng, floats(rng, n, np.dtype(np.float64), scale=1e9), specials)
+    h = sprinkle(rng, floats(rng, n, np.dtype(BFLOAT16), scale=1e9), specials)
+    base = sprinkle(rng, np.round(floats(rng, n, F32)), [-2.0, -2.0, np.nan, -np.inf, 0.0])
+    exponent = sprinkle(rng, rng.integers(-3, 4, n).astype(F32), [3.0, 2.0, 0.0, 0.0, 0.5])
+    ia = rng.integers(-3, 4, n).astype(np.int32)
+    ib = rng.integers(-3, 4, n).astype(np.int32)
+    la = rng.integers(-(2**40), 2**40, n)
+    lb = np.where(rng.random(n) < 0.2, 0, rng.integers(-1000, 1000, n))
+    return [f, d, h, base, exponent, ia, ib, la, lb]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_edge_semantics_match_the_reference(rng: np.random.Generator, n: int) -> None:
+    fd, labels = edge_fusion()
+    check(fd, edge_inputs(rng, n), labels, TRANSCENDENTAL)
+
+
+def test_edge_semantics_match_torch(rng: np.random.Generator, torch: Any) -> None:
+    """The choices above are torch's on CUDA: the same inputs through torch's own kernels."""
+    fd, labels = edge_fusion()
+    inputs = edge_inputs(rng, 4097)
+    f, d, h, base, exponent, ia, ib, la, lb = (torch_of(torch, x) for x in inputs)
+    expected = [
+        f.to(torch.int32),
+        f.to(torch.int64),
+        d.to(torch.int32),
+        h.to(torch.int64),
+        f.to(torch.bool),
+        torch.pow(base, exponent),
+        torch.pow(ia, ib),
+        torch.div(ia, ib, rounding_mode="trunc"),
+        torch.div(la, lb, rounding_mode="trunc"),
+    ]
+    outputs = fd.execute(inputs)
+    for label, out, want in zip(labels, outputs, expected, strict=True):
+        assert_close(out, numpy_of(torch, want), f"{label} against torch", TRANSCENDENTAL[F32])

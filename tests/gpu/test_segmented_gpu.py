@@ -192,6 +192,7 @@ def _numpy_pair(rng: np.random.Generator, shape: tuple[int, int]) -> list[np.nda
     return [rng.standard_normal(shape).astype(np.float32) * 0.5 for _ in range(2)]
 
 
+@pytest.mark.pool_accounting
 def test_pool_usage_returns_to_its_start(rng: np.random.Generator, torch: Any) -> None:
     fd = chain()
     shape = (1000, 1027)
@@ -338,6 +339,7 @@ host.program @rows(%x: tensor<?x?xf32>, %a: f32) -> tensor<?x?xf32> {
 """
 
 
+@pytest.mark.pool_accounting
 def test_rows_on_a_pool_of_streams(rng: np.random.Generator) -> None:
     f32 = np.dtype(np.float32)
     params = KernelParams((TensorParam(1, f32), ScalarParam(f32)), (TensorParam(1, f32),))

@@ -212,6 +212,7 @@ def concurrency(events: Sequence[tuple[str, int, float, float]]) -> float:
 SLICES, ROWS, COLS = 16, 256, 4096  # each [256, 4096] slice too small to fill the GPU alone
 
 
+@pytest.mark.timing  # compute-sanitizer serializes launches: SANITIZE=1 leaves it out
 @pytest.mark.parametrize("streams", [1, 4])
 def test_iterations_on_different_streams_overlap(
     rng: np.random.Generator, torch: Any, streams: int

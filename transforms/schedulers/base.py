@@ -30,6 +30,19 @@ class SchedulingError(CompilationError, DiagnosticException):
     """
 
 
+MAX_GRID = (2**31 - 1, 65535, 65535)
+"""CUDA's largest grid: blocks along x, y and z."""
+
+
+def check_grid(fusion: FusionOp, scheduler: str, grid: tuple[int, int, int]) -> None:
+    """Raises a `SchedulingError` naming the fusion when `grid` is over CUDA's `MAX_GRID`."""
+    if any(g > limit for g, limit in zip(grid, MAX_GRID, strict=True)):
+        raise SchedulingError(
+            f"fusion @{fusion.sym_name.data}: the {scheduler} grid {list(grid)} is over CUDA's "
+            f"grid limits (x <= {MAX_GRID[0]}, y and z <= {MAX_GRID[1]})"
+        )
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Whether a scheduler accepts a fusion, and why not."""

@@ -7,8 +7,56 @@ heuristics still hold for this new input?" is a comparison of heuristics compute
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+MIN_ARCH = 75
+"""The oldest GPU architecture fuser compiles for (sm_75): the oldest NVRTC 13 targets."""
+
+MAX_EXTENT = 2**63 - 1
+"""The largest extent a shape may give: kernels index with 64-bit integers at most."""
+
+SHAPES_SYNTAX = (
+    "one shape per tensor input, separated by ',': extents joined by 'x' (16384x4096), "
+    "'()' for a rank-0 tensor"
+)
+"""The grammar of `fuser-run --shapes` and of the `shapes` option of fuser's passes."""
+
+
+def arch_problem(arch: str) -> str | None:
+    """Why `arch` is not a GPU architecture fuser compiles for, or None: it must be
+    `sm_<digits>` at least MIN_ARCH (`fuser-run --arch` and the `arch` option of every pass)."""
+    match = re.fullmatch(r"sm_(\d+)a?", arch)
+    if match is None:
+        return f"bad arch {arch!r}: expected sm_<digits>, like sm_90"
+    if int(match.group(1)) < MIN_ARCH:
+        return f"arch {arch} is not supported: fuser compiles for sm_{MIN_ARCH} and newer"
+    return None
+
+
+def parse_shapes(text: str, where: str = "shapes") -> list[tuple[int, ...]] | None:
+    """`16384x4096,4096,()` -> [(16384, 4096), (4096,), ()]; None for an empty text (no shapes
+    given). An empty item is also a rank-0 tensor (`8x4,,4`), the older spelling. Raises
+    ValueError naming the bad item, `where` it is (the option) and `SHAPES_SYNTAX`."""
+    if not text.strip():
+        return None
+    shapes: list[tuple[int, ...]] = []
+    for item in text.split(","):
+        item = item.strip()
+        if item in ("", "()"):
+            shapes.append(())
+            continue
+        try:
+            shape = tuple(int(e) for e in item.lower().split("x"))
+        except ValueError:
+            shape = (-1,)
+        if any(e < 0 for e in shape):
+            raise ValueError(f"bad shape {item!r} in {where}: expected {SHAPES_SYNTAX}")
+        if any(e > MAX_EXTENT for e in shape):
+            raise ValueError(f"bad shape {item!r} in {where}: an extent is over 2^63 - 1")
+        shapes.append(shape)
+    return shapes
 
 
 @dataclass(frozen=True)

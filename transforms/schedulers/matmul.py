@@ -23,10 +23,10 @@ L2). The tile comes from `matmul_tiles.matmul_tile`, the same choice `split-k` c
   plus the `cp.async` writes: with the MMAs removed, the split-K partials of [256, 65536] x
   [65536, 256] still took 35 us of 34; with the loads removed, 23), and wgmma reads each operand
   byte once per warpgroup instead of once per warp. Elsewhere the tile is `fuser::mm::Mma`:
-  `mma.sync.m16n8k16`, operands staged in a
-  `stages`-deep ring of swizzled shared-memory tiles by 16-byte `cp.async` copies that zero-fill
-  what lies past M, N or k1, and read by `ldmatrix` (`.trans` for an operand whose M or N dim is
-  the contiguous one); an operand whose rows are not 16-byte aligned (odd leading stride,
+  `mma.sync.m16n8k16`, operands staged in a `stages`-deep ring of swizzled shared-memory tiles
+  by 16-byte `cp.async` copies (a chunk that crosses M, N or k1 is loaded element by element
+  and zero-filled past them), and read by `ldmatrix` (`.trans` for an operand whose M or N dim
+  is the contiguous one); an operand whose rows are not 16-byte aligned (odd leading stride,
   unaligned pointer, a split chunk that is not a multiple of 8) or that is contiguous in neither
   dim is loaded element by element into the same tiles instead (`*_elements`). f32/f64 operands
   run on the CUDA cores (`fuser::mm::Simt`: 16 x 16 threads, each a few rows by a few column
@@ -63,10 +63,12 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.base import (
     ACCEPT,
+    MAX_GRID,
     LaunchConfig,
     Params,
     Scheduler,
     Verdict,
+    check_grid,
     info_mismatch,
     reject,
 )
@@ -113,7 +115,6 @@ the 64-row tiles (two or three CTAs per SM; 5 ran no faster), fewer where the de
 memory per block does not hold them."""
 GROUP_M = 8
 """Tile rows per group of the block order (`blockIdx.x`)."""
-MAX_GRID_Z = 65535
 INT32_MAX = 2**31 - 1
 
 
@@ -272,9 +273,9 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
     problem = _Problem(structure, shape, k)
     if max(problem.m, problem.n, k) > INT32_MAX:
         return f"extents {problem.m} x {k} x {problem.n} exceed 32 bits"
-    if problem.leading > MAX_GRID_Z:
+    if problem.leading > MAX_GRID[2]:
         return (
-            f"{problem.leading} leading (split and batch) indices: more than the {MAX_GRID_Z} "
+            f"{problem.leading} leading (split and batch) indices: more than the {MAX_GRID[2]} "
             "blocks of gridDim.z"
         )
     return problem
@@ -296,10 +297,11 @@ def choose_load(
 ) -> kernel.MatmulLoad:
     """How an operand (A: `mn_axis` -2, `k_axis` -1; B: the reverse) reaches shared memory.
 
-    Async 16-byte copies along its contiguous dim (K preferred) when every row of that dim starts
-    16-byte aligned: the pointer, the other matrix stride and the batch strides (and, along K, a
-    split chunk's start) in multiples of 16 bytes; element loads otherwise, the smaller stride
-    fastest. Strides of extent-1 dims do not matter. The SIMT tile always loads elements.
+    Async 16-byte copies along its contiguous dim (K preferred: stride 1, or extent 1) when every
+    row of that dim starts 16-byte aligned: the pointer, the other matrix stride and the batch
+    strides (and, along K, a split chunk's start) in multiples of 16 bytes; element loads
+    otherwise, the smaller stride fastest. Strides of extent-1 dims do not matter; a broadcast
+    dim (stride 0, extent > 1) is not contiguous. The SIMT tile always loads elements.
     """
     shape, strides = meta.shape, meta.strides
     rank = len(shape)
@@ -308,6 +310,9 @@ def choose_load(
     def stride(axis: int) -> int:
         return 0 if shape[axis] <= 1 else strides[axis]
 
+    def contiguous(axis: int) -> bool:
+        return shape[axis] <= 1 or strides[axis] == 1
+
     s_mn, s_k = stride(mn_axis % rank), stride(k_axis % rank)
     k_fast = abs(s_k) <= abs(s_mn)
     if engine == kernel.MatmulEngine.SIMT:
@@ -315,9 +320,9 @@ def choose_load(
     aligned = meta.alignment >= 16 and all(stride(d) % vec == 0 for d in range(rank - 2))
     k_extent = shape[k_axis % rank]
     chunk_ok = split_chunk is None or split_chunk % vec == 0 or split_chunk >= k_extent
-    if aligned and s_k in (0, 1) and s_mn % vec == 0 and chunk_ok:
+    if aligned and contiguous(k_axis % rank) and s_mn % vec == 0 and chunk_ok:
         return kernel.MatmulLoad.K_ASYNC
-    if aligned and s_mn in (0, 1) and s_k % vec == 0:
+    if aligned and contiguous(mn_axis % rank) and s_k % vec == 0:
         return kernel.MatmulLoad.MN_ASYNC
     return kernel.MatmulLoad.K_ELEMENTS if k_fast else kernel.MatmulLoad.MN_ELEMENTS
 
@@ -417,8 +422,7 @@ class MatmulScheduler(Scheduler):
         bm, bn, _ = p.tile
         tiles = -(-problem.m // bm) * -(-problem.n // bn)
         grid = (max(1, tiles), 1, max(1, problem.leading))
-        if grid[0] > INT32_MAX:
-            raise ValueError(f"matmul grid {list(grid)} exceeds the CUDA limits")
+        check_grid(fusion, f"matmul ({bm}x{bn} tiles)", grid)
         return LaunchConfig(grid, p.block, p.shared_bytes)
 
     def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:

@@ -53,6 +53,7 @@ from fuser.transforms.schedulers.base import (
     Params,
     Scheduler,
     Verdict,
+    check_grid,
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo
@@ -94,7 +95,6 @@ BLOCK_THREADS = 128
 """Threads per block the heuristics aim at for short rows (several rows per block): small
 blocks, as the rows of a block wait for each other at its barriers."""
 WARP = 32
-MAX_GRID_X = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -190,9 +190,9 @@ class PersistentScheduler(Scheduler):
         for d in p.layout.kept_dims:
             rows *= space[d]
         blocks = ceil_div(rows, p.block[1])
-        if blocks > MAX_GRID_X:
-            raise ValueError(f"persistent grid of {blocks} blocks exceeds the CUDA limit")
-        return LaunchConfig((max(1, blocks), 1, 1), p.block)
+        grid = (max(1, blocks), 1, 1)
+        check_grid(fusion, "persistent", grid)
+        return LaunchConfig(grid, p.block)
 
     def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
         p = cast(PersistentParams, params)

@@ -30,10 +30,12 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.base import (
     ACCEPT,
+    MAX_GRID,
     LaunchConfig,
     Params,
     Scheduler,
     Verdict,
+    check_grid,
     info_mismatch,
     reject,
 )
@@ -55,7 +57,6 @@ from fuser.transforms.schedulers.kernel_builder import (
 from fuser.transforms.schedulers.scalar_lowering import is_pointwise
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
-MAX_GRID_Y = 65535
 INT32_MAX = 2**31 - 1
 UNROLLS = (4, 2, 1)
 BLOCK_THREADS = 128
@@ -128,8 +129,9 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
     except ShapeMismatch as e:
         return str(e)
     outputs = tuple(cast(tuple[int, ...], env[v]) for v in fusion.output_op.values)
-    sizes = [math.prod(s) for s in outputs]
-    reference = sizes.index(max(sizes))
+    # the largest output; of equal ones (empty outputs, extent-1 dims) the one of highest rank,
+    # which the others are broadcasts of
+    reference = max(range(len(outputs)), key=lambda i: (math.prod(outputs[i]), len(outputs[i])))
     try:
         space = iteration_space(fusion, reference)
     except MappingError as e:
@@ -191,7 +193,7 @@ class PointwiseScheduler(Scheduler):
         rank = len(extents)
         inner_vectors = extents[-1] // width if rank else 0
         outer = numel // extents[-1] if rank and extents[-1] else 0
-        grid_2d = rank >= 2 and 0 < outer <= MAX_GRID_Y and inner_vectors >= 128 * unroll
+        grid_2d = rank >= 2 and 0 < outer <= MAX_GRID[1] and inner_vectors >= 128 * unroll
         if grid_2d:
             threads = min(threads, 1 << (inner_vectors // unroll).bit_length() - 1)
         reach = numel + threads * unroll * width
@@ -260,8 +262,7 @@ class PointwiseScheduler(Scheduler):
             grid = (-(-(extents[-1] // p.vector_width) // tile), numel // extents[-1], 1)
         else:
             grid = (max(1, -(-(numel // p.vector_width) // tile)), 1, 1)
-        if grid[0] > INT32_MAX or grid[1] > MAX_GRID_Y:
-            raise ValueError(f"pointwise grid {list(grid)} exceeds the CUDA limits")
+        check_grid(fusion, "pointwise", grid)
         return LaunchConfig(grid, p.block)
 
     # --- the kernel ------------------------------------------------------------------------

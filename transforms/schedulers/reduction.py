@@ -46,6 +46,7 @@ from fuser.transforms.schedulers.base import (
     Params,
     Scheduler,
     Verdict,
+    check_grid,
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo
@@ -84,7 +85,6 @@ OUTER_UNROLL = 16
 small blocks (on an H200, sum(0) of [16384, 16384] f32 ran at 94-98% of copy bandwidth with
 (8, 16) threads and 16 rows or (8, 32) and 8, 88-90% with (16, 32) and 4;
 benchmarks/RESULTS.md, runs 2 and 3)."""
-MAX_GRID_X = 2**31 - 1
 MAX_THREADS = kernel.MAX_THREADS_PER_BLOCK
 
 
@@ -180,9 +180,9 @@ class ReductionScheduler(Scheduler):
             blocks = ceil_div(kept, bdy)
         else:
             blocks = ceil_div(ceil_div(kept, p.layout.vector_width), bdx)
-        if blocks > MAX_GRID_X:
-            raise ValueError(f"reduction grid of {blocks} blocks exceeds the CUDA limit")
-        return LaunchConfig((max(1, blocks), 1, 1), p.block)
+        grid = (max(1, blocks), 1, 1)
+        check_grid(fusion, "reduction", grid)
+        return LaunchConfig(grid, p.block)
 
     def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
         p = cast(ReductionParams, params)

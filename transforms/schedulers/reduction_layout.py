@@ -52,6 +52,7 @@ from typing import cast
 
 from xdsl.builder import ImplicitBuilder
 from xdsl.dialects import arith, scf
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
@@ -425,9 +426,17 @@ def plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int = 
     groups = set(kept_dims) | set(reduced_dims)
     n_in = len(fusion.inputs)
 
-    def effective(what: str, m: DimMap, shape: Sequence[int]) -> DimMap | str:
+    def effective(what: str, m: DimMap, shape: Sequence[int], output: bool = False) -> DimMap | str:
+        """The space dims `m` walks at their full extent (None where the access broadcasts an
+        extent 1), or why it cannot be indexed. An output broadcasts nowhere: each element is
+        stored once, so an output of extent 1 where the space has 0 or several is refused."""
         dims: list[int | None] = []
         for j, (d, e) in enumerate(zip(m, shape, strict=True)):
+            if d is not None and output and e != space[d]:
+                return (
+                    f"{what} has extent {e} in dim {j} where the reduced tensor {list(space)} "
+                    f"has {space[d]}: a kernel stores each output element once"
+                )
             if d is not None and e not in (1, space[d]):
                 return (
                     f"{what} has extent {e} in dim {j}, which cannot be indexed by dim {d} "
@@ -449,7 +458,7 @@ def plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int = 
     for o, m in [*structure.reduced_outputs, *structure.full_outputs]:
         value = fusion.output_op.values[o]
         shape = cast(tuple[int, ...], env[value])
-        dims = effective(f"output #{o}", m, shape)
+        dims = effective(f"output #{o}", m, shape, output=True)
         if isinstance(dims, str):
             return dims
         el = kernel.byte_size(fu.element_type(value.type))
@@ -676,6 +685,11 @@ def merge_states(op: Operation, a: State, b: State) -> State:
     delta = arith.SubfOp(mean_b, mean_a).result
     w_b = arith.DivfOp(n_b, arith.MaximumfOp(n, constant(1.0, t)), flags=COUNT_DIVISION).result
     mean = arith.AddfOp(mean_a, arith.MulfOp(delta, w_b)).result
+    # an infinite mean stays infinite (inf - inf would make it NaN): as torch, a row holding
+    # +inf has mean +inf, one holding both infinities NaN
+    largest = arith.MaximumfOp(xmath.AbsFOp(mean_a).result, xmath.AbsFOp(mean_b).result).result
+    infinite = arith.CmpfOp(largest, constant(float("inf"), t), "oeq").result
+    mean = arith.SelectOp(infinite, arith.AddfOp(mean_a, mean_b).result, mean).result
     cross = arith.MulfOp(arith.MulfOp(arith.MulfOp(delta, delta), n_a), w_b).result
     m2 = arith.AddfOp(arith.AddfOp(m2_a, m2_b), cross).result
     return (mean, m2, n)

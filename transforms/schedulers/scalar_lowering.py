@@ -7,11 +7,13 @@ created under the caller's xDSL `ImplicitBuilder` and so land at its insertion p
 
 Choices that matter for exactness:
 - `maximum`/`minimum` (and `relu` on floats) are `arith.maximumf`/`minimumf`, which propagate NaN.
-- Integer `div` is `arith.divsi` (truncates toward zero); `neg` on integers is `0 - x`.
+- Integer `div` is `arith.divsi` (truncates toward zero) of a divisor made non-zero, and where
+  the divisor is 0 torch's CUDA result (see `_divide_integers`); `neg` on integers is `0 - x`.
 - Comparisons are ordered (`oeq`, `olt`, ...) except `ne`, which is `une` (NaN != x is true, as
   in numpy); on i1 they are unsigned (false < true).
 - Casts: to i1 is `x != 0` (`une` on floats, so NaN is true); float -> int is `arith.fptosi`,
-  which the CUDA emitter prints as a C cast (PTX `cvt.rzi`: truncation, saturation, NaN -> 0);
+  which the CUDA emitter prints as a C cast (PTX `cvt.rzi`: truncation, saturation; NaN gives 0
+  from f32 to i32 and the most negative integer otherwise, as in torch's CUDA kernels);
   int -> f16/bf16 goes through f64 and i1 -> float is `uitofp`, so every cast rounds once;
   f16 <-> bf16 goes through f32 (exact), f16/bf16 -> int through f32 (exact).
 - sigmoid and silu follow the reference's formulas operation by operation, in the same order
@@ -179,11 +181,26 @@ UNARY: dict[type[fu.UnaryOp], Callable[[SSAValue], SSAValue]] = {
 
 _BinaryBuilder = Callable[[SSAValue, SSAValue], Operation]
 
+
+def _divide_integers(lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """`lhs / rhs` truncated toward zero; where `rhs` is 0, torch's CUDA result (as in the
+    reference): -1, or for i64 4294967295 where `lhs` lies in [0, 2**32)."""
+    t = rhs.type
+    by_zero = arith.CmpiOp(rhs, constant(0, t), "eq").result
+    divisor = arith.SelectOp(by_zero, constant(1, t), rhs).result
+    quotient = arith.DivSIOp(lhs, divisor).result
+    by_zero_value = constant(-1, t)
+    if t == fu.I64:
+        small = arith.CmpiOp(lhs, constant(0xFFFFFFFF, t), "ule").result  # 0 <= lhs < 2**32
+        by_zero_value = arith.SelectOp(small, constant(0xFFFFFFFF, t), by_zero_value).result
+    return arith.SelectOp(by_zero, by_zero_value, quotient)
+
+
 BINARY: dict[type[fu.BinaryOp], tuple[_BinaryBuilder | None, _BinaryBuilder | None]] = {
     fu.AddOp: (arith.AddfOp, arith.AddiOp),
     fu.SubOp: (arith.SubfOp, arith.SubiOp),
     fu.MulOp: (arith.MulfOp, arith.MuliOp),
-    fu.DivOp: (arith.DivfOp, arith.DivSIOp),
+    fu.DivOp: (arith.DivfOp, _divide_integers),
     fu.PowOp: (math.PowFOp, None),
     fu.MaximumOp: (arith.MaximumfOp, arith.MaxSIOp),
     fu.MinimumOp: (arith.MinimumfOp, arith.MinSIOp),

@@ -1,10 +1,10 @@
 // One case per verifier rule of every fusion op; each prints a located diagnostic.
 // Messages from xDSL's own type constraints (a result type that differs from the operand type a
 // constraint requires, a scalar where a tensor is required) do not name the op.
-// RUN: fuser-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: fuser-opt %s --split-input-file --verify-diagnostics
 
 // fusion.fusion: block arguments must match the signature
-// CHECK:      {{.*}}invalid.mlir:[[# @LINE + 1]]:1: error: 'fusion.fusion @f' block argument types do not match its signature
+// expected-error @+1 {{'fusion.fusion @f' block argument types do not match its signature}}
 "fusion.fusion"() <{sym_name = "f", function_type = (tensor<4xf32>) -> ()}> ({
 ^bb0(%x: tensor<5xf32>):
   "fusion.output"() : () -> ()
@@ -13,8 +13,7 @@
 // -----
 
 // fusion.fusion: inputs are tensors or scalars of an element type (i8 is not one)
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.fusion @f' input #1 has type tensor<4xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
+// expected-error @+1 {{'fusion.fusion @f' input #1 has type tensor<4xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
 fusion.fusion @f(%x: tensor<4xf32>, %y: tensor<4xi8>) -> () {
   fusion.output
 }
@@ -22,8 +21,7 @@ fusion.fusion @f(%x: tensor<4xf32>, %y: tensor<4xi8>) -> () {
 // -----
 
 // fusion.fusion: an index is not an input
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.fusion @f' input #0 has type index, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
+// expected-error @+1 {{'fusion.fusion @f' input #0 has type index, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
 fusion.fusion @f(%n: index) -> () {
   fusion.output
 }
@@ -31,8 +29,7 @@ fusion.fusion @f(%n: index) -> () {
 // -----
 
 // fusion.fusion: the body ends with fusion.output
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.fusion @f' must end with a 'fusion.output'
+// expected-error @+1 {{'fusion.fusion @f' must end with a 'fusion.output'}}
 fusion.fusion @f(%x: tensor<4xf32>) -> () {
   %y = fusion.neg %x : tensor<4xf32>
 }
@@ -40,8 +37,7 @@ fusion.fusion @f(%x: tensor<4xf32>) -> () {
 // -----
 
 // fusion.fusion: the outputs match the signature
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.fusion @f' outputs (tensor<4xf32>) do not match its signature (tensor<?xf32>)
+// expected-error @+1 {{'fusion.fusion @f' outputs (tensor<4xf32>) do not match its signature (tensor<?xf32>)}}
 fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<?xf32>) {
   fusion.output %x : tensor<4xf32>
 }
@@ -49,8 +45,7 @@ fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<?xf32>) {
 // -----
 
 // fusion.fusion: outputs are tensors
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: {{.*}}invalid.mlir:[[# @LINE + 1]]:1: error: 'fusion.fusion @f' output #0 is a scalar; outputs are tensors
+// expected-error @+1 {{'fusion.fusion @f' output #0 is a scalar; outputs are tensors}}
 fusion.fusion @f(%s: f32) -> (f32) {
   fusion.output %s : f32
 }
@@ -58,16 +53,14 @@ fusion.fusion @f(%s: f32) -> (f32) {
 // -----
 
 // fusion.output: only inside a fusion.fusion
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.output' expects parent op 'fusion.fusion'
+// expected-error @+1 {{'fusion.output' expects parent op 'fusion.fusion'}}
 fusion.output
 
 // -----
 
 // fusion.constant: the value has an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.constant' value has type i8, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
 fusion.fusion @f() -> () {
+  // expected-error @+1 {{'fusion.constant' value has type i8, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
   %c = fusion.constant 3 : i8
   fusion.output
 }
@@ -75,9 +68,8 @@ fusion.fusion @f() -> () {
 // -----
 
 // fusion.constant: index is not an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.constant' value has type index, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
 fusion.fusion @f() -> () {
+  // expected-error @+1 {{'fusion.constant' value has type index, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
   %c = fusion.constant 3 : index
   fusion.output
 }
@@ -85,9 +77,8 @@ fusion.fusion @f() -> () {
 // -----
 
 // fusion.constant: the result has the value's type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: attribute i64 expected from variable 'T', but got i32
 fusion.fusion @f() -> () {
+  // expected-error @+1 {{attribute i64 expected from variable 'T', but got i32}}
   %c = "fusion.constant"() <{value = 1 : i32}> : () -> i64
   fusion.output
 }
@@ -95,9 +86,8 @@ fusion.fusion @f() -> () {
 // -----
 
 // fusion.dim: the axis is in range
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: {{.*}}invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.dim' axis 2 is out of range for rank 2
 fusion.fusion @f(%x: tensor<?x?xf32>) -> () {
+  // expected-error @+1 {{'fusion.dim' axis 2 is out of range for rank 2}}
   %n = fusion.dim %x[2] : tensor<?x?xf32>
   fusion.output
 }
@@ -105,9 +95,8 @@ fusion.fusion @f(%x: tensor<?x?xf32>) -> () {
 // -----
 
 // fusion.dim: a negative axis is out of range
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.dim' axis -1 is out of range for rank 2
 fusion.fusion @f(%x: tensor<?x?xf32>) -> () {
+  // expected-error @+1 {{'fusion.dim' axis -1 is out of range for rank 2}}
   %n = fusion.dim %x[-1] : tensor<?x?xf32>
   fusion.output
 }
@@ -115,10 +104,9 @@ fusion.fusion @f(%x: tensor<?x?xf32>) -> () {
 // -----
 
 // fusion.dim: the operand is a fusion value
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.dim' input has type tensor<?xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
 fusion.fusion @f() -> () {
   %x = "test.op"() : () -> tensor<?xi8>
+  // expected-error @+1 {{'fusion.dim' input has type tensor<?xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
   %n = fusion.dim %x[0] : tensor<?xi8>
   fusion.output
 }
@@ -126,9 +114,8 @@ fusion.fusion @f() -> () {
 // -----
 
 // unary: f16/bf16 are storage types
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.neg' operand has element type bf16, expected one of f32, f64, i32, i64 (f16/bf16 are storage types: cast to f32 first)
 fusion.fusion @f(%x: tensor<4xbf16>) -> () {
+  // expected-error @+1 {{'fusion.neg' operand has element type bf16, expected one of f32, f64, i32, i64 (f16/bf16 are storage types: cast to f32 first)}}
   %y = fusion.neg %x : tensor<4xbf16>
   fusion.output
 }
@@ -136,9 +123,8 @@ fusion.fusion @f(%x: tensor<4xbf16>) -> () {
 // -----
 
 // unary: float-only ops reject integers
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.exp' operand has element type i32, expected one of f32, f64
 fusion.fusion @f(%x: tensor<4xi32>) -> () {
+  // expected-error @+1 {{'fusion.exp' operand has element type i32, expected one of f32, f64}}
   %y = fusion.exp %x : tensor<4xi32>
   fusion.output
 }
@@ -146,9 +132,8 @@ fusion.fusion @f(%x: tensor<4xi32>) -> () {
 // -----
 
 // unary: numeric ops reject i1
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.abs' operand has element type i1, expected one of f32, f64, i32, i64
 fusion.fusion @f(%x: tensor<4xi1>) -> () {
+  // expected-error @+1 {{'fusion.abs' operand has element type i1, expected one of f32, f64, i32, i64}}
   %y = fusion.abs %x : tensor<4xi1>
   fusion.output
 }
@@ -156,10 +141,9 @@ fusion.fusion @f(%x: tensor<4xi1>) -> () {
 // -----
 
 // unary: operands have an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.relu' input has type tensor<4xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
 fusion.fusion @f() -> () {
   %x = "test.op"() : () -> tensor<4xi8>
+  // expected-error @+1 {{'fusion.relu' input has type tensor<4xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
   %y = fusion.relu %x : tensor<4xi8>
   fusion.output
 }
@@ -167,10 +151,9 @@ fusion.fusion @f() -> () {
 // -----
 
 // unary: tensors carry no encoding
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.sqrt' input has type tensor<4xf32, "sparse">; tensors with an encoding are not supported
 fusion.fusion @f() -> () {
   %x = "test.op"() : () -> tensor<4xf32, "sparse">
+  // expected-error @+1 {{'fusion.sqrt' input has type tensor<4xf32, "sparse">; tensors with an encoding are not supported}}
   %y = fusion.sqrt %x : tensor<4xf32, "sparse">
   fusion.output
 }
@@ -178,10 +161,9 @@ fusion.fusion @f() -> () {
 // -----
 
 // unary: tensors are ranked
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.sin' input has type tensor<*xf32>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
 fusion.fusion @f() -> () {
   %x = "test.op"() : () -> tensor<*xf32>
+  // expected-error @+1 {{'fusion.sin' input has type tensor<*xf32>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
   %y = fusion.sin %x : tensor<*xf32>
   fusion.output
 }
@@ -189,10 +171,8 @@ fusion.fusion @f() -> () {
 // -----
 
 // unary: the result has the operand's type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: result 'result' at position 0 does not verify:
-// CHECK-NEXT: attribute tensor<4xf32> expected from variable 'T', but got tensor<5xf32>
 fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{result 'result' at position 0 does not verify:}}
   %y = "fusion.tanh"(%x) : (tensor<4xf32>) -> tensor<5xf32>
   fusion.output
 }
@@ -200,9 +180,8 @@ fusion.fusion @f(%x: tensor<4xf32>) -> () {
 // -----
 
 // gelu: float-only (f16 is a storage type)
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.gelu' operand has element type f16, expected one of f32, f64 (f16/bf16 are storage types: cast to f32 first)
 fusion.fusion @f(%x: tensor<4xf16>) -> () {
+  // expected-error @+1 {{'fusion.gelu' operand has element type f16, expected one of f32, f64 (f16/bf16 are storage types: cast to f32 first)}}
   %y = fusion.gelu %x tanh : tensor<4xf16>
   fusion.output
 }
@@ -210,9 +189,8 @@ fusion.fusion @f(%x: tensor<4xf16>) -> () {
 // -----
 
 // gelu: float-only (no integers)
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.gelu' operand has element type i64, expected one of f32, f64
 fusion.fusion @f(%x: i64) -> () {
+  // expected-error @+1 {{'fusion.gelu' operand has element type i64, expected one of f32, f64}}
   %y = fusion.gelu %x none : i64
   fusion.output
 }
@@ -220,9 +198,8 @@ fusion.fusion @f(%x: i64) -> () {
 // -----
 
 // binary: f16/bf16 are storage types
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.add' lhs has element type bf16, expected one of f32, f64, i32, i64 (f16/bf16 are storage types: cast to f32 first)
 fusion.fusion @f(%x: tensor<4xbf16>) -> () {
+  // expected-error @+1 {{'fusion.add' lhs has element type bf16, expected one of f32, f64, i32, i64 (f16/bf16 are storage types: cast to f32 first)}}
   %y = fusion.add %x, %x : tensor<4xbf16>
   fusion.output
 }
@@ -230,9 +207,8 @@ fusion.fusion @f(%x: tensor<4xbf16>) -> () {
 // -----
 
 // binary: arithmetic rejects i1
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.mul' rhs has element type i1, expected one of f32, f64, i32, i64
 fusion.fusion @f(%x: tensor<4xf32>, %m: tensor<4xi1>) -> () {
+  // expected-error @+1 {{'fusion.mul' rhs has element type i1, expected one of f32, f64, i32, i64}}
   %y = fusion.mul %x, %m : (tensor<4xf32>, tensor<4xi1>) -> tensor<4xf32>
   fusion.output
 }
@@ -240,9 +216,8 @@ fusion.fusion @f(%x: tensor<4xf32>, %m: tensor<4xi1>) -> () {
 // -----
 
 // pow: float-only
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.pow' lhs has element type i32, expected one of f32, f64
 fusion.fusion @f(%x: tensor<4xi32>) -> () {
+  // expected-error @+1 {{'fusion.pow' lhs has element type i32, expected one of f32, f64}}
   %y = fusion.pow %x, %x : tensor<4xi32>
   fusion.output
 }
@@ -250,9 +225,8 @@ fusion.fusion @f(%x: tensor<4xi32>) -> () {
 // -----
 
 // binary: operands share an element type (no promotion)
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.sub' operands have element types f32 and f64; they must match (insert a fusion.cast)
 fusion.fusion @f(%x: tensor<4xf32>, %y: tensor<4xf64>) -> () {
+  // expected-error @+1 {{'fusion.sub' operands have element types f32 and f64; they must match (insert a fusion.cast)}}
   %z = fusion.sub %x, %y : (tensor<4xf32>, tensor<4xf64>) -> tensor<4xf32>
   fusion.output
 }
@@ -260,9 +234,8 @@ fusion.fusion @f(%x: tensor<4xf32>, %y: tensor<4xf64>) -> () {
 // -----
 
 // binary: a scalar operand has the tensor's element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.div' operands have element types f32 and i32; they must match (insert a fusion.cast)
 fusion.fusion @f(%x: tensor<4xf32>, %s: i32) -> () {
+  // expected-error @+1 {{'fusion.div' operands have element types f32 and i32; they must match (insert a fusion.cast)}}
   %z = fusion.div %x, %s : (tensor<4xf32>, i32) -> tensor<4xf32>
   fusion.output
 }
@@ -270,9 +243,8 @@ fusion.fusion @f(%x: tensor<4xf32>, %s: i32) -> () {
 // -----
 
 // binary: the result keeps the operands' element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.maximum' result element type must be f32, got f64
 fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.maximum' result element type must be f32, got f64}}
   %z = fusion.maximum %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf64>
   fusion.output
 }
@@ -280,9 +252,8 @@ fusion.fusion @f(%x: tensor<4xf32>) -> () {
 // -----
 
 // binary: the result has an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.minimum' result has type tensor<4xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
 fusion.fusion @f(%x: tensor<4xi32>) -> () {
+  // expected-error @+1 {{'fusion.minimum' result has type tensor<4xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
   %z = fusion.minimum %x, %x : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi8>
   fusion.output
 }
@@ -290,9 +261,8 @@ fusion.fusion @f(%x: tensor<4xi32>) -> () {
 // -----
 
 // comparison: the result is i1
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.lt' result element type must be i1, got f32
 fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.lt' result element type must be i1, got f32}}
   %z = fusion.lt %x, %x : tensor<4xf32>
   fusion.output
 }
@@ -300,9 +270,8 @@ fusion.fusion @f(%x: tensor<4xf32>) -> () {
 // -----
 
 // comparison: f16/bf16 are storage types
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.eq' lhs has element type f16, expected one of f32, f64, i32, i64, i1 (f16/bf16 are storage types: cast to f32 first)
 fusion.fusion @f(%x: tensor<4xf16>) -> () {
+  // expected-error @+1 {{'fusion.eq' lhs has element type f16, expected one of f32, f64, i32, i64, i1 (f16/bf16 are storage types: cast to f32 first)}}
   %z = fusion.eq %x, %x : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xi1>
   fusion.output
 }
@@ -310,9 +279,8 @@ fusion.fusion @f(%x: tensor<4xf16>) -> () {
 // -----
 
 // comparison: operands share an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.ge' operands have element types i32 and i64; they must match (insert a fusion.cast)
 fusion.fusion @f(%x: tensor<4xi32>, %s: i64) -> () {
+  // expected-error @+1 {{'fusion.ge' operands have element types i32 and i64; they must match (insert a fusion.cast)}}
   %z = fusion.ge %x, %s : (tensor<4xi32>, i64) -> tensor<4xi1>
   fusion.output
 }
@@ -320,9 +288,8 @@ fusion.fusion @f(%x: tensor<4xi32>, %s: i64) -> () {
 // -----
 
 // pointwise: scalars produce a scalar
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.add' on scalars must produce a scalar
 fusion.fusion @f(%s: f32, %t: f32) -> () {
+  // expected-error @+1 {{'fusion.add' on scalars must produce a scalar}}
   %z = fusion.add %s, %t : (f32, f32) -> tensor<4xf32>
   fusion.output
 }
@@ -330,9 +297,8 @@ fusion.fusion @f(%s: f32, %t: f32) -> () {
 // -----
 
 // pointwise: a tensor operand produces a tensor
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.ne' with a tensor operand must produce a tensor
 fusion.fusion @f(%x: tensor<4xf32>, %s: f32) -> () {
+  // expected-error @+1 {{'fusion.ne' with a tensor operand must produce a tensor}}
   %z = fusion.ne %x, %s : (tensor<4xf32>, f32) -> i1
   fusion.output
 }
@@ -340,9 +306,8 @@ fusion.fusion @f(%x: tensor<4xf32>, %s: f32) -> () {
 // -----
 
 // pointwise: no implicit broadcasting (static extents differ)
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: {{.*}}invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.add' operand #1 has shape [5], incompatible with result shape [4] (use broadcast_in_dim to broadcast)
 fusion.fusion @f(%x: tensor<4xf32>, %y: tensor<5xf32>) -> () {
+  // expected-error @+1 {{'fusion.add' operand #1 has shape [5], incompatible with result shape [4] (use broadcast_in_dim to broadcast)}}
   %z = fusion.add %x, %y : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
   fusion.output
 }
@@ -350,9 +315,8 @@ fusion.fusion @f(%x: tensor<4xf32>, %y: tensor<5xf32>) -> () {
 // -----
 
 // pointwise: no implicit broadcasting (ranks differ)
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.mul' operand #1 has shape [?, 1], incompatible with result shape [?] (use broadcast_in_dim to broadcast)
 fusion.fusion @f(%x: tensor<?xf32>, %y: tensor<?x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.mul' operand #1 has shape [?, 1], incompatible with result shape [?] (use broadcast_in_dim to broadcast)}}
   %z = fusion.mul %x, %y : (tensor<?xf32>, tensor<?x1xf32>) -> tensor<?xf32>
   fusion.output
 }
@@ -360,9 +324,8 @@ fusion.fusion @f(%x: tensor<?xf32>, %y: tensor<?x1xf32>) -> () {
 // -----
 
 // pointwise: the result keeps the static dims of its operands
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.sub' result shape [?, ?] must keep static dims of its operands ([?, 3])
 fusion.fusion @f(%x: tensor<?x3xf32>, %y: tensor<?x?xf32>) -> () {
+  // expected-error @+1 {{'fusion.sub' result shape [?, ?] must keep static dims of its operands ([?, 3])}}
   %z = fusion.sub %x, %y : (tensor<?x3xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   fusion.output
 }
@@ -370,9 +333,8 @@ fusion.fusion @f(%x: tensor<?x3xf32>, %y: tensor<?x?xf32>) -> () {
 // -----
 
 // where: the condition is i1
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.where' condition has element type f32, expected i1
 fusion.fusion @f(%c: tensor<4xf32>, %x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.where' condition has element type f32, expected i1}}
   %z = fusion.where %c, %x, %x : tensor<4xf32>
   fusion.output
 }
@@ -380,9 +342,8 @@ fusion.fusion @f(%c: tensor<4xf32>, %x: tensor<4xf32>) -> () {
 // -----
 
 // where: the branches share an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.where' branches and result must share one element type, got f32, f64 -> f32
 fusion.fusion @f(%c: tensor<4xi1>, %x: tensor<4xf32>, %s: f64) -> () {
+  // expected-error @+1 {{'fusion.where' branches and result must share one element type, got f32, f64 -> f32}}
   %z = fusion.where %c, %x, %s : (tensor<4xi1>, tensor<4xf32>, f64) -> tensor<4xf32>
   fusion.output
 }
@@ -390,9 +351,8 @@ fusion.fusion @f(%c: tensor<4xi1>, %x: tensor<4xf32>, %s: f64) -> () {
 // -----
 
 // where: the result has the branches' element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.where' branches and result must share one element type, got bf16, bf16 -> f32
 fusion.fusion @f(%c: tensor<4xi1>, %x: tensor<4xbf16>) -> () {
+  // expected-error @+1 {{'fusion.where' branches and result must share one element type, got bf16, bf16 -> f32}}
   %z = fusion.where %c, %x, %x : (tensor<4xi1>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xf32>
   fusion.output
 }
@@ -400,9 +360,8 @@ fusion.fusion @f(%c: tensor<4xi1>, %x: tensor<4xbf16>) -> () {
 // -----
 
 // where: no implicit broadcasting of the condition
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.where' operand #0 has shape [1], incompatible with result shape [4] (use broadcast_in_dim to broadcast)
 fusion.fusion @f(%c: tensor<1xi1>, %x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.where' operand #0 has shape [1], incompatible with result shape [4] (use broadcast_in_dim to broadcast)}}
   %z = fusion.where %c, %x, %x : (tensor<1xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   fusion.output
 }
@@ -410,9 +369,8 @@ fusion.fusion @f(%c: tensor<1xi1>, %x: tensor<4xf32>) -> () {
 // -----
 
 // where: scalars produce a scalar
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.where' on scalars must produce a scalar
 fusion.fusion @f(%c: i1, %s: f32) -> () {
+  // expected-error @+1 {{'fusion.where' on scalars must produce a scalar}}
   %z = fusion.where %c, %s, %s : (i1, f32, f32) -> tensor<1xf32>
   fusion.output
 }
@@ -420,9 +378,8 @@ fusion.fusion @f(%c: i1, %s: f32) -> () {
 // -----
 
 // cast: the result has an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.cast' result has type tensor<4xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
 fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.cast' result has type tensor<4xi8>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
   %y = fusion.cast %x : tensor<4xf32> -> tensor<4xi8>
   fusion.output
 }
@@ -430,9 +387,8 @@ fusion.fusion @f(%x: tensor<4xf32>) -> () {
 // -----
 
 // cast: keeps the shape
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.cast' operand #0 has shape [4], incompatible with result shape [5] (use broadcast_in_dim to broadcast)
 fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.cast' operand #0 has shape [4], incompatible with result shape [5] (use broadcast_in_dim to broadcast)}}
   %y = fusion.cast %x : tensor<4xf32> -> tensor<5xf64>
   fusion.output
 }
@@ -440,9 +396,8 @@ fusion.fusion @f(%x: tensor<4xf32>) -> () {
 // -----
 
 // cast: keeps the rank
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.cast' operand #0 has shape [4], incompatible with result shape [4, 1] (use broadcast_in_dim to broadcast)
 fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.cast' operand #0 has shape [4], incompatible with result shape [4, 1] (use broadcast_in_dim to broadcast)}}
   %y = fusion.cast %x : tensor<4xf32> -> tensor<4x1xbf16>
   fusion.output
 }
@@ -450,9 +405,8 @@ fusion.fusion @f(%x: tensor<4xf32>) -> () {
 // -----
 
 // cast: a scalar stays a scalar
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.cast' on scalars must produce a scalar
 fusion.fusion @f(%s: f32) -> () {
+  // expected-error @+1 {{'fusion.cast' on scalars must produce a scalar}}
   %y = fusion.cast %s : f32 -> tensor<1xf64>
   fusion.output
 }
@@ -460,9 +414,8 @@ fusion.fusion @f(%s: f32) -> () {
 // -----
 
 // cast: a tensor stays a tensor
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.cast' with a tensor operand must produce a tensor
 fusion.fusion @f(%x: tensor<1xf32>) -> () {
+  // expected-error @+1 {{'fusion.cast' with a tensor operand must produce a tensor}}
   %y = fusion.cast %x : tensor<1xf32> -> f64
   fusion.output
 }
@@ -470,10 +423,9 @@ fusion.fusion @f(%x: tensor<1xf32>) -> () {
 // -----
 
 // set: the operand has an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.set' input has type tensor<4xi16>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1
 fusion.fusion @f() -> () {
   %x = "test.op"() : () -> tensor<4xi16>
+  // expected-error @+1 {{'fusion.set' input has type tensor<4xi16>, expected a ranked tensor or scalar of f16, bf16, f32, f64, i32, i64 or i1}}
   %y = fusion.set %x : tensor<4xi16>
   fusion.output
 }
@@ -481,10 +433,8 @@ fusion.fusion @f() -> () {
 // -----
 
 // set: the result has the operand's type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: result 'result' at position 0 does not verify:
-// CHECK-NEXT: attribute tensor<4xf32> expected from variable 'T', but got tensor<4xf16>
 fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{result 'result' at position 0 does not verify:}}
   %y = "fusion.set"(%x) : (tensor<4xf32>) -> tensor<4xf16>
   fusion.output
 }
@@ -492,10 +442,8 @@ fusion.fusion @f(%x: tensor<4xf32>) -> () {
 // -----
 
 // segment_set: the result has the operand's type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: result 'result' at position 0 does not verify:
-// CHECK-NEXT: attribute tensor<?xf32> expected from variable 'T', but got tensor<4xf32>
 fusion.fusion @f(%x: tensor<?xf32>) -> () {
+  // expected-error @+1 {{result 'result' at position 0 does not verify:}}
   %y = "fusion.segment_set"(%x) : (tensor<?xf32>) -> tensor<4xf32>
   fusion.output
 }
@@ -503,10 +451,8 @@ fusion.fusion @f(%x: tensor<?xf32>) -> () {
 // -----
 
 // segment_set: the operand is a tensor
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: operand 'input' at position 0 does not verify:
-// CHECK-NEXT: f32 should be of base attribute tensor
 fusion.fusion @f(%s: f32) -> () {
+  // expected-error @+1 {{operand 'input' at position 0 does not verify:}}
   %y = "fusion.segment_set"(%s) : (f32) -> f32
   fusion.output
 }
@@ -514,9 +460,8 @@ fusion.fusion @f(%s: f32) -> () {
 // -----
 
 // broadcast_in_dim: keeps the element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' must keep the element type: operand f32, result f64
 fusion.fusion @f(%x: tensor<3xf32>) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' must keep the element type: operand f32, result f64}}
   %y = fusion.broadcast_in_dim %x [1] : tensor<3xf32> -> tensor<4x3xf64>
   fusion.output
 }
@@ -524,9 +469,8 @@ fusion.fusion @f(%x: tensor<3xf32>) -> () {
 // -----
 
 // broadcast_in_dim: one broadcast dim per operand dim
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' needs one broadcast dim per operand dim: got 2 for rank 1
 fusion.fusion @f(%x: tensor<3xf32>) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' needs one broadcast dim per operand dim: got 2 for rank 1}}
   %y = fusion.broadcast_in_dim %x [0, 1] : tensor<3xf32> -> tensor<4x3xf32>
   fusion.output
 }
@@ -534,9 +478,8 @@ fusion.fusion @f(%x: tensor<3xf32>) -> () {
 // -----
 
 // broadcast_in_dim: a scalar maps no dims
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' needs one broadcast dim per operand dim: got 1 for rank 0
 fusion.fusion @f(%s: f32) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' needs one broadcast dim per operand dim: got 1 for rank 0}}
   %y = fusion.broadcast_in_dim %s [0] : f32 -> tensor<4xf32>
   fusion.output
 }
@@ -544,9 +487,8 @@ fusion.fusion @f(%s: f32) -> () {
 // -----
 
 // broadcast_in_dim: broadcast dims are in range
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' broadcast dims [2] out of range for rank 2
 fusion.fusion @f(%x: tensor<3xf32>) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' broadcast dims [2] out of range for rank 2}}
   %y = fusion.broadcast_in_dim %x [2] : tensor<3xf32> -> tensor<4x3xf32>
   fusion.output
 }
@@ -554,9 +496,8 @@ fusion.fusion @f(%x: tensor<3xf32>) -> () {
 // -----
 
 // broadcast_in_dim: broadcast dims are strictly increasing (no transpose)
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' broadcast dims [1, 0] must be strictly increasing
 fusion.fusion @f(%x: tensor<3x4xf32>) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' broadcast dims [1, 0] must be strictly increasing}}
   %y = fusion.broadcast_in_dim %x [1, 0] : tensor<3x4xf32> -> tensor<4x3xf32>
   fusion.output
 }
@@ -564,9 +505,8 @@ fusion.fusion @f(%x: tensor<3x4xf32>) -> () {
 // -----
 
 // broadcast_in_dim: broadcast dims are unique
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' broadcast dims [1, 1] must be strictly increasing
 fusion.fusion @f(%x: tensor<3x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' broadcast dims [1, 1] must be strictly increasing}}
   %y = fusion.broadcast_in_dim %x [1, 1] : tensor<3x3xf32> -> tensor<2x3xf32>
   fusion.output
 }
@@ -574,9 +514,8 @@ fusion.fusion @f(%x: tensor<3x3xf32>) -> () {
 // -----
 
 // broadcast_in_dim: an operand dim is 1 or matches its result dim
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' operand dim 0 (extent 3) cannot broadcast to result dim 1 (extent 4)
 fusion.fusion @f(%x: tensor<3xf32>) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' operand dim 0 (extent 3) cannot broadcast to result dim 1 (extent 4)}}
   %y = fusion.broadcast_in_dim %x [1] : tensor<3xf32> -> tensor<2x4xf32>
   fusion.output
 }
@@ -584,9 +523,8 @@ fusion.fusion @f(%x: tensor<3xf32>) -> () {
 // -----
 
 // broadcast_in_dim: a new dynamic dim needs a size
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: {{.*}}invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.broadcast_in_dim' needs 1 size operand(s), one for each dynamic result dim the operand does not carry; got 0
 fusion.fusion @f(%x: tensor<?xf32>) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' needs 1 size operand(s), one for each dynamic result dim the operand does not carry; got 0}}
   %y = fusion.broadcast_in_dim %x [1] : tensor<?xf32> -> tensor<?x?xf32>
   fusion.output
 }
@@ -594,9 +532,8 @@ fusion.fusion @f(%x: tensor<?xf32>) -> () {
 // -----
 
 // broadcast_in_dim: a static 1 expanded to a dynamic dim needs a size
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' needs 1 size operand(s), one for each dynamic result dim the operand does not carry; got 0
 fusion.fusion @f(%x: tensor<1xf32>) -> () {
+  // expected-error @+1 {{'fusion.broadcast_in_dim' needs 1 size operand(s), one for each dynamic result dim the operand does not carry; got 0}}
   %y = fusion.broadcast_in_dim %x [0] : tensor<1xf32> -> tensor<?xf32>
   fusion.output
 }
@@ -604,10 +541,9 @@ fusion.fusion @f(%x: tensor<1xf32>) -> () {
 // -----
 
 // broadcast_in_dim: no size for a dim the operand carries
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.broadcast_in_dim' needs 0 size operand(s), one for each dynamic result dim the operand does not carry; got 1
 fusion.fusion @f(%x: tensor<?xf32>) -> () {
   %n = fusion.dim %x[0] : tensor<?xf32>
+  // expected-error @+1 {{'fusion.broadcast_in_dim' needs 0 size operand(s), one for each dynamic result dim the operand does not carry; got 1}}
   %y = fusion.broadcast_in_dim %x [0] sizes(%n) : tensor<?xf32> -> tensor<?xf32>
   fusion.output
 }
@@ -615,10 +551,8 @@ fusion.fusion @f(%x: tensor<?xf32>) -> () {
 // -----
 
 // broadcast_in_dim: the result is a tensor
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: result 'result' at position 0 does not verify:
-// CHECK-NEXT: f32 should be of base attribute tensor
 fusion.fusion @f(%s: f32) -> () {
+  // expected-error @+1 {{result 'result' at position 0 does not verify:}}
   %y = "fusion.broadcast_in_dim"(%s) <{broadcast_dims = array<i64>}> : (f32) -> f32
   fusion.output
 }
@@ -626,9 +560,8 @@ fusion.fusion @f(%s: f32) -> () {
 // -----
 
 // sum: f16/bf16 are storage types
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.sum' operand has element type bf16, expected one of f32, f64, i32, i64 (f16/bf16 are storage types: cast to f32 first)
 fusion.fusion @f(%x: tensor<4x3xbf16>) -> () {
+  // expected-error @+1 {{'fusion.sum' operand has element type bf16, expected one of f32, f64, i32, i64 (f16/bf16 are storage types: cast to f32 first)}}
   %y = fusion.sum %x [1] : tensor<4x3xbf16> -> tensor<4xbf16>
   fusion.output
 }
@@ -636,9 +569,8 @@ fusion.fusion @f(%x: tensor<4x3xbf16>) -> () {
 // -----
 
 // max: i1 is not numeric
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.max' operand has element type i1, expected one of f32, f64, i32, i64
 fusion.fusion @f(%x: tensor<4x3xi1>) -> () {
+  // expected-error @+1 {{'fusion.max' operand has element type i1, expected one of f32, f64, i32, i64}}
   %y = fusion.max %x [1] : tensor<4x3xi1> -> tensor<4xi1>
   fusion.output
 }
@@ -646,9 +578,8 @@ fusion.fusion @f(%x: tensor<4x3xi1>) -> () {
 // -----
 
 // min: keeps the element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.min' must keep the element type: operand i32, result i64
 fusion.fusion @f(%x: tensor<4x3xi32>) -> () {
+  // expected-error @+1 {{'fusion.min' must keep the element type: operand i32, result i64}}
   %y = fusion.min %x [1] : tensor<4x3xi32> -> tensor<4xi64>
   fusion.output
 }
@@ -656,9 +587,8 @@ fusion.fusion @f(%x: tensor<4x3xi32>) -> () {
 // -----
 
 // sum: at least one axis
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.sum' needs at least one axis to reduce
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.sum' needs at least one axis to reduce}}
   %y = fusion.sum %x [] : tensor<4x3xf32> -> tensor<4x3xf32>
   fusion.output
 }
@@ -666,9 +596,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // max: axes are in range
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.max' axis 2 is out of range for rank 2
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.max' axis 2 is out of range for rank 2}}
   %y = fusion.max %x [2] : tensor<4x3xf32> -> tensor<4x3xf32>
   fusion.output
 }
@@ -676,9 +605,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // min: negative axes are out of range
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.min' axis -1 is out of range for rank 2
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.min' axis -1 is out of range for rank 2}}
   %y = fusion.min %x [-1] : tensor<4x3xf32> -> tensor<4xf32>
   fusion.output
 }
@@ -686,9 +614,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // sum: axes are unique
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.sum' axes [1, 1] are not unique
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.sum' axes [1, 1] are not unique}}
   %y = fusion.sum %x [1, 1] : tensor<4x3xf32> -> tensor<4xf32>
   fusion.output
 }
@@ -696,9 +623,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // sum: axes are sorted
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: {{.*}}invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.sum' axes [2, 0] must be sorted ascending
 fusion.fusion @f(%x: tensor<4x3x2xf32>) -> () {
+  // expected-error @+1 {{'fusion.sum' axes [2, 0] must be sorted ascending}}
   %y = fusion.sum %x [2, 0] : tensor<4x3x2xf32> -> tensor<3xf32>
   fusion.output
 }
@@ -706,9 +632,8 @@ fusion.fusion @f(%x: tensor<4x3x2xf32>) -> () {
 // -----
 
 // sum: the result has the reduced shape
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.sum' result shape [3] does not match the reduced shape [4]
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.sum' result shape [3] does not match the reduced shape [4]}}
   %y = fusion.sum %x [1] : tensor<4x3xf32> -> tensor<3xf32>
   fusion.output
 }
@@ -716,9 +641,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // max: without keepdim the reduced dims go
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.max' result shape [?, 1] does not match the reduced shape [?]
 fusion.fusion @f(%x: tensor<?x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.max' result shape [?, 1] does not match the reduced shape [?]}}
   %y = fusion.max %x [1] : tensor<?x3xf32> -> tensor<?x1xf32>
   fusion.output
 }
@@ -726,9 +650,8 @@ fusion.fusion @f(%x: tensor<?x3xf32>) -> () {
 // -----
 
 // min: with keepdim the reduced dims stay as 1
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.min' result shape [?] does not match the reduced shape [?, 1]
 fusion.fusion @f(%x: tensor<?x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.min' result shape [?] does not match the reduced shape [?, 1]}}
   %y = fusion.min %x [1] keepdim : tensor<?x3xf32> -> tensor<?xf32>
   fusion.output
 }
@@ -736,9 +659,8 @@ fusion.fusion @f(%x: tensor<?x3xf32>) -> () {
 // -----
 
 // welford: float-only
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.welford' operand has element type i32, expected one of f32, f64
 fusion.fusion @f(%x: tensor<4x3xi32>) -> () {
+  // expected-error @+1 {{'fusion.welford' operand has element type i32, expected one of f32, f64}}
   %a, %m, %n = fusion.welford %x [1] : tensor<4x3xi32> -> tensor<4xi32>, tensor<4xi32>, tensor<4xi64>
   fusion.output
 }
@@ -746,9 +668,8 @@ fusion.fusion @f(%x: tensor<4x3xi32>) -> () {
 // -----
 
 // welford: avg and var_sum keep the element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.welford' avg and var_sum must have element type f32
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.welford' avg and var_sum must have element type f32}}
   %a, %m, %n = fusion.welford %x [1] : tensor<4x3xf32> -> tensor<4xf32>, tensor<4xf64>, tensor<4xi64>
   fusion.output
 }
@@ -756,9 +677,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // welford: count is i64
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.welford' count must have element type i64
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.welford' count must have element type i64}}
   %a, %m, %n = fusion.welford %x [1] : tensor<4x3xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xi32>
   fusion.output
 }
@@ -766,9 +686,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // welford: axes are in range
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.welford' axis 3 is out of range for rank 2
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.welford' axis 3 is out of range for rank 2}}
   %a, %m, %n = fusion.welford %x [3] : tensor<4x3xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xi64>
   fusion.output
 }
@@ -776,9 +695,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // welford: every result has the reduced shape
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.welford' result shape [3] does not match the reduced shape [4]
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.welford' result shape [3] does not match the reduced shape [4]}}
   %a, %m, %n = fusion.welford %x [1] : tensor<4x3xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<3xi64>
   fusion.output
 }
@@ -786,9 +704,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // var_mean: float-only
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.var_mean' operand has element type bf16, expected one of f32, f64 (f16/bf16 are storage types: cast to f32 first)
 fusion.fusion @f(%x: tensor<4x3xbf16>) -> () {
+  // expected-error @+1 {{'fusion.var_mean' operand has element type bf16, expected one of f32, f64 (f16/bf16 are storage types: cast to f32 first)}}
   %v, %m = fusion.var_mean %x [1] correction(1) : tensor<4x3xbf16> -> tensor<4xbf16>, tensor<4xbf16>
   fusion.output
 }
@@ -796,9 +713,8 @@ fusion.fusion @f(%x: tensor<4x3xbf16>) -> () {
 // -----
 
 // var_mean: keeps the element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.var_mean' must keep the element type: operand f64, result f32
 fusion.fusion @f(%x: tensor<4x3xf64>) -> () {
+  // expected-error @+1 {{'fusion.var_mean' must keep the element type: operand f64, result f32}}
   %v, %m = fusion.var_mean %x [1] correction(1) : tensor<4x3xf64> -> tensor<4xf64>, tensor<4xf32>
   fusion.output
 }
@@ -806,9 +722,8 @@ fusion.fusion @f(%x: tensor<4x3xf64>) -> () {
 // -----
 
 // var_mean: the correction is non-negative
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.var_mean' correction must be non-negative, got -1
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.var_mean' correction must be non-negative, got -1}}
   %v, %m = fusion.var_mean %x [1] correction(-1) : tensor<4x3xf32> -> tensor<4xf32>, tensor<4xf32>
   fusion.output
 }
@@ -816,9 +731,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // var_mean: axes are unique
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.var_mean' axes [0, 0] are not unique
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.var_mean' axes [0, 0] are not unique}}
   %v, %m = fusion.var_mean %x [0, 0] correction(0) : tensor<4x3xf32> -> tensor<3xf32>, tensor<3xf32>
   fusion.output
 }
@@ -826,9 +740,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // var_mean: with keepdim both results keep the reduced dims as 1
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.var_mean' result shape [4] does not match the reduced shape [4, 1]
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.var_mean' result shape [4] does not match the reduced shape [4, 1]}}
   %v, %m = fusion.var_mean %x [1] correction(0) keepdim : tensor<4x3xf32> -> tensor<4x1xf32>, tensor<4xf32>
   fusion.output
 }
@@ -836,9 +749,8 @@ fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
 // -----
 
 // matmul: f16, bf16, f32 or f64
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' lhs has element type i32, expected one of f16, bf16, f32, f64
 fusion.fusion @f(%a: tensor<4x3xi32>, %b: tensor<3x2xi32>) -> () {
+  // expected-error @+1 {{'fusion.matmul' lhs has element type i32, expected one of f16, bf16, f32, f64}}
   %c = fusion.matmul %a, %b : tensor<4x3xi32>, tensor<3x2xi32> -> tensor<4x2xi32>
   fusion.output
 }
@@ -846,9 +758,8 @@ fusion.fusion @f(%a: tensor<4x3xi32>, %b: tensor<3x2xi32>) -> () {
 // -----
 
 // matmul: operands share an element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' operands and result must share one element type, got f16, bf16 -> f16
 fusion.fusion @f(%a: tensor<4x3xf16>, %b: tensor<3x2xbf16>) -> () {
+  // expected-error @+1 {{'fusion.matmul' operands and result must share one element type, got f16, bf16 -> f16}}
   %c = fusion.matmul %a, %b : tensor<4x3xf16>, tensor<3x2xbf16> -> tensor<4x2xf16>
   fusion.output
 }
@@ -856,9 +767,8 @@ fusion.fusion @f(%a: tensor<4x3xf16>, %b: tensor<3x2xbf16>) -> () {
 // -----
 
 // matmul: the result keeps the element type
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' operands and result must share one element type, got f16, f16 -> f32
 fusion.fusion @f(%a: tensor<4x3xf16>, %b: tensor<3x2xf16>) -> () {
+  // expected-error @+1 {{'fusion.matmul' operands and result must share one element type, got f16, f16 -> f32}}
   %c = fusion.matmul %a, %b : tensor<4x3xf16>, tensor<3x2xf16> -> tensor<4x2xf32>
   fusion.output
 }
@@ -866,9 +776,8 @@ fusion.fusion @f(%a: tensor<4x3xf16>, %b: tensor<3x2xf16>) -> () {
 // -----
 
 // matmul: operands have rank >= 2
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' needs operands of one rank >= 2, got ranks 1 and 1
 fusion.fusion @f(%a: tensor<3xf32>, %b: tensor<3xf32>) -> () {
+  // expected-error @+1 {{'fusion.matmul' needs operands of one rank >= 2, got ranks 1 and 1}}
   %c = fusion.matmul %a, %b : tensor<3xf32>, tensor<3xf32> -> tensor<f32>
   fusion.output
 }
@@ -876,9 +785,8 @@ fusion.fusion @f(%a: tensor<3xf32>, %b: tensor<3xf32>) -> () {
 // -----
 
 // matmul: operands have one rank
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' needs operands of one rank >= 2, got ranks 3 and 2
 fusion.fusion @f(%a: tensor<2x4x3xf32>, %b: tensor<3x5xf32>) -> () {
+  // expected-error @+1 {{'fusion.matmul' needs operands of one rank >= 2, got ranks 3 and 2}}
   %c = fusion.matmul %a, %b : tensor<2x4x3xf32>, tensor<3x5xf32> -> tensor<2x4x5xf32>
   fusion.output
 }
@@ -886,9 +794,8 @@ fusion.fusion @f(%a: tensor<2x4x3xf32>, %b: tensor<3x5xf32>) -> () {
 // -----
 
 // matmul: contraction dims agree
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' contraction dims differ: lhs [?, 3], rhs [4, ?]
 fusion.fusion @f(%a: tensor<?x3xf32>, %b: tensor<4x?xf32>) -> () {
+  // expected-error @+1 {{'fusion.matmul' contraction dims differ: lhs [?, 3], rhs [4, ?]}}
   %c = fusion.matmul %a, %b : tensor<?x3xf32>, tensor<4x?xf32> -> tensor<?x?xf32>
   fusion.output
 }
@@ -896,9 +803,8 @@ fusion.fusion @f(%a: tensor<?x3xf32>, %b: tensor<4x?xf32>) -> () {
 // -----
 
 // matmul: batch dims agree
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' batch dims differ: lhs [2, 4, 3], rhs [5, 3, 6]
 fusion.fusion @f(%a: tensor<2x4x3xf32>, %b: tensor<5x3x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.matmul' batch dims differ: lhs [2, 4, 3], rhs [5, 3, 6]}}
   %c = fusion.matmul %a, %b : tensor<2x4x3xf32>, tensor<5x3x6xf32> -> tensor<2x4x6xf32>
   fusion.output
 }
@@ -906,9 +812,8 @@ fusion.fusion @f(%a: tensor<2x4x3xf32>, %b: tensor<5x3x6xf32>) -> () {
 // -----
 
 // matmul: the result is [..., M, N]
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: {{.*}}invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' result shape [3, ?], expected [4, ?]
 fusion.fusion @f(%a: tensor<4x3xf32>, %b: tensor<3x?xf32>) -> () {
+  // expected-error @+1 {{'fusion.matmul' result shape [3, ?], expected [4, ?]}}
   %c = fusion.matmul %a, %b : tensor<4x3xf32>, tensor<3x?xf32> -> tensor<3x?xf32>
   fusion.output
 }
@@ -916,9 +821,8 @@ fusion.fusion @f(%a: tensor<4x3xf32>, %b: tensor<3x?xf32>) -> () {
 // -----
 
 // matmul splits: the partial result is f32 for half operands
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' operands must share one element type and the partial result be f32, got bf16, bf16 -> bf16
 fusion.fusion @f(%a: tensor<4x3xbf16>, %b: tensor<3x2xbf16>) -> () {
+  // expected-error @+1 {{'fusion.matmul' operands must share one element type and the partial result be f32, got bf16, bf16 -> bf16}}
   %c = fusion.matmul %a, %b splits(2) : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<2x4x2xbf16>
   fusion.output
 }
@@ -926,9 +830,8 @@ fusion.fusion @f(%a: tensor<4x3xbf16>, %b: tensor<3x2xbf16>) -> () {
 // -----
 
 // matmul splits: the partial result leads with the splits
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' partial result must have 2 (the splits) as its static first dim, got [3, 4, 2]
 fusion.fusion @f(%a: tensor<4x3xf16>, %b: tensor<3x2xf16>) -> () {
+  // expected-error @+1 {{'fusion.matmul' partial result must have 2 (the splits) as its static first dim, got [3, 4, 2]}}
   %c = fusion.matmul %a, %b splits(2) : tensor<4x3xf16>, tensor<3x2xf16> -> tensor<3x4x2xf32>
   fusion.output
 }
@@ -936,9 +839,8 @@ fusion.fusion @f(%a: tensor<4x3xf16>, %b: tensor<3x2xf16>) -> () {
 // -----
 
 // matmul splits: at least one
-// CHECK:      {{^// -{5}$}}
-// CHECK-NEXT: error: 'fusion.matmul' splits must be >= 1, got 0
 fusion.fusion @f(%a: tensor<4x3xf64>, %b: tensor<3x2xf64>) -> () {
+  // expected-error @+1 {{'fusion.matmul' splits must be >= 1, got 0}}
   %c = fusion.matmul %a, %b splits(0) : tensor<4x3xf64>, tensor<3x2xf64> -> tensor<0x4x2xf64>
   fusion.output
 }

@@ -123,10 +123,10 @@ kernel.func @conversions(%h: f16, %b: bf16, %f: f32, %d: f64, %i: i32, %l: i64, 
 // CHECK-NEXT:    double extf2 = (double)f;
 // CHECK-NEXT:    __nv_bfloat16 sitofp0 = __ll2bfloat16_rn(l);
 // CHECK-NEXT:    float uitofp0 = (float)(unsigned)i;
-// CHECK-NEXT:    long long fptosi0 = h != h ? 0 : __half2ll_rz(h);
-// CHECK-NEXT:    int fptosi1 = d != d ? 0 : (int)d;
+// CHECK-NEXT:    long long fptosi0 = __half2ll_rz(h);
+// CHECK-NEXT:    int fptosi1 = (int)d;
 // CHECK-NEXT:    __half sitofp1 = __int2half_rn(i);
-// CHECK-NEXT:    int fptoui0 = b != b ? 0 : (int)__bfloat162uint_rz(b);
+// CHECK-NEXT:    int fptoui0 = (int)__bfloat162uint_rz(b);
 
 kernel.func @constants_and_math(%x: f32, %d: f64, %h: f16, %b: bf16, %out: !kernel.tensor<f16, 1>) {
   %tenth = arith.constant 1.000000e-01 : f32

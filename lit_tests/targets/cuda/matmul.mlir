@@ -47,7 +47,7 @@ kernel.func @simt(%a: !kernel.tensor<f64, 2>, %b: !kernel.tensor<f64, 2>) attrib
 
 // PRE:      namespace mm {
 // PRE:      enum Load { K_ASYNC = 0, MN_ASYNC = 1, K_ELEMENTS = 2, MN_ELEMENTS = 3 };
-// PRE:      cp.async.cg.shared.global [%0], [%1], 16, %2;
+// PRE:      cp.async.cg.shared.global [%0], [%1], 16;
 // PRE:      ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PRE:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PRE:      struct Mma {

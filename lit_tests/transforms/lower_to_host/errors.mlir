@@ -15,7 +15,7 @@ fusion.fusion @f(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
 }
 
 // COUNT:   fuser-opt: error: fuser-lower-host: shapes gives 2 shape(s), but fusion @f has 1 tensor input(s)
-// SYNTAX:  fuser-opt: error: fuser-lower-host: bad shape '8xq' in shapes="8xq": expected extents like 16384x4096
+// SYNTAX:  fuser-opt: error: fuser-lower-host: bad shape '8xq' in shapes="8xq": expected one shape per tensor input
 // DYNAMIC: fuser-opt: error: fuser-lower-host: input #0 (%x) of fusion @f has dynamic dims [?, ?]: give every tensor input's shape with shapes="AxB,..."
 // LABEL:   fuser-opt: error: segment @f_s0 names scheduler 'reduction', which rejects it: {{.+}}
 // COUNT-NOT: Traceback

@@ -22,7 +22,7 @@ fusion.fusion @f(%x: tensor<?x16xf32>, %bias: tensor<?xf32>) -> (tensor<?x16xf32
 // COUNT3: fuser-opt: error: fuser-schedule: shapes gives 3 shape(s), but fusion @f has 2 tensor input(s)
 // RANK: fuser-opt: error: fuser-schedule: shape [16, 1] of input #1 (%bias) of fusion @f does not match its type tensor<?xf32>
 // STATIC: fuser-opt: error: fuser-schedule: shape [16, 15] of input #0 (%x) of fusion @f does not match its type tensor<?x16xf32>
-// SYNTAX: fuser-opt: error: fuser-schedule: bad shape '16xa' in shapes="16xa,16": expected extents like 16384x4096 (an empty item for a rank-0 tensor)
+// SYNTAX: fuser-opt: error: fuser-schedule: bad shape '16xa' in shapes="16xa,16": expected one shape per tensor input, separated by ',': extents joined by 'x' (16384x4096), '()' for a rank-0 tensor
 // MISMATCH: fuser-opt: error: no scheduler accepts fusion @f:
 // MISMATCH-NEXT: pointwise: 'fusion.broadcast_in_dim' cannot broadcast extent 8 to 16 in dim 1
 // ARCH: fuser-opt: error: fuser-schedule: bad arch 'sm90': expected sm_<digits>, like sm_90

@@ -19,7 +19,7 @@ fusion.fusion @mm(%a: tensor<?x?x?xf32>, %b: tensor<?x?x?xf32>) -> (tensor<?x?x?
 // RULE-NOT: Traceback
 // MISSING: fuser-opt: error: fuser-segment: input #0 (%a) of fusion @mm has dynamic dims [?, ?, ?]: give every tensor input's shape with shapes="AxB,..."
 // COUNT: fuser-opt: error: fuser-segment: shapes gives 1 shape(s), but fusion @mm has 2 tensor input(s)
-// SYNTAX: fuser-opt: error: fuser-segment: bad shape '8xk' in shapes="8xk,16x4": expected extents like 16384x4096 (an empty item for a rank-0 tensor)
+// SYNTAX: fuser-opt: error: fuser-segment: bad shape '8xk' in shapes="8xk,16x4": expected one shape per tensor input, separated by ',': extents joined by 'x' (16384x4096), '()' for a rank-0 tensor
 // ARCH: fuser-opt: error: fuser-segment: bad arch 'hopper': expected sm_<digits>, like sm_90
 // SMS: fuser-opt: error: fuser-segment: sm_count must be at least 1, got 0
 // MATMUL: fuser-opt: error: fusion @mm: no scheduler accepts segment g0{matmul %m}: pointwise: 'fusion.matmul' (%m) is a matmul; reduction: {{.*}}; persistent: {{.*}}; matmul: 70000 leading (split and batch) indices: more than the 65535 blocks of gridDim.z

@@ -17,7 +17,7 @@ fusion.fusion @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> (tensor<?x?xf32>)
 // SMS: fuser-opt: error: split-k: sm_count must be at least 1, got 0
 // MISSING: fuser-opt: error: split-k: input #0 (%a) of fusion @mm has dynamic dims [?, ?]: give every tensor input's shape with shapes="AxB,..."
 // COUNT: fuser-opt: error: split-k: shapes gives 1 shape(s), but fusion @mm has 2 tensor input(s)
-// SYNTAX: fuser-opt: error: split-k: bad shape '8xk' in shapes="8xk,16x4": expected extents like 16384x4096 (an empty item for a rank-0 tensor)
+// SYNTAX: fuser-opt: error: split-k: bad shape '8xk' in shapes="8xk,16x4": expected one shape per tensor input, separated by ',': extents joined by 'x' (16384x4096), '()' for a rank-0 tensor
 // CLASH: fuser-opt: error: split-k: the shapes do not fit fusion @mm: 'fusion.matmul' cannot multiply shapes [8, 16] and [17, 4]
 // CLASH-NOT: Traceback
 // ARCH: fuser-opt: error: split-k: bad arch 'hopper': expected sm_<digits>, like sm_90

@@ -1,0 +1,453 @@
+"""An independent float64 oracle of fuzz programs, written from torch's documented semantics.
+
+It evaluates a `fuser.fuzz.programs.Program` directly, op record by op record, without any of
+fuser's code (neither `runtime/reference.py` nor the fusion dialect), so a bug in the reference
+interpreter, the frontend's promotion or a pass shows up as a disagreement.
+
+Values are held as numpy arrays: floats of every dtype in float64, integers as int32/int64,
+bools as bool. The rules:
+
+- Type promotion is torch's `result_type` over three priority levels, as the frontend applies
+  it: tensors (of any rank, 0-dim included), then `Scalar` handles, then Python numbers. A lower
+  level changes the type only by a higher category (bool < integer < float): i32 + 2.5 -> f32,
+  f16 + f64-scalar -> f16, bool + 1 -> i64.
+- f16/bf16 are storage types: their math runs in f32, and results are rounded (to nearest even,
+  once, from the float64 value; bf16 rounding is written here bit-exactly, not via ml_dtypes'
+  float32 route) at the end of each op whose result is f16/bf16. f32 results are held unrounded
+  (the float64 oracle), except Python numbers, which become constants of their op's compute
+  type and are rounded to it (f32 included), as the frontend emits them.
+- Integers wrap on overflow (two's complement). `div` of integers truncates toward zero (C and
+  nvFuser's `div`, not torch.div's true division); `truediv` of integers divides in f32.
+  Integer `pow` is torch's `powi` on CUDA: a negative exponent gives 1 for base 1, +-1 for
+  base -1 and 0 for any other base (0 ** -n included); otherwise the exact integer power.
+- `cast`: to bool is `x != 0` (NaN -> True); float -> int truncates toward zero and saturates to
+  the integer range, as torch's CUDA kernels do (PTX `cvt.rzi`); NaN gives what torch on an
+  H200 gave: see `nan_as_int`. int -> int wraps.
+- `pow` follows C's `pow` (CUDA's, torch's): `x ** 0 == 1` for every x (NaN included), a
+  negative base with a non-integral exponent is NaN, with an integral one it keeps the sign.
+- `maximum`/`minimum` and the `max`/`min` reductions propagate NaN (torch). Empty reductions
+  give the identity: 0 for `sum`, -inf/+inf or the integer limits of the compute type for
+  `max`/`min` (torch raises instead; fuser defines these), so `max` of an empty bool row is
+  True (it reduces in i32 and casts back).
+- `sum` of bool gives i64; of i32 stays i32 (fuser's frontend, where torch widens to i64).
+- `welford` / `var_mean`: mean = sum / N; var_sum = sum((x - mean)^2) (two-pass, float64); a
+  row holding +-inf has mean +-inf and var NaN (inf - inf), as torch's var on CUDA; var divides
+  by max(N - correction, 0), so a single element with correction 1 gives NaN (0 / 0), and an
+  empty row NaN mean and NaN var.
+- `matmul` of f16/bf16 accumulates in float64 and rounds once.
+
+Each value also carries what the comparison needs (`Value.loosest`, `Value.scale`): the least
+precise float dtype among the values it depends on, and the largest finite magnitude there, so
+the differential runner can scale tolerances for rounding that happened upstream of an output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.special
+
+from fuser.fuzz.programs import FLOATS, INTS, NUMPY_DTYPES, Op, Program
+
+# --------------------------------------------------------------------------------------------
+# Values and rounding
+
+
+@dataclass(frozen=True)
+class Value:
+    """An oracle value: `data` (floats held in float64), its fuser dtype name, whether it is a
+    tensor, and the tolerance facts of its cone (`loosest` float dtype, finite `scale`)."""
+
+    data: np.ndarray
+    dtype: str
+    is_tensor: bool
+    loosest: str | None = None
+    scale: float = 0.0
+
+
+_PRECISION = {"f16": 0, "bf16": 1, "f32": 2, "f64": 3}
+_LOOSENESS = ("bf16", "f16", "f32", "f64")  # least precise first
+#: (significand bits with the implicit one, frexp exponent of the smallest normal, max finite)
+_FORMATS: dict[str, tuple[int, int, float]] = {
+    "f16": (11, -13, 65504.0),
+    "bf16": (8, -125, float.fromhex("0x1.fep127")),
+    "f32": (24, -125, float.fromhex("0x1.fffffep127")),
+}
+
+
+def round_float(x: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values rounded to nearest even in `dtype` (f16, bf16 or f32), as float64."""
+    bits, emin, largest = _FORMATS[dtype]
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        _, e = np.frexp(x)
+        quantum = np.ldexp(1.0, np.maximum(e, emin) - bits)
+        r = np.round(x / quantum) * quantum
+        r = np.where(np.isfinite(x), r, x)
+        r = np.where(np.abs(r) > largest, np.copysign(np.inf, x), r)
+    return np.asarray(r, np.float64)
+
+
+def store(x: np.ndarray, dtype: str) -> np.ndarray:
+    """A computed float64 result as a held value of `dtype`: halves rounded, f32/f64 kept."""
+    return round_float(x, dtype) if dtype in ("f16", "bf16") else np.asarray(x, np.float64)
+
+
+def category(dtype: str) -> int:
+    return 2 if dtype in FLOATS else (1 if dtype in INTS else 0)
+
+
+def promote_pair(a: str, b: str) -> str:
+    """torch.promote_types."""
+    if a == b:
+        return a
+    if {a, b} == {"f16", "bf16"}:
+        return "f32"
+    ranks = {"bool": 0, "i32": 1, "i64": 2, "f16": 3, "bf16": 3, "f32": 4, "f64": 5}
+    return a if ranks[a] > ranks[b] else b
+
+
+def result_type(levels: Sequence[Sequence[str]]) -> str:
+    """torch's result type over priority levels (tensors, scalars, numbers), highest first."""
+    result: str | None = None
+    for level in levels:
+        if not level:
+            continue
+        t = level[0]
+        for d in level[1:]:
+            t = promote_pair(t, d)
+        if result is None:
+            result = t
+        elif category(t) > category(result):
+            result = promote_pair(result, t)
+    assert result is not None
+    return result
+
+
+def compute_type(dtype: str) -> str:
+    return "f32" if dtype in ("f16", "bf16") else dtype
+
+
+def nan_as_int(src: str, dst: str) -> int:
+    """What torch on CUDA (an H200, 2026-11-26) gives for NaN cast from `src` to the integer
+    type `dst`: 0 from f32/f16/bf16 to i32, the most negative integer from them to i64 and
+    from f64 to either (`cvt.rzi`'s results; f16/bf16 convert through f32)."""
+    return 0 if dst == "i32" and src != "f64" else int(np.iinfo(NUMPY_DTYPES[dst]).min)
+
+
+def convert(data: np.ndarray, src: str, dst: str) -> np.ndarray:
+    """A cast of held values from `src` to `dst` (see the module docstring)."""
+    data = np.asarray(data)
+    if dst == "bool":
+        return data != 0
+    if dst in INTS:
+        target = NUMPY_DTYPES[dst]
+        if src in FLOATS:
+            info = np.iinfo(target)
+            t = np.trunc(data)
+            with np.errstate(all="ignore"):
+                high, low, nan = t >= 2.0 ** (info.bits - 1), t < -(2.0 ** (info.bits - 1)), t != t
+                inside = np.where(high | low | nan, 0.0, t).astype(target)
+            saturated = np.where(high, info.max, np.where(low, info.min, inside))
+            return np.where(nan, nan_as_int(src, dst), saturated).astype(target)
+        return data.astype(np.int64).astype(target)
+    return store(data.astype(np.float64), dst)
+
+
+def number_value(x: bool | int | float, dtype: str) -> np.ndarray:
+    """A Python number as a constant of `dtype`: rounded to it, f32 included."""
+    if dtype == "bool":
+        return np.asarray(bool(x))
+    if dtype in INTS:
+        return np.asarray(int(x), NUMPY_DTYPES[dtype])
+    v = np.asarray(float(x), np.float64)
+    return round_float(v, dtype) if dtype != "f64" else v
+
+
+# --------------------------------------------------------------------------------------------
+# Op meanings
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+FLOAT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "reciprocal": lambda x: 1.0 / x,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "erf": scipy.special.erf,
+    "silu": lambda x: x * _sigmoid(x),
+}
+"""Unary ops that compute in floats (integer and bool operands become f32)."""
+
+INT_OK_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "neg": np.negative,
+    "abs": np.abs,
+    "relu": lambda x: (
+        np.where(x > 0, x, np.zeros_like(x))
+        if x.dtype.kind != "f"
+        else np.where(np.isnan(x), x, np.maximum(x, 0.0))
+    ),
+}
+"""Unary ops that keep integer operands integer (bool operands are refused)."""
+
+
+def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1.0 + scipy.special.erf(x / math.sqrt(2.0)))
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+
+
+def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    power = np.power(a, np.maximum(b, 0))
+    odd = np.where(b % 2 == 0, 1, -1)
+    negative = np.where(a == 1, 1, np.where(a == -1, odd, 0))
+    return np.where(b < 0, negative, power)
+
+
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": lambda a, b: np.divide(a, b) if a.dtype.kind == "f" else _trunc_div(a, b),
+    "truediv": np.divide,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+"""Binary ops on operands converted to their compute type."""
+
+COMPARES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _identity(kind: str, dtype: str) -> Any:
+    if dtype in FLOATS:
+        return -np.inf if kind == "max" else np.inf
+    info = np.iinfo(NUMPY_DTYPES[dtype])
+    return info.min if kind == "max" else info.max
+
+
+# --------------------------------------------------------------------------------------------
+# The evaluator
+
+
+class Oracle:
+    """Evaluates one program on its inputs; `values` maps every name to its `Value`."""
+
+    def __init__(self, program: Program, inputs: Sequence[Any]):
+        self.program = program
+        self.values: dict[str, Value] = {}
+        for inp, x in zip(program.inputs, inputs, strict=True):
+            if inp.shape is None:
+                data = number_value(x, inp.dtype)
+                self.values[inp.name] = self._value(data, inp.dtype, False, [])
+            else:
+                held = np.array(x, dtype=np.float64 if inp.dtype in FLOATS else x.dtype)
+                self.values[inp.name] = self._value(held, inp.dtype, True, [])
+
+    @staticmethod
+    def _value(data: np.ndarray, dtype: str, is_tensor: bool, deps: Sequence[Value]) -> Value:
+        looser = [d.loosest for d in deps if d.loosest is not None]
+        if dtype in FLOATS:
+            looser.append(dtype)
+        loosest = min(looser, key=_LOOSENESS.index) if looser else None
+        scale = max([d.scale for d in deps] + [0.0])
+        if dtype in FLOATS and data.size:
+            finite = np.abs(data[np.isfinite(data)])
+            if finite.size:
+                scale = max(scale, float(finite.max()))
+        return Value(np.asarray(data), dtype, is_tensor, loosest, scale)
+
+    def operand(self, x: str | bool | int | float) -> Value | bool | int | float:
+        return self.values[x] if isinstance(x, str) else x
+
+    def as_type(self, x: Value | bool | int | float, dtype: str) -> np.ndarray:
+        if isinstance(x, Value):
+            return convert(x.data, x.dtype, dtype)
+        return number_value(x, dtype)
+
+    def promote(self, operands: Sequence[Value | bool | int | float]) -> str:
+        def number_dtype(x: bool | int | float) -> str:
+            return "bool" if isinstance(x, bool) else ("i64" if isinstance(x, int) else "f32")
+
+        return result_type(
+            [
+                [v.dtype for v in operands if isinstance(v, Value) and v.is_tensor],
+                [v.dtype for v in operands if isinstance(v, Value) and not v.is_tensor],
+                [number_dtype(v) for v in operands if not isinstance(v, Value)],
+            ]
+        )
+
+    def run(self) -> list[Value]:
+        with np.errstate(all="ignore"):
+            for op in self.program.ops:
+                results = self.evaluate(op)
+                for name, value in zip(op.results, results, strict=True):
+                    self.values[name] = value
+        return [self.values[o] for o in self.program.outputs]
+
+    def evaluate(self, op: Op) -> list[Value]:
+        args = [self.operand(a) for a in op.args]
+        deps = [a for a in args if isinstance(a, Value)]
+        is_tensor = any(d.is_tensor for d in deps)
+        kw = op.kw
+        if op.op in FLOAT_UNARY or op.op == "gelu" or op.op in INT_OK_UNARY:
+            (x,) = deps
+            if op.op in INT_OK_UNARY:
+                out = x.dtype
+                data = INT_OK_UNARY[op.op](self.as_type(x, compute_type(out)))
+            else:
+                out = x.dtype if x.dtype in FLOATS else "f32"
+                a = self.as_type(x, compute_type(out))
+                fn = FLOAT_UNARY.get(op.op)
+                data = fn(a) if fn is not None else _gelu(a, kw.get("approximate", "none"))
+            return [self._value(convert(data, compute_type(out), out), out, is_tensor, deps)]
+        if op.op in BINARY:
+            promoted = self.promote(args)
+            if op.op in COMPARES:
+                compute, out = compute_type(promoted), "bool"
+            elif op.op == "truediv" and promoted not in FLOATS:
+                compute = out = "f32"
+            elif promoted == "bool":
+                compute, out = "i32", "bool"
+            elif op.op == "pow" and promoted in INTS:
+                a, b = (self.as_type(v, promoted) for v in args)
+                data = _int_pow(a, b).astype(NUMPY_DTYPES[promoted])
+                return [self._value(data, promoted, is_tensor, deps)]
+            else:
+                compute, out = compute_type(promoted), promoted
+            a, b = (self.as_type(v, compute) for v in args)
+            data = np.asarray(BINARY[op.op](a, b))
+            return [self._value(convert(data, compute, out), out, is_tensor, deps)]
+        handler = getattr(self, "op_" + op.op)
+        return handler(op, args, deps, is_tensor)
+
+    # ---- the other ops, one method each -----------------------------------------------------
+
+    def op_where(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        cond, a, b = args
+        out = self.promote([a, b])
+        c = self.as_type(cond, "bool")
+        data = np.where(c, self.as_type(a, out), self.as_type(b, out))
+        return [self._value(data, out, is_tensor, [v for v in (a, b) if isinstance(v, Value)])]
+
+    def op_cast(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        (x,) = deps
+        dst = op.kw["dtype"]
+        return [self._value(convert(x.data, x.dtype, dst), dst, is_tensor, deps)]
+
+    def op_set(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        (x,) = deps
+        return [Value(x.data.copy(), x.dtype, True, x.loosest, x.scale)]
+
+    op_segment_set = op_set
+
+    def op_constant(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        dtype = op.kw["dtype"]
+        return [self._value(number_value(args[0], dtype), dtype, False, [])]
+
+    def op_broadcast_in_dim(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        (x,) = deps
+        kw = op.kw
+        shape = [
+            e if isinstance(e, int) else self.values[e[0]].data.shape[e[1]] for e in kw["shape"]
+        ]
+        placed = [1] * len(shape)
+        for i, d in enumerate(kw["broadcast_dims"]):
+            placed[d] = x.data.shape[i]
+        data = np.broadcast_to(x.data.reshape(placed), shape).copy()
+        return [Value(data, x.dtype, True, x.loosest, x.scale)]
+
+    def _reduce(self, op: Op, x: Value) -> list[Value]:
+        kw = op.kw
+        out = kw.get("dtype") or ("i64" if op.op == "sum" and x.dtype == "bool" else x.dtype)
+        compute = "i32" if out == "bool" else compute_type(out)
+        a = convert(x.data, x.dtype, compute)
+        axes, keep = tuple(kw["dims"]), kw["keepdim"]
+        if op.op == "sum":
+            data = np.sum(a, axis=axes, keepdims=keep, dtype=a.dtype)
+        else:
+            fn = np.max if op.op == "max" else np.min
+            data = fn(a, axis=axes, keepdims=keep, initial=_identity(op.op, compute))
+        return [self._value(convert(np.asarray(data), compute, out), out, True, [x])]
+
+    def op_sum(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        return self._reduce(op, deps[0])
+
+    op_max = op_sum
+    op_min = op_sum
+
+    @staticmethod
+    def _moments(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+        n = math.prod(x.shape[a] for a in axes)
+        mean = (
+            np.sum(x, axis=axes, keepdims=True) / n
+            if n
+            else np.full([1 if d in axes else e for d, e in enumerate(x.shape)], np.nan)
+        )
+        var_sum = np.sum((x - mean) ** 2, axis=axes, keepdims=True)
+        return mean, var_sum, n
+
+    def op_welford(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        (x,) = deps
+        axes = tuple(op.kw["dims"])
+        mean, var_sum, n = self._moments(x.data, axes)
+        mean, var_sum = np.squeeze(mean, axes), np.squeeze(var_sum, axes)
+        count = np.full(mean.shape, n, np.int64)
+        return [
+            self._value(mean, x.dtype, True, deps),
+            self._value(var_sum, x.dtype, True, deps),
+            self._value(count, "i64", True, []),
+        ]
+
+    def op_var_mean(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        (x,) = deps
+        kw = op.kw
+        axes = tuple(kw["dims"])
+        mean, var_sum, n = self._moments(x.data, axes)
+        var = var_sum / max(n - kw["correction"], 0)
+        if not kw["keepdim"]:
+            mean, var = np.squeeze(mean, axes), np.squeeze(var, axes)
+        return [self._value(var, x.dtype, True, deps), self._value(mean, x.dtype, True, deps)]
+
+    def op_matmul(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        a, b = deps
+        data = np.matmul(a.data, b.data)
+        return [self._value(store(data, a.dtype), a.dtype, True, deps)]
+
+
+def evaluate(program: Program, inputs: Sequence[Any]) -> list[Value]:
+    """The program's outputs on `inputs` (numpy arrays and numbers, as `make_inputs` gives)."""
+    return Oracle(program, inputs).run()

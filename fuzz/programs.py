@@ -1,0 +1,988 @@
+"""Random fusion programs for the differential fuzzer: generated, built, printed.
+
+A `Program` is a plain description of a fusion: its inputs (dtype, run-time shape, declared
+shape, memory layout; a scalar's value), a list of `Op` records, each one `fd.ops` call with its
+arguments, and the outputs. The same description is
+
+- built into a `FusionDefinition` (`build`),
+- evaluated by the independent oracle (`fuser.fuzz.oracle`),
+- turned into input arrays in its layouts (`make_inputs`: numpy views, or torch views on the
+  GPU), and
+- printed as a standalone Python script (`to_script`) that reproduces a failure.
+
+`generate(seed)` draws a program over every op of the frontend and every dtype an op allows,
+with scalar inputs and constants, dims from size classes (0, 1, small odd, 2^k +- 1, rows longer
+than one block's registers) and input layouts (contiguous, transposed, broadcast with stride 0,
+sliced with a step, misaligned by one element). What it never draws, and why, is listed in
+`AVOIDED`: each entry is either a frontend refusal (a user error, not a fuzz target) or a
+difference between float32 and float64 evaluation that is not a bug (a value growing past the
+float32 range, a float->int cast of a rounded value).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from fuser import DataType, FusionDefinition
+
+# --------------------------------------------------------------------------------------------
+# Dtypes
+
+DTYPES: dict[str, DataType] = {
+    "f16": DataType.Half,
+    "bf16": DataType.BFloat16,
+    "f32": DataType.Float,
+    "f64": DataType.Double,
+    "i32": DataType.Int32,
+    "i64": DataType.Int,
+    "bool": DataType.Bool,
+}
+NUMPY_DTYPES: dict[str, np.dtype] = {
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "bool": np.dtype(np.bool_),
+}
+FLOATS = ("f16", "bf16", "f32", "f64")
+INTS = ("i32", "i64")
+LAYOUTS = ("contiguous", "transposed", "broadcast", "sliced", "misaligned")
+
+AVOIDED: dict[str, str] = {
+    "bool operand of neg/abs/relu, sub/div/pow of two bools": "the frontend refuses it",
+    "welford/var_mean of f16/bf16 or integer tensors": "the frontend refuses it (cast first)",
+    "matmul of integer/bool or mixed dtypes, or of ranks < 2": "the frontend refuses it",
+    "reductions of 0-dim tensors": "the frontend refuses it",
+    "integer div by a value that may be 0": "undefined in C/CUDA (the reference gives 0)",
+    "integer pow with a base above 9 or exponents other than inputs or constants 0..3": (
+        "an overflowing integer pow saturates in fuser (f64, then cvt.rzi) but wraps in torch"
+    ),
+    "a batched matmul of 65536 or more batch entries (times the split-K factor, up to 4)": (
+        "a fuser limitation: no scheduler accepts it (the batch goes on gridDim.z, at most 65535)"
+    ),
+    "a dynamic dim of run-time extent 1 broadcast against a larger one": (
+        "a run-time InputError by design (only static 1s broadcast)"
+    ),
+    "broadcast_in_dim to an extent other than a dynamic operand dim's own": (
+        "fuser drops such an extent without a check (a bug, reported)"
+    ),
+    "values whose bound passes 1e18": "float32 overflows on the GPU where float64 does not",
+    "float->int/bool casts of inexactly computed values": "a rounding step flips the integer",
+}
+"""What the generator never draws, and why (reported by the fuzzer's `--help`)."""
+
+# --------------------------------------------------------------------------------------------
+# The description
+
+
+Number = bool | int | float
+
+
+@dataclass(frozen=True)
+class Input:
+    """One fusion input: a tensor (`shape` is its run-time shape) or a scalar (`shape` None)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...] | None
+    declared: tuple[int, ...] | None = None  # -1: a dynamic dim
+    layout: str = "contiguous"
+    broadcast_dims: tuple[int, ...] = ()  # the stride-0 dims of a "broadcast" layout
+    value: Number | None = None  # a scalar input's value
+
+
+@dataclass(frozen=True)
+class Op:
+    """One `fd.ops` call (or `fd.define_scalar` for `constant`): positional `args` are value
+    names (str) or Python numbers; `kwargs` are literal, except `dtype` (a DTYPES key) and
+    `shape` entries `(name, axis)`, the extent `name.size(axis)`."""
+
+    op: str
+    args: tuple[str | Number, ...]
+    results: tuple[str, ...]
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def kw(self) -> dict[str, Any]:
+        return dict(self.kwargs)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A random fusion: inputs, ops in definition order, outputs; `data_seed` and `specials`
+    (NaN, +-inf, +-0 among float inputs) decide the input values."""
+
+    inputs: tuple[Input, ...]
+    ops: tuple[Op, ...]
+    outputs: tuple[str, ...]
+    data_seed: int = 0
+    specials: bool = False
+
+    def describe(self) -> str:
+        """One line: the ops and the input shapes."""
+        ins = ", ".join(
+            f"{i.name}:{i.dtype}" + ("" if i.shape is None else f"{list(i.shape)}/{i.layout}")
+            for i in self.inputs
+        )
+        return f"{len(self.ops)} ops [{' '.join(o.op for o in self.ops)}] on {ins}"
+
+
+# --------------------------------------------------------------------------------------------
+# Op kinds: the frontend's names, grouped by how they are built and evaluated
+
+UNARY_INT_OK = ("neg", "abs", "relu")
+#: unary ops whose integer/bool operands compute in f32
+UNARY_FLOAT = (
+    *("exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh"),
+    *("sigmoid", "erf", "silu", "gelu"),
+)
+BINARY = ("add", "sub", "mul", "div", "truediv", "pow", "maximum", "minimum")
+COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+REDUCTIONS = ("sum", "max", "min")
+ALL_OPS = (
+    *UNARY_INT_OK,
+    *UNARY_FLOAT,
+    *BINARY,
+    *COMPARE,
+    "where",
+    "cast",
+    "broadcast_in_dim",
+    "set",
+    "segment_set",
+    *REDUCTIONS,
+    "welford",
+    "var_mean",
+    "matmul",
+    "constant",
+)
+
+# --------------------------------------------------------------------------------------------
+# Building a FusionDefinition
+
+
+class _Extent:
+    def __init__(self, name: str, axis: int):
+        self.name, self.axis = name, axis
+
+
+def _call_parts(op: Op) -> tuple[str, list[Any], dict[str, Any]]:
+    """The call an op record stands for: the callee's name under `fd.`, args, kwargs (value
+    names as str, extents as `_Extent`, dtypes as DataType)."""
+    kwargs = op.kw
+    if "dtype" in kwargs and kwargs["dtype"] is not None:
+        kwargs["dtype"] = DTYPES[kwargs["dtype"]]
+    if "shape" in kwargs:
+        kwargs["shape"] = [e if isinstance(e, int) else _Extent(*e) for e in kwargs["shape"]]
+    if op.op == "constant":
+        return "define_scalar", list(op.args), kwargs
+    return f"ops.{op.op}", list(op.args), kwargs
+
+
+def build(
+    program: Program, name: str = "fuzz", handles: dict[str, Any] | None = None
+) -> FusionDefinition:
+    """The program as a finished FusionDefinition (its `with` block run); `handles`, if given,
+    receives each value's Tensor or Scalar handle by name."""
+    env: dict[str, Any] = {} if handles is None else handles
+
+    def resolve(x: Any) -> Any:
+        if isinstance(x, str):
+            return env[x]
+        if isinstance(x, _Extent):
+            return env[x.name].size(x.axis)
+        if isinstance(x, list):
+            return [resolve(e) for e in x]
+        return x
+
+    with FusionDefinition(name) as fd:
+        for inp in program.inputs:
+            if inp.shape is None:
+                env[inp.name] = fd.define_scalar(dtype=DTYPES[inp.dtype])
+            else:
+                assert inp.declared is not None
+                env[inp.name] = fd.define_tensor(list(inp.declared), DTYPES[inp.dtype])
+        for op in program.ops:
+            callee, args, kwargs = _call_parts(op)
+            fn: Any = fd
+            for part in callee.split("."):
+                fn = getattr(fn, part)
+            kw = {k: resolve(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+            result = fn(*[resolve(a) for a in args], **kw)
+            results = result if isinstance(result, tuple) else (result,)
+            for r_name, r in zip(op.results, results, strict=True):
+                env[r_name] = r
+        for out in program.outputs:
+            fd.add_output(env[out])
+    return fd
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs in their layouts
+
+
+def _random_values(
+    rng: np.random.Generator, dtype: str, shape: tuple[int, ...], specials: bool
+) -> np.ndarray:
+    """Values of an input: normal floats (a few NaN, +-inf, +-0 with `specials`), integers in
+    [-9, 9] without 0 (they may divide), random bools."""
+    if dtype in FLOATS:
+        data = np.asarray(rng.standard_normal(shape) * rng.choice([0.5, 1.0, 2.0]))
+        if specials and data.size:
+            picks = rng.random(shape) < 0.05
+            data[picks] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], size=int(picks.sum()))
+        return data.astype(NUMPY_DTYPES[dtype])
+    if dtype in INTS:
+        data = rng.integers(1, 10, shape) * rng.choice([-1, 1], shape)
+        return data.astype(NUMPY_DTYPES[dtype])
+    return rng.random(shape) < 0.5
+
+
+def base_shape(inp: Input) -> tuple[int, ...]:
+    """The shape of the buffer an input is a view of, for its layout."""
+    assert inp.shape is not None
+    shape = inp.shape
+    if inp.layout == "transposed":
+        return tuple(reversed(shape))
+    if inp.layout == "broadcast":
+        return tuple(1 if d in inp.broadcast_dims else e for d, e in enumerate(shape))
+    if inp.layout == "sliced":
+        return (*shape[:-1], 2 * shape[-1] + 1)
+    if inp.layout == "misaligned":
+        return (math.prod(shape) + 1,)
+    return shape
+
+
+def view_of(inp: Input, base: Any) -> Any:
+    """The input's view of `base` (a numpy array or a torch tensor of `base_shape(inp)`)."""
+    assert inp.shape is not None
+    if inp.layout == "transposed":
+        order = tuple(reversed(range(len(inp.shape))))
+        return base.transpose(order) if isinstance(base, np.ndarray) else base.permute(order)
+    if inp.layout == "broadcast":
+        if isinstance(base, np.ndarray):
+            return np.broadcast_to(base, inp.shape)
+        return base.expand(*inp.shape)
+    if inp.layout == "sliced":
+        return base[..., 1::2]
+    if inp.layout == "misaligned":
+        return base[1:].reshape(inp.shape)
+    return base
+
+
+def input_buffers(program: Program) -> list[np.ndarray | Number]:
+    """The values behind each input: a contiguous numpy buffer of `base_shape` (a Python
+    number for a scalar), drawn from the program's `data_seed`."""
+    rng = np.random.default_rng(program.data_seed)
+    out: list[np.ndarray | Number] = []
+    for inp in program.inputs:
+        if inp.shape is None:
+            assert inp.value is not None
+            out.append(inp.value)
+        else:
+            data = _random_values(rng, inp.dtype, base_shape(inp), program.specials)
+            out.append(np.asarray(data, NUMPY_DTYPES[inp.dtype]))
+    return out
+
+
+def make_inputs(program: Program) -> list[Any]:
+    """The inputs as numpy arrays in their layouts (views of fresh buffers) and numbers."""
+    return [
+        view_of(inp, buf) if inp.shape is not None else buf
+        for inp, buf in zip(program.inputs, input_buffers(program), strict=True)
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# The generator
+
+
+SIZE_CLASSES: dict[str, tuple[tuple[int, ...], float]] = {
+    "zero": ((0,), 0.04),
+    "one": ((1,), 0.14),
+    "odd": ((3, 5, 7), 0.38),
+    "pow2": ((127, 129, 1023, 1025, 4095, 4097), 0.3),
+    "long": ((20011, 32769), 0.14),
+}
+BUDGET = {"small": 60_000, "large": 4_000_000}
+LONG_LARGE = (65537, 100003)
+FLOAT_CONSTANTS = (0.5, 2.0, -1.5, 0.1, 3.0, -0.25, 1e-3, 0.0, 1.0)
+INT_CONSTANTS = (1, 2, 3, -2, 7, 0)
+MAG_LIMIT = 1e18
+
+
+@dataclass
+class _Value:
+    """What the generator knows of a value: dtype, run-time shape (None: a scalar), a bound on
+    its finite magnitudes, whether it was computed exactly (no rounding of a real result), and
+    whether it is never 0 (may divide integers)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...] | None
+    declared: tuple[int, ...] | None
+    mag: float
+    exact: bool = True
+    nonzero: bool = False
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.shape is not None
+
+    def static_one(self, axis: int) -> bool:
+        return self.declared is not None and self.declared[axis] == 1
+
+
+def _aligned(values: Sequence[_Value]) -> list[list[tuple[int, int]]]:
+    """Per result dim (shapes aligned at their last dims): each tensor's (extent, declared)."""
+    tensors = [v for v in values if v.shape is not None and v.declared is not None]
+    rank = max((len(v.shape or ()) for v in tensors), default=0)
+    dims: list[list[tuple[int, int]]] = []
+    for d in range(rank):
+        dims.append([])
+        for v in tensors:
+            assert v.shape is not None and v.declared is not None
+            a = len(v.shape) - rank + d
+            if a >= 0:
+                dims[-1].append((v.shape[a], v.declared[a]))
+    return dims
+
+
+def broadcasts(values: Sequence[_Value]) -> bool:
+    """Whether the frontend's implicit broadcast accepts these operands and the run succeeds:
+    in each dim, every extent that is not a static 1 is the same."""
+    return all(len({e for e, s in dim if s != 1}) <= 1 for dim in _aligned(values))
+
+
+def broadcast(
+    values: Sequence[_Value],
+) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """The run-time and declared shape of a pointwise op's result (None: all scalars): a static
+    extent other than 1 wins, else a dynamic one, else 1."""
+    if not any(v.is_tensor for v in values):
+        return None, None
+    shape, declared = [], []
+    for dim in _aligned(values):
+        carried = [(e, s) for e, s in dim if s != 1]
+        shape.append(carried[0][0] if carried else 1)
+        fixed = [s for _, s in carried if s != -1]
+        declared.append(fixed[0] if fixed else (-1 if carried else 1))
+    return tuple(shape), tuple(declared)
+
+
+@dataclass
+class _Generator:
+    rng: random.Random
+    sizes: str
+    inputs: list[Input] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    values: list[_Value] = field(default_factory=list)
+    counter: int = 0
+
+    # ---- values ---------------------------------------------------------------------------
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def pick_dim(self, room: int) -> int:
+        classes = list(SIZE_CLASSES.values())
+        for _ in range(20):
+            (choices, _) = self.rng.choices(classes, weights=[w for _, w in classes])[0]
+            if self.sizes == "large" and choices == SIZE_CLASSES["long"][0]:
+                choices = choices + LONG_LARGE
+            e = self.rng.choice(choices)
+            if e <= max(room, 1):
+                return e
+        return 1
+
+    def pick_shape(self, rank: int | None = None) -> tuple[int, ...]:
+        if rank is None:
+            rank = self.rng.choices([0, 1, 2, 3], weights=[0.05, 0.3, 0.45, 0.2])[0]
+        budget = BUDGET[self.sizes]
+        dims: list[int] = []
+        for _ in range(rank):
+            room = budget // max(1, math.prod(e for e in dims if e))
+            dims.append(self.pick_dim(room))
+        self.rng.shuffle(dims)
+        return tuple(dims)
+
+    def new_input(
+        self, dtype: str, shape: tuple[int, ...] | None, declared: Sequence[int] | None = None
+    ) -> _Value:
+        name = self.fresh("x")
+        if shape is None:
+            value: Number
+            if dtype in FLOATS:
+                value = float(np.float16(self.rng.gauss(0, 1.5)))
+            elif dtype in INTS:
+                value = self.rng.choice([-5, -3, -1, 1, 2, 4])
+            else:
+                value = self.rng.random() < 0.5
+            self.inputs.append(Input(name, dtype, None, value=value))
+            v = _Value(name, dtype, None, None, abs(float(value)), True, value != 0)
+        else:
+            if declared is None:
+                declared = tuple(e if self.rng.random() < 0.25 else -1 for e in shape)
+            declared = tuple(declared)
+            layouts = ["contiguous", "misaligned", "sliced"] if shape else ["contiguous"]
+            if len(shape) >= 2:
+                layouts.append("transposed")
+            ones = [d for d, e in enumerate(shape) if e > 1]
+            if ones:
+                layouts.append("broadcast")
+            layout = self.rng.choice(layouts) if self.rng.random() < 0.6 else "contiguous"
+            bdims: tuple[int, ...] = ()
+            if layout == "broadcast":
+                bdims = tuple(sorted(self.rng.sample(ones, self.rng.randint(1, len(ones)))))
+            self.inputs.append(Input(name, dtype, shape, declared, layout, bdims))
+            mag = 20.0 if dtype in FLOATS else (9.0 if dtype in INTS else 1.0)
+            v = _Value(name, dtype, shape, declared, mag, True, dtype in INTS)
+        self.values.append(v)
+        return v
+
+    def add_op(
+        self,
+        op: str,
+        args: Sequence[str | Number],
+        results: Sequence[tuple[str, tuple[int, ...] | None, tuple[int, ...] | None]],
+        mag: float,
+        exact: bool,
+        nonzero: bool = False,
+        **kwargs: Any,
+    ) -> list[_Value]:
+        """Appends an op; `results` holds (dtype, shape, declared) of each result."""
+        names = [self.fresh("v") for _ in results]
+        self.ops.append(Op(op, tuple(args), tuple(names), tuple(kwargs.items())))
+        made = [
+            _Value(n, d, s, dec, mag, exact, nonzero)
+            for n, (d, s, dec) in zip(names, results, strict=True)
+        ]
+        self.values.extend(made)
+        return made
+
+    def pick(self, pred: Callable[[_Value], bool]) -> _Value | None:
+        """A value satisfying `pred`, later ones likelier (so ops chain into deep programs)."""
+        candidates = [v for v in self.values if pred(v)]
+        if not candidates:
+            return None
+        return self.rng.choices(candidates, weights=range(1, len(candidates) + 1))[0]
+
+    def tensor_or_new(self, pred: Callable[[_Value], bool], dtype: str | None = None) -> _Value:
+        """A tensor of the pool satisfying `pred` (usually), or a new input like one."""
+        v = self.pick(lambda v: v.is_tensor and pred(v))
+        if v is None or self.rng.random() < 0.2:
+            base = self.pick(lambda v: v.is_tensor)
+            shape = base.shape if base is not None else self.pick_shape()
+            v = self.new_input(dtype or self.rng.choice(list(DTYPES)), shape)
+            if not pred(v):
+                fits = [d for d in DTYPES if pred(replace(v, dtype=d))]
+                v = self.cast_to(v, self.rng.choice(fits))
+        return v
+
+    def cast_to(self, v: _Value, dtype: str) -> _Value:
+        (r,) = self.add_op(
+            "cast", [v.name], [(dtype, v.shape, v.declared)], v.mag, v.exact, dtype=dtype
+        )
+        return r
+
+    def partner(self, v: _Value) -> str | Number:
+        """A second operand for a pointwise op with `v`: a tensor of its shape or one that
+        broadcasts with it (nvFuser's implicit broadcast: static 1s, fewer leading dims), a
+        scalar, or a Python number."""
+        r = self.rng.random()
+        if r < 0.15:
+            kind = self.rng.choice(["f", "i", "b"])
+            if kind == "f":
+                return self.rng.choice(FLOAT_CONSTANTS)
+            if kind == "i":
+                return self.rng.choice(INT_CONSTANTS)
+            return self.rng.random() < 0.5
+        if r < 0.3:
+            s = self.pick(lambda u: not u.is_tensor)
+            if s is None or self.rng.random() < 0.5:
+                s = self.new_input(self.rng.choice(["f32", "f64", "i32", "i64", "bool"]), None)
+            return s.name
+        if v.shape is None:
+            return self.tensor_or_new(lambda u: True).name
+        if v.shape and self.rng.random() < 0.2:
+            shape, declared = list(v.shape), [-1] * len(v.shape)
+            for d in self.rng.sample(range(len(shape)), self.rng.randint(0, len(shape))):
+                shape[d], declared[d] = 1, 1
+            drop = self.rng.randint(0, len(shape) - 1)
+            u = self.new_input(self.rng.choice(list(DTYPES)), tuple(shape[drop:]), declared[drop:])
+            return u.name
+        budget = BUDGET[self.sizes]
+        same = self.pick(
+            lambda u: (
+                u is not v
+                and u.is_tensor
+                and broadcasts([u, v])
+                and math.prod(broadcast([u, v])[0] or ()) <= budget
+            )
+        )
+        if same is None or self.rng.random() < 0.3:
+            same = self.new_input(self.rng.choice(list(DTYPES)), v.shape)
+        return same.name
+
+    def value(self, x: str | Number) -> _Value:
+        if isinstance(x, str):
+            return next(v for v in self.values if v.name == x)
+        dtype = "bool" if isinstance(x, bool) else ("i64" if isinstance(x, int) else "f32")
+        return _Value("", dtype, None, None, abs(float(x)), True, x != 0)
+
+    # ---- one op of each kind --------------------------------------------------------------
+
+    def gen_unary(self, op: str) -> bool:
+        if op in UNARY_INT_OK:
+            x = self.pick(lambda v: v.dtype != "bool") or self.tensor_or_new(
+                lambda v: v.dtype != "bool"
+            )
+            out = x.dtype
+            mag, exact = x.mag, x.exact
+        else:
+            x = self.pick(lambda v: True) or self.tensor_or_new(lambda v: True)
+            out = x.dtype if x.dtype in FLOATS else "f32"
+            grow = {"exp": math.exp(min(x.mag, 100.0)), "reciprocal": 1e6, "rsqrt": 1e3}
+            mag = max(grow.get(op, x.mag + 1.0), 1.0)
+            exact = False
+        if mag > MAG_LIMIT:
+            return False
+        kwargs: dict[str, Any] = {}
+        if op == "gelu":
+            kwargs["approximate"] = self.rng.choice(["none", "tanh"])
+        self.add_op(op, [x.name], [(out, x.shape, x.declared)], mag, exact, **kwargs)
+        return True
+
+    def promoted(self, operands: Sequence[str | Number]) -> str:
+        """torch's result type over tensors, then scalars, then numbers (by category)."""
+        vals = [(self.value(x), x) for x in operands]
+        levels = [
+            [v.dtype for v, x in vals if isinstance(x, str) and v.is_tensor],
+            [v.dtype for v, x in vals if isinstance(x, str) and not v.is_tensor],
+            [v.dtype for v, x in vals if not isinstance(x, str)],
+        ]
+        from fuser.fuzz.oracle import result_type  # (the oracle imports this module)
+
+        return result_type(levels)
+
+    def gen_binary(self, op: str) -> bool:
+        x = self.pick(lambda v: True)
+        if x is None:
+            return False
+        y = self.partner(x)
+        args: list[str | Number] = [x.name, y]
+        if self.rng.random() < 0.5:
+            args.reverse()
+        a, b = (self.value(z) for z in args)
+        promoted = self.promoted(args)
+        shape, declared = broadcast([a, b])
+        if op in COMPARE:
+            self.add_op(op, args, [("bool", shape, declared)], 1.0, True)
+            return True
+        integral = promoted in INTS or promoted == "bool"
+        if promoted == "bool" and op not in ("add", "mul", "maximum", "minimum", "truediv"):
+            return False
+        if op == "div" and integral and not b.nonzero:
+            return False
+        if op == "pow" and integral:
+            if isinstance(args[1], str) and not (b.dtype in INTS and b.nonzero and b.mag <= 9):
+                return False
+            if not isinstance(args[1], str):
+                args[1] = self.rng.choice([0, 1, 2, 3])
+            if a.mag > 9:
+                return False
+        out = "f32" if op == "truediv" and promoted not in FLOATS else promoted
+        mag = {
+            "add": a.mag + b.mag,
+            "sub": a.mag + b.mag,
+            "mul": a.mag * b.mag,
+            "div": 1e6 * a.mag,
+            "truediv": 1e6 * a.mag,
+            "pow": math.exp(min(700.0, min(b.mag, 40.0) * math.log(max(a.mag, 1.0)))) * 1e6,
+            "maximum": max(a.mag, b.mag),
+            "minimum": max(a.mag, b.mag),
+        }[op]
+        if out in FLOATS and mag > MAG_LIMIT:
+            return False
+        exact = a.exact and b.exact and op in ("add", "sub", "mul", "maximum", "minimum")
+        exact = exact or (integral and op != "truediv" and a.exact and b.exact)
+        self.add_op(op, args, [(out, shape, declared)], max(mag, 1.0), exact)
+        return True
+
+    def gen_where(self) -> bool:
+        x = self.pick(lambda v: v.is_tensor)
+        if x is None:
+            return False
+        other = self.partner(x)
+        args = [x.name, other] if self.rng.random() < 0.5 else [other, x.name]
+        a, b = (self.value(z) for z in args)
+        shape, declared = broadcast([a, b])
+        assert shape is not None and declared is not None
+        cond = self.pick(
+            lambda v: v.dtype == "bool" and (not v.is_tensor or broadcast([v, a, b])[0] == shape)
+        )
+        if cond is None or self.rng.random() < 0.3:
+            cond = self.new_input("bool", shape, declared)
+        shape, declared = broadcast([cond, a, b])
+        out = self.promoted(args)
+        self.add_op(
+            "where",
+            [cond.name, *args],
+            [(out, shape, declared)],
+            max(a.mag, b.mag),
+            a.exact and b.exact,
+        )
+        return True
+
+    def gen_cast(self) -> bool:
+        x = self.pick(lambda v: True)
+        if x is None:
+            return False
+        targets = list(DTYPES)
+        if x.dtype in FLOATS and not x.exact:
+            targets = list(FLOATS)
+        dtype = self.rng.choice(targets)
+        mag = x.mag
+        if dtype in INTS and x.dtype in FLOATS and mag > 1e9:
+            mag = 2.0**63
+        self.add_op("cast", [x.name], [(dtype, x.shape, x.declared)], mag, x.exact, dtype=dtype)
+        return True
+
+    def gen_copy(self, op: str) -> bool:
+        x = self.pick(lambda v: v.is_tensor)
+        if x is None:
+            return False
+        self.add_op(op, [x.name], [(x.dtype, x.shape, x.declared)], x.mag, x.exact)
+        return True
+
+    def gen_broadcast(self) -> bool:
+        src = self.pick(lambda v: v.is_tensor or self.rng.random() < 0.3)  # a Scalar as rank 0
+        if src is None:
+            return False
+        src_shape, src_declared = src.shape or (), src.declared or ()
+        r = len(src_shape)
+        targets = [
+            v for v in self.values if v.is_tensor and v.shape is not None and len(v.shape) >= r
+        ]
+        self.rng.shuffle(targets)
+        for t in targets:
+            assert t.shape is not None
+            maps = [
+                dims
+                for dims in itertools.combinations(range(len(t.shape)), r)
+                if all(src_shape[i] == t.shape[d] or src.static_one(i) for i, d in enumerate(dims))
+            ]
+            if maps and (len(t.shape) > r or any(src.static_one(i) for i in range(r))):
+                dims = self.rng.choice(maps)
+                shape = [(t.name, d) for d in range(len(t.shape))]
+                declared = tuple(
+                    -1 if t.declared is None else t.declared[d] for d in range(len(t.shape))
+                )
+                self.add_op(
+                    "broadcast_in_dim",
+                    [src.name],
+                    [(src.dtype, t.shape, declared)],
+                    src.mag,
+                    src.exact,
+                    shape=shape,
+                    broadcast_dims=list(dims),
+                )
+                return True
+        # a new static dim
+        if r >= 3:
+            return False
+        pos = self.rng.randint(0, r)
+        extent = self.pick_dim(BUDGET[self.sizes] // max(1, math.prod(src_shape)))
+        shape_entries: list[Any] = [(src.name, d) for d in range(r)]
+        shape_entries.insert(pos, extent)
+        out_shape = (*src_shape[:pos], extent, *src_shape[pos:])
+        out_declared = (*src_declared[:pos], extent, *src_declared[pos:])
+        dims = [d if d < pos else d + 1 for d in range(r)]
+        self.add_op(
+            "broadcast_in_dim",
+            [src.name],
+            [(src.dtype, out_shape, out_declared)],
+            src.mag,
+            src.exact,
+            shape=shape_entries,
+            broadcast_dims=dims,
+        )
+        return True
+
+    def reduce_dims(self, x: _Value) -> tuple[list[int], bool] | None:
+        assert x.shape is not None
+        if not x.shape:
+            return None
+        r = len(x.shape)
+        dims = sorted(self.rng.sample(range(r), self.rng.randint(1, r)))
+        return dims, self.rng.random() < 0.5
+
+    @staticmethod
+    def reduced(
+        x: _Value, dims: Sequence[int], keep: bool
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        assert x.shape is not None and x.declared is not None
+        shape, declared = [], []
+        for d, (e, s) in enumerate(zip(x.shape, x.declared, strict=True)):
+            if d in dims:
+                if keep:
+                    shape.append(1)
+                    declared.append(1)
+            else:
+                shape.append(e)
+                declared.append(s)
+        return tuple(shape), tuple(declared)
+
+    def gen_reduction(self, op: str) -> bool:
+        x = self.pick(lambda v: v.is_tensor and bool(v.shape))
+        if x is None:
+            return False
+        rd = self.reduce_dims(x)
+        assert rd is not None and x.shape is not None
+        dims, keep = rd
+        n = math.prod(x.shape[d] for d in dims)
+        dtype = None
+        if x.dtype in FLOATS and self.rng.random() < 0.2:
+            dtype = self.rng.choice(FLOATS)
+        out = dtype or ("i64" if op == "sum" and x.dtype == "bool" else x.dtype)
+        mag = x.mag * max(n, 1) if op == "sum" else x.mag
+        if out in FLOATS and mag > MAG_LIMIT:
+            return False
+        exact = x.exact and (op != "sum" or out not in FLOATS)
+        shape, declared = self.reduced(x, dims, keep)
+        kwargs: dict[str, Any] = {"dims": dims, "keepdim": keep}
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        self.add_op(op, [x.name], [(out, shape, declared)], max(mag, 1.0), exact, **kwargs)
+        return True
+
+    def statistics_input(self) -> _Value | None:
+        x = self.pick(lambda v: v.is_tensor and bool(v.shape) and v.dtype in ("f32", "f64"))
+        if x is None:
+            y = self.pick(lambda v: v.is_tensor and bool(v.shape))
+            if y is None:
+                return None
+            x = self.cast_to(y, self.rng.choice(["f32", "f64"]))
+        return x
+
+    def gen_welford(self) -> bool:
+        x = self.statistics_input()
+        if x is None:
+            return False
+        assert x.shape is not None
+        dims, _ = self.reduce_dims(x) or ([0], False)
+        shape, declared = self.reduced(x, dims, False)
+        self.add_op(
+            "welford",
+            [x.name],
+            [(x.dtype, shape, declared), (x.dtype, shape, declared), ("i64", shape, declared)],
+            x.mag * x.mag * max(1, math.prod(x.shape)),
+            False,
+            dims=dims,
+        )
+        return True
+
+    def gen_var_mean(self) -> bool:
+        x = self.statistics_input()
+        if x is None:
+            return False
+        dims, keep = self.reduce_dims(x) or ([0], False)
+        shape, declared = self.reduced(x, dims, keep)
+        self.add_op(
+            "var_mean",
+            [x.name],
+            [(x.dtype, shape, declared), (x.dtype, shape, declared)],
+            x.mag * x.mag * 4,
+            False,
+            dims=dims,
+            correction=self.rng.choice([0, 1, 1, 2]),
+            keepdim=keep,
+        )
+        return True
+
+    def gen_matmul(self) -> bool:
+        dims = (0, 1, 2, 3, 5, 7, 8, 16, 17, 31, 64, 127, 129)
+        weights = (0.03, 0.12, 0.05, 0.08, 0.08, 0.08, 0.08, 0.1, 0.1, 0.08, 0.08, 0.06, 0.06)
+        limit = 2_000_000 if self.sizes == "small" else 64_000_000
+        a = self.pick(
+            lambda v: (
+                v.is_tensor
+                and v.dtype in FLOATS
+                and v.shape is not None
+                and len(v.shape) in (2, 3)
+                and math.prod(v.shape) <= 40_000
+                and math.prod(v.shape[:-2]) * 4 < 65536  # see AVOIDED
+                and v.mag < 1e6
+            )
+        )
+        if a is None or self.rng.random() < 0.5:
+            batch = (self.rng.choice([1, 2, 3]),) if self.rng.random() < 0.3 else ()
+            m, k = self.rng.choices(dims, weights, k=2)
+            a = self.new_input(self.rng.choice(FLOATS), (*batch, m, k))
+        assert a.shape is not None and a.declared is not None
+        *batch_dims, m, k = a.shape
+        n = self.rng.choices(dims, weights)[0]
+        if math.prod(a.shape) * n > limit:
+            return False
+        b = self.new_input(a.dtype, (*batch_dims, k, n))
+        shape = (*batch_dims, m, n)
+        declared = (*a.declared[:-1], -1 if b.declared is None else b.declared[-1])
+        mag = a.mag * b.mag * max(k, 1)
+        self.add_op("matmul", [a.name, b.name], [(a.dtype, shape, declared)], mag, False)
+        return True
+
+    def gen_constant(self) -> bool:
+        dtype = self.rng.choice(list(DTYPES))
+        if dtype in FLOATS:
+            value: Number = self.rng.choice(FLOAT_CONSTANTS)
+        elif dtype in INTS:
+            value = self.rng.choice(INT_CONSTANTS)
+        else:
+            value = self.rng.random() < 0.5
+        self.add_op(
+            "constant",
+            [value],
+            [(dtype, None, None)],
+            abs(float(value)),
+            True,
+            value != 0,
+            dtype=dtype,
+        )
+        return True
+
+    def step(self, op: str) -> bool:
+        if op in UNARY_INT_OK or op in UNARY_FLOAT:
+            return self.gen_unary(op)
+        if op in BINARY or op in COMPARE:
+            return self.gen_binary(op)
+        if op in REDUCTIONS:
+            return self.gen_reduction(op)
+        if op in ("set", "segment_set"):
+            return self.gen_copy(op)
+        special: dict[str, Callable[[], bool]] = {
+            "where": self.gen_where,
+            "cast": self.gen_cast,
+            "broadcast_in_dim": self.gen_broadcast,
+            "welford": self.gen_welford,
+            "var_mean": self.gen_var_mean,
+            "matmul": self.gen_matmul,
+            "constant": self.gen_constant,
+        }
+        return special[op]()
+
+
+OP_WEIGHTS: dict[str, float] = {op: 1.0 for op in ALL_OPS} | {
+    "cast": 2.0,
+    "broadcast_in_dim": 2.0,
+    "sum": 1.5,
+    "matmul": 0.8,
+    "constant": 0.5,
+    "segment_set": 0.5,
+}
+"""How often each op is drawn (every op of `ALL_OPS` has a weight)."""
+
+
+def generate(seed: int, sizes: str = "small") -> Program:
+    """A random program (deterministic in `seed`); `sizes` "small" keeps the CPU run fast,
+    "large" allows inputs of millions of elements."""
+    rng = random.Random(seed)
+    gen = _Generator(rng, sizes)
+    ops, weights = list(OP_WEIGHTS), list(OP_WEIGHTS.values())
+    if rng.random() < 0.1:
+        gen.gen_matmul()
+    else:
+        gen.new_input(rng.choice(list(DTYPES)), gen.pick_shape())
+    target = rng.randint(1, 12)
+    tries = 0
+    while len(gen.ops) < target and tries < 60:
+        tries += 1
+        gen.step(rng.choices(ops, weights)[0])
+    results = [v for v in gen.values if v.is_tensor and not v.name.startswith("x")]
+    if not results:
+        gen.gen_copy("set")
+        results = [v for v in gen.values if v.is_tensor and not v.name.startswith("x")]
+    outputs = {results[-1].name}
+    for v in rng.sample(results, min(len(results), rng.randint(0, 2))):
+        outputs.add(v.name)
+    ordered = tuple(v.name for v in results if v.name in outputs)
+    return Program(
+        tuple(gen.inputs),
+        tuple(gen.ops),
+        ordered,
+        data_seed=rng.randrange(2**31),
+        specials=rng.random() < 0.15,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Printing
+
+
+def _literal(x: Any) -> str:
+    if isinstance(x, _Extent):
+        return f"{x.name}.size({x.axis})"
+    if isinstance(x, DataType):
+        return f"DataType.{x.name}"
+    if isinstance(x, list):
+        return "[" + ", ".join(_literal(e) for e in x) + "]"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, float) and not math.isfinite(x):
+        return f"float('{x}')"
+    return repr(x)
+
+
+def definition_lines(program: Program) -> list[str]:
+    """The `with FusionDefinition() as fd:` block that `build` runs, as Python source."""
+    lines = ['with FusionDefinition("fuzz") as fd:']
+    for inp in program.inputs:
+        dt = f"DataType.{DTYPES[inp.dtype].name}"
+        if inp.shape is None:
+            lines.append(f"    {inp.name} = fd.define_scalar(dtype={dt})")
+        else:
+            lines.append(f"    {inp.name} = fd.define_tensor({list(inp.declared or ())}, {dt})")
+    for op in program.ops:
+        callee, args, kwargs = _call_parts(op)
+        parts = [_literal(a) for a in args]  # a str here names a value
+        parts += [
+            f"{k}={_literal(v) if not isinstance(v, str) else repr(v)}" for k, v in kwargs.items()
+        ]
+        lhs = ", ".join(op.results)
+        lines.append(f"    {lhs} = fd.{callee}({', '.join(parts)})")
+    for out in program.outputs:
+        lines.append(f"    fd.add_output({out})")
+    return lines
+
+
+def to_script(program: Program, stage: str, message: str, gpu: bool = False) -> str:
+    """A standalone Python script that rebuilds the program, shows its inputs and reruns the
+    fuzzer's check of it (`fuser.fuzz.differential.check_program`)."""
+    lines = [
+        f"# fuzz reproducer: {stage}: {message}",
+        "import numpy as np",
+        "",
+        "from fuser import DataType, FusionDefinition",
+        "from fuser.fuzz.differential import check_program",
+        "from fuser.fuzz.programs import Input, Op, Program, make_inputs",
+        "",
+        f"PROGRAM = {program!r}",
+        "",
+        *definition_lines(program),
+        "",
+        "inputs = make_inputs(PROGRAM)  # numpy views in the program's layouts",
+        "for name, x in zip([i.name for i in PROGRAM.inputs], inputs):",
+        "    print(name, repr(x) if np.size(x) <= 64 else np.shape(x))",
+        "print(fd.reference(inputs, compute_dtype=np.float64))",
+        f"print(check_program(PROGRAM, gpu={gpu}))",
+    ]
+    return "\n".join(lines) + "\n"
