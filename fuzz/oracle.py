@@ -17,7 +17,8 @@ bools as bool. The rules:
   (the float64 oracle), except Python numbers, which become constants of their op's compute
   type and are rounded to it (f32 included), as the frontend emits them.
 - Integers wrap on overflow (two's complement). `div` of integers truncates toward zero (C and
-  nvFuser's `div`, not torch.div's true division); `truediv` of integers divides in f32.
+  nvFuser's `div`, not torch.div's true division), and by zero gives torch's CUDA values (see
+  `_trunc_div`); `truediv` of integers divides in f32.
   Integer `pow` is torch's `powi` on CUDA: a negative exponent gives 1 for base 1, +-1 for
   base -1 and 0 for any other base (0 ** -n included); otherwise the exact integer power.
 - `cast`: to bool is `x != 0` (NaN -> True); float -> int truncates toward zero and saturates to
@@ -211,8 +212,14 @@ def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
 
 
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+    """C's integer division (toward zero); by zero, what torch's CUDA kernels give on an H200:
+    -1 for i32, and for i64 4294967295 where the dividend lies in [0, 2**32), else -1."""
+    with np.errstate(divide="ignore"):
+        q = np.abs(a) // np.where(b == 0, 1, np.abs(b))
+    q = np.where((a < 0) != (b < 0), -q, q)
+    small = (a >= 0) & (a <= 0xFFFFFFFF) & (a.dtype == np.int64)
+    by_zero = np.where(small, 0xFFFFFFFF, -1)
+    return np.where(b == 0, by_zero, q).astype(a.dtype)
 
 
 def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -63,7 +63,6 @@ AVOIDED: dict[str, str] = {
     "welford/var_mean of f16/bf16 or integer tensors": "the frontend refuses it (cast first)",
     "matmul of integer/bool or mixed dtypes, or of ranks < 2": "the frontend refuses it",
     "reductions of 0-dim tensors": "the frontend refuses it",
-    "integer div by a value that may be 0": "undefined in C/CUDA (the reference gives 0)",
     "integer pow with a base above 9 or exponents other than inputs or constants 0..3": (
         "an overflowing integer pow saturates in fuser (f64, then cvt.rzi) but wraps in torch"
     ),
@@ -591,8 +590,6 @@ class _Generator:
             return True
         integral = promoted in INTS or promoted == "bool"
         if promoted == "bool" and op not in ("add", "mul", "maximum", "minimum", "truediv"):
-            return False
-        if op == "div" and integral and not b.nonzero:
             return False
         if op == "pow" and integral:
             if isinstance(args[1], str) and not (b.dtype in INTS and b.nonzero and b.mag <= 9):

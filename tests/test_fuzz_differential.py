@@ -151,6 +151,13 @@ def test_oracle_integer_div_truncates_and_bool_sum_is_int() -> None:
     a, b = np.array([-7, 7, -7], np.int64), np.array([2, -2, -2], np.int64)
     got = evaluate([("i64", a), ("i64", b)], [Op("div", ("x0", "x1"), ("y",))], "y")
     np.testing.assert_array_equal(got.data, [-3, -3, 3])
+    # by zero, torch on CUDA: -1 for i32; for i64 4294967295 from dividends in [0, 2**32)
+    a, b = np.array([5, -5, 0, 5_000_000_000], np.int64), np.zeros(4, np.int64)
+    got = evaluate([("i64", a), ("i64", b)], [Op("div", ("x0", "x1"), ("y",))], "y")
+    np.testing.assert_array_equal(got.data, [0xFFFFFFFF, -1, 0xFFFFFFFF, -1])
+    a32, b32 = np.array([5, -5, 0], np.int32), np.zeros(3, np.int32)
+    got = evaluate([("i32", a32), ("i32", b32)], [Op("div", ("x0", "x1"), ("y",))], "y")
+    np.testing.assert_array_equal(got.data, [-1, -1, -1])
     flags = np.array([[True, False, True]])
     ops = [Op("sum", ("x0",), ("y",), (("dims", [1]), ("keepdim", False)))]
     got = evaluate([("bool", flags)], ops, "y")
