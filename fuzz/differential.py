@@ -240,20 +240,13 @@ class _ReferenceKernel:
         return Launch()
 
 
-def run_lowered(lowering: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
-    """Runs a `HostLowering` on numpy inputs over host memory (see the module docstring)."""
-    from fuser.runtime import driver, executor
-    from fuser.runtime.executor import Call, Frontend, InputLayout, tensor_signature
-    from fuser.runtime.host_evaluator import HostEvaluator
+def host_call(evaluator: Any, inputs: Sequence[Any], frontend: Any, stream: int = 0x5) -> Any:
+    """A runtime `Call` of `evaluator` (a `HostEvaluator`) on numpy inputs standing in for device
+    tensors (no upload): their addresses are the pointers; `frontend` allocates the outputs.
+    The host-evaluator tests build their calls with it too."""
+    from fuser.runtime import executor
+    from fuser.runtime.executor import Call, InputLayout, tensor_signature
 
-    class HostFrontend(Frontend):
-        def allocate(self, shapes: Any, dtypes: Any, device: int, stream: int) -> Any:
-            outs = [np.full(s, 0xFF, d) for s, d in zip(shapes, dtypes, strict=True)]
-            return outs, [o.ctypes.data for o in outs]
-
-    memory = _HostMemory()
-    kernels = {s.kernel_name: _ReferenceKernel(s.fusion) for s in lowering.segments}
-    evaluator = HostEvaluator(lowering.program, kernels, backend=memory)
     layout = InputLayout(
         evaluator.name, [f"input #{i}" for i in range(len(inputs))], evaluator.is_tensor
     )
@@ -270,7 +263,24 @@ def run_lowered(lowering: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
         if not is_tensor:
             key += (-1, executor.SCALAR_KINDS.get(type(x), 0))
             scalars.append(x)
-    call = Call(layout, inputs, (*key, 0), ptrs, scalars, 0, 0x5, HostFrontend())
+    return Call(layout, inputs, (*key, 0), ptrs, scalars, 0, stream, frontend)
+
+
+def run_lowered(lowering: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
+    """Runs a `HostLowering` on numpy inputs over host memory (see the module docstring)."""
+    from fuser.runtime import driver
+    from fuser.runtime.executor import Frontend
+    from fuser.runtime.host_evaluator import HostEvaluator
+
+    class HostFrontend(Frontend):
+        def allocate(self, shapes: Any, dtypes: Any, device: int, stream: int) -> Any:
+            outs = [np.full(s, 0xFF, d) for s, d in zip(shapes, dtypes, strict=True)]
+            return outs, [o.ctypes.data for o in outs]
+
+    memory = _HostMemory()
+    kernels = {s.kernel_name: _ReferenceKernel(s.fusion) for s in lowering.segments}
+    evaluator = HostEvaluator(lowering.program, kernels, backend=memory)
+    call = host_call(evaluator, inputs, HostFrontend())
 
     class Device0:
         ordinal = 0

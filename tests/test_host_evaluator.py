@@ -28,8 +28,9 @@ from fuser.compiler import FusionCompiler, SegmentSummary
 from fuser.dialects import fusion as fu
 from fuser.dialects import get_all_dialects, host
 from fuser.errors import CompilationError, CudaError, InputError
+from fuser.fuzz.differential import host_call
 from fuser.runtime import driver, executor
-from fuser.runtime.executor import Call, Frontend, InputLayout, tensor_signature
+from fuser.runtime.executor import Call, Frontend
 from fuser.runtime.host_evaluator import (
     WORKSPACE_ALIGNMENT,
     HostEvaluator,
@@ -186,22 +187,7 @@ def parse_module(text: str) -> tuple[ModuleOp, host.ProgramOp]:
 
 def call_of(evaluator: HostEvaluator, inputs: Sequence[Any], stream: int = 0x5) -> Call:
     """A read call for numpy inputs standing in for device tensors (no upload)."""
-    layout = InputLayout(
-        evaluator.name, [f"input #{i}" for i in range(len(inputs))], evaluator.is_tensor
-    )
-    key: tuple[int, ...] = ()
-    ptrs: list[int] = []
-    scalars: list[Any] = []
-    for x, is_tensor in zip(inputs, evaluator.is_tensor, strict=True):
-        if is_tensor:
-            strides = tuple(s // x.itemsize for s in x.strides)
-            key += tensor_signature(x.shape, strides, executor.dtype_code(x.dtype), x.ctypes.data)
-            ptrs.append(x.ctypes.data)
-    for x, is_tensor in zip(inputs, evaluator.is_tensor, strict=True):
-        if not is_tensor:
-            key += (-1, executor.SCALAR_KINDS.get(type(x), 0))
-            scalars.append(x)
-    return Call(layout, inputs, (*key, 0), ptrs, scalars, 0, stream, FRONTEND)
+    return host_call(evaluator, inputs, FRONTEND, stream)
 
 
 @pytest.fixture

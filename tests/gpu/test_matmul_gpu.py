@@ -220,12 +220,23 @@ def test_matmul_shapes(
 
 
 LAYOUT_SHAPES = [(1000, 333, 4096), (17, 100, 1000)]
+SMALL_SHAPES = [(16, 2, 1), (2, 16, 1), (3, 5, 7), (7, 9, 3), (65, 129, 17), (129, 2, 66)]
+"""M, N or K under one 16-byte chunk or one tile: the operand's edge chunks are loaded element by
+element. Under `SANITIZE=1` (memcheck, torch's caching allocator off, so each operand is its own
+allocation) a 16-byte copy past an operand's end is reported."""
+LAYOUT_CASES = [
+    *[(dtype, s) for dtype in (DataType.BFloat16, DataType.Float) for s in LAYOUT_SHAPES],
+    *[(dtype, s) for dtype in (DataType.Half, DataType.BFloat16) for s in SMALL_SHAPES],
+]
 
 
-@pytest.mark.parametrize("mnk", LAYOUT_SHAPES, ids=["x".join(map(str, s)) for s in LAYOUT_SHAPES])
+@pytest.mark.parametrize(
+    ("dtype", "mnk"),
+    LAYOUT_CASES,
+    ids=[f"{d.name}-{'x'.join(map(str, s))}" for d, s in LAYOUT_CASES],
+)
 @pytest.mark.parametrize("layout_b", ["k", "mn"])
 @pytest.mark.parametrize("layout_a", ["k", "mn"])
-@pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Float], ids=lambda d: d.name)
 def test_operand_layouts(
     rng: np.random.Generator,
     torch: Any,
@@ -234,28 +245,6 @@ def test_operand_layouts(
     layout_b: str,
     mnk: tuple[int, int, int],
 ) -> None:
-    comp = compiler(("plain", dtype), lambda: plain(dtype))
-    check_layouts(rng, torch, comp, dtype, mnk, layout_a, layout_b)
-
-
-SMALL_SHAPES = [(16, 2, 1), (2, 16, 1), (3, 5, 7), (7, 9, 3), (65, 129, 17), (129, 2, 66)]
-
-
-@pytest.mark.parametrize("mnk", SMALL_SHAPES, ids=["x".join(map(str, s)) for s in SMALL_SHAPES])
-@pytest.mark.parametrize("layout_b", ["k", "mn"])
-@pytest.mark.parametrize("layout_a", ["k", "mn"])
-@pytest.mark.parametrize("dtype", [DataType.Half, DataType.BFloat16], ids=lambda d: d.name)
-def test_small_operands_in_every_layout(
-    rng: np.random.Generator,
-    torch: Any,
-    dtype: DataType,
-    layout_a: str,
-    layout_b: str,
-    mnk: tuple[int, int, int],
-) -> None:
-    """M, N or K under one 16-byte chunk or one tile: the operand's edge chunks are loaded
-    element by element. Under `SANITIZE=1` (memcheck, torch's caching allocator off, so each
-    operand is its own allocation) a 16-byte copy past an operand's end is reported."""
     comp = compiler(("plain", dtype), lambda: plain(dtype))
     check_layouts(rng, torch, comp, dtype, mnk, layout_a, layout_b)
 
