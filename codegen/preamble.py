@@ -180,14 +180,18 @@ template <typename T, int MN, int BK, int LOAD, int THREADS, bool ATOMS = false>
     }
   }
 
+  // Whether every k tile of this block lies wholly inside the operand: true for all blocks but
+  // those at an edge of M, N or K (the same for every thread of the block).
+  __device__ bool interior() const { return mn0 + MN <= mn_end && (k_end - k_next) % BK == 0; }
+
   // This thread's chunks of the next k tile into the tile at `tile` (shared address `addr`).
-  __device__ void load(T* tile, unsigned addr) {
+  // EDGES false: the caller knows the block is interior(), and no edge code is compiled.
+  template <bool EDGES> __device__ void load(T* tile, unsigned addr) {
     const int row0 = threadIdx.x / CHUNKS, c = threadIdx.x % CHUNKS;
     const bool inside = k_next + BK <= k_end;
     const T* src = next;
-    // every chunk of this thread inside the operand, the common case: plain copies (4-5% of a
-    // 4096^3 wgmma kernel)
-    if (ASYNC && inside && full == (K_ROWS ? (1 << PER_THREAD) - 1 : 16)) {
+    // every chunk of this thread inside the operand, the common case: plain copies
+    if (ASYNC && (!EDGES || (inside && full == (K_ROWS ? (1 << PER_THREAD) - 1 : 16)))) {
 #pragma unroll
       for (int p = 0; p < PER_THREAD; ++p, src += step)
         cp_async16(addr + offset(row0 + p * RSTEP, c) * (int)sizeof(T), src);
@@ -307,25 +311,35 @@ struct Mma {
                                   Tensor<T, R> b, long long b_off, long long m0, long long n0,
                                   long long k0, long long k1) {
     static_assert(sizeof(T) == 2 && __CUDA_ARCH__ >= 800, "mma.sync needs sm_80 and 16-bit types");
-    extern __shared__ __align__(128) unsigned char fuser_matmul_shared[];
-    T* shared = reinterpret_cast<T*>(fuser_matmul_shared);
-    const unsigned base = shared_address(fuser_matmul_shared);
-    constexpr int STAGE_BYTES = STAGE * (int)sizeof(T), A_BYTES = A::ELEMS * (int)sizeof(T);
     A la(a.data + a_off, a.stride[R - 2], a.stride[R - 1], (int)m0, (int)a.size[R - 2], (int)k0,
          (int)k1);
     B lb(b.data + b_off, b.stride[R - 1], b.stride[R - 2], (int)n0, (int)b.size[R - 1], (int)k0,
          (int)k1);
+    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
+    if (la.interior() && lb.interior())  // most blocks: a loop with no edge code
+      tiles_loop<false>(acc, la, lb, tiles);
+    else
+      tiles_loop<true>(acc, la, lb, tiles);
+  }
+
+  // acc = the product of la's and lb's next `tiles` k tiles; EDGES false: both interior().
+  template <bool EDGES>
+  __device__ static void tiles_loop(float (&acc)[ACC], A& la, B& lb, int tiles) {
+    extern __shared__ __align__(128) unsigned char fuser_matmul_shared[];
+    T* shared = reinterpret_cast<T*>(fuser_matmul_shared);
+    const unsigned base = shared_address(fuser_matmul_shared);
+    constexpr int STAGE_BYTES = STAGE * (int)sizeof(T), A_BYTES = A::ELEMS * (int)sizeof(T);
     const int warp = threadIdx.x / 32;
     const Lanes<A, MI, KSTEPS, false> fa_at((warp / WARPS_N) * WM);
     const Lanes<B, NI / 2, KSTEPS, true> fb_at((warp % WARPS_N) * WN);
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
-    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < tiles) {
-        la.load(shared + s * STAGE, base + s * STAGE_BYTES);
-        lb.load(shared + s * STAGE + A::ELEMS, base + s * STAGE_BYTES + A_BYTES);
+        la.template load<EDGES>(shared + s * STAGE, base + s * STAGE_BYTES);
+        lb.template load<EDGES>(shared + s * STAGE + A::ELEMS,
+                                base + s * STAGE_BYTES + A_BYTES);
       }
       cp_async_commit();
     }
@@ -356,8 +370,9 @@ struct Mma {
                   (kk + 1) % KSTEPS);
         if (kk == 0) {  // refill the stage every warp finished reading before the last barrier
           if (t + STAGES - 1 < tiles) {
-            la.load(shared + write * STAGE, base + write * STAGE_BYTES);
-            lb.load(shared + write * STAGE + A::ELEMS, base + write * STAGE_BYTES + A_BYTES);
+            la.template load<EDGES>(shared + write * STAGE, base + write * STAGE_BYTES);
+            lb.template load<EDGES>(shared + write * STAGE + A::ELEMS,
+                                    base + write * STAGE_BYTES + A_BYTES);
           }
           cp_async_commit();
           write = write + 1 == STAGES ? 0 : write + 1;
@@ -454,23 +469,33 @@ template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B
                                   Tensor<T, R> b, long long b_off, long long m0, long long n0,
                                   long long k0, long long k1) {
     static_assert(FUSER_WGMMA, "wgmma tiles need sm_90a");
+    A la(a.data + a_off, a.stride[R - 2], a.stride[R - 1], (int)m0, (int)a.size[R - 2], (int)k0,
+         (int)k1);
+    B lb(b.data + b_off, b.stride[R - 1], b.stride[R - 2], (int)n0, (int)b.size[R - 1], (int)k0,
+         (int)k1);
+    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
+    if (la.interior() && lb.interior())  // most blocks: a loop with no edge code
+      tiles_loop<false>(acc, la, lb, tiles);
+    else
+      tiles_loop<true>(acc, la, lb, tiles);
+  }
+
+  // acc = the product of la's and lb's next `tiles` k tiles; EDGES false: both interior().
+  template <bool EDGES>
+  __device__ static void tiles_loop(float (&acc)[ACC], A& la, B& lb, int tiles) {
     extern __shared__ __align__(1024) unsigned char fuser_matmul_shared[];
     const unsigned raw = shared_address(fuser_matmul_shared);
     const unsigned base = (raw + 1023) & ~1023u;  // the 128-byte swizzle repeats every 1024
     T* shared = reinterpret_cast<T*>(fuser_matmul_shared + (base - raw));
     constexpr int STAGE_BYTES = STAGE * (int)sizeof(T), A_BYTES = A::ELEMS * (int)sizeof(T);
-    A la(a.data + a_off, a.stride[R - 2], a.stride[R - 1], (int)m0, (int)a.size[R - 2], (int)k0,
-         (int)k1);
-    B lb(b.data + b_off, b.stride[R - 1], b.stride[R - 2], (int)n0, (int)b.size[R - 1], (int)k0,
-         (int)k1);
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
-    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
 #pragma unroll
     for (int s = 0; s < PREFETCH; ++s) {
       if (s < tiles) {
-        la.load(shared + s * STAGE, base + s * STAGE_BYTES);
-        lb.load(shared + s * STAGE + A::ELEMS, base + s * STAGE_BYTES + A_BYTES);
+        la.template load<EDGES>(shared + s * STAGE, base + s * STAGE_BYTES);
+        lb.template load<EDGES>(shared + s * STAGE + A::ELEMS,
+                                base + s * STAGE_BYTES + A_BYTES);
       }
       cp_async_commit();
     }
@@ -481,8 +506,9 @@ template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B
       __syncthreads();  // k tile t landed; every warpgroup's wgmmas of tile t - 2 are done
       const int write = (t + PREFETCH) % STAGES;  // tile t - 2's stage
       if (t + PREFETCH < tiles) {
-        la.load(shared + write * STAGE, base + write * STAGE_BYTES);
-        lb.load(shared + write * STAGE + A::ELEMS, base + write * STAGE_BYTES + A_BYTES);
+        la.template load<EDGES>(shared + write * STAGE, base + write * STAGE_BYTES);
+        lb.template load<EDGES>(shared + write * STAGE + A::ELEMS,
+                                base + write * STAGE_BYTES + A_BYTES);
       }
       cp_async_commit();
       const unsigned stage = base + (t % STAGES) * STAGE_BYTES;
