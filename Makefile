@@ -35,7 +35,8 @@ wheel-check: $(STAMP)
 	.ci/wheel-check $(PYTHON)
 
 # Every dependency as a wheel for an offline GPU node (Python 3.12, x86-64), plus fuser itself.
-# WHEEL_REQS narrows it, e.g. WHEEL_REQS=xdsl==0.74.0 for a node that has the CUDA packages already.
+# WHEEL_REQS narrows it, e.g. WHEEL_REQS="xdsl==0.74.0 cuda-toolkit[nvrtc,cudart,crt]==13.5.0" for a
+# node that has the other CUDA packages already.
 WHEEL_REQS ?= .
 wheelhouse:
 	$(PYTHON) -m pip download -q --only-binary=:all: --python-version 3.12 \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU node whose Python has the CUDA stack (torch, cuda-python, NVRTC) but no network:
-# install xDSL from .whl/ (`make wheelhouse WHEEL_REQS=xdsl==0.74.0`) and fuser in place, run the
+# install xDSL and the pinned NVRTC from .whl/ (`make wheelhouse WHEEL_REQS="xdsl==0.74.0
+# cuda-toolkit[nvrtc,cudart,crt]==13.5.0"`) and fuser in place, run the
 # GPU tests, then the benchmarks. Logs go to $OUT (default ./gpu-out).
 #   bash benchmarks/gpu_check.sh [pytest args...]      # e.g. -k pointwise; BENCH=0 skips benchmarks
 # TESTS=0 skips the tests; EXTRA="matmul streams welford host_breakdown cold_start" runs those scripts
@@ -21,7 +22,13 @@ if [ "${SANITIZE:-0}" = "1" ]; then  # FUSER_CACHE_DIR given: an earlier call's 
   export FUSER_TEST_KERNEL_CACHE=1 FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-$(mktemp -d)}
 fi
 SITE=$(mktemp -d)
-python3 -m pip install -q --no-index --no-deps --target "$SITE" .whl/*.whl || exit 1
+mapfile -t wheels < <(ls .whl/*.whl | grep -v '/nvidia_cuda_')
+python3 -m pip install -q --no-index --no-deps --target "$SITE" "${wheels[@]}" || exit 1
+# the NVRTC fuser pins, where .whl has it (older ones miscompile, see runtime/compiled_kernel.py):
+# into the site-packages, where cuda.pathfinder looks
+if ls .whl/nvidia_cuda_nvrtc-*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps .whl/nvidia_cuda_*.whl || exit 1
+fi
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"

@@ -393,11 +393,12 @@ class CudaPrinter(BasePrinter):
     def _fresh(self, prefix: str) -> str:
         if prefix[-1].isdigit():  # exp2 -> exp2_0, not exp20
             prefix += "_"
-        while True:
+        while True:  # exp2, log2, log10 are functions a kernel may call: skipped
             k = self._counters.get(prefix, 0)
             self._counters[prefix] = k + 1
-            if f"{prefix}{k}" not in self._used:
-                return self._unique(f"{prefix}{k}")
+            name = f"{prefix}{k}"
+            if name not in self._used and identifier(name) == name:
+                return self._unique(name)
 
     def _name(self, value: SSAValue, *hints: str | None, prefix: str = "v") -> str:
         """Names `value` after the first usable hint (its own name hint first), else a fresh

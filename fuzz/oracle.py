@@ -40,13 +40,19 @@ bools as bool. The rules:
 Each value also carries what the comparison needs (`Value.loosest`, `Value.scale`): the least
 precise float dtype among the values it depends on, and the largest finite magnitude there, so
 the differential runner can scale tolerances for rounding that happened upstream of an output.
+And `Value.shaky` marks the elements whose value rounding upstream may flip: a comparison of two
+floats closer than a few units of that dtype (`MARGIN`), a truncation to an integer or a cast
+to bool close to its boundary, a square root, logarithm or reciprocal (or a divisor) of a float
+close to 0 (its sign decides a NaN or an infinity), and everything computed from such elements
+(`where` of a shaky condition, a reduction over one). The GPU's answer there is either side's,
+so the runner does not compare those elements.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -68,9 +74,15 @@ class Value:
     is_tensor: bool
     loosest: str | None = None
     scale: float = 0.0
+    shaky: np.ndarray | None = None  # bool, the shape of `data`; None: no element is
+    exact: bool = False  # an input or a constant, or moved without arithmetic: no rounding yet
 
 
 _PRECISION = {"f16": 0, "bf16": 1, "f32": 2, "f64": 3}
+MARGIN = {"bf16": 2.0**-7, "f16": 2.0**-10, "f32": 2.0**-19, "f64": 2.0**-45}
+"""How close, relative to the operands' magnitude plus the largest one upstream, a float must be
+to a comparison's other side, an integer boundary or a pole for rounding in the least precise
+dtype upstream to put it on either side: two units of bf16 or f16, 32 of f32."""
 _LOOSENESS = ("bf16", "f16", "f32", "f64")  # least precise first
 #: (significand bits with the implicit one, frexp exponent of the smallest normal, max finite)
 _FORMATS: dict[str, tuple[int, int, float]] = {
@@ -249,6 +261,13 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 """Binary ops on operands converted to their compute type."""
 
 COMPARES = ("eq", "ne", "lt", "le", "gt", "ge")
+POLES = ("sqrt", "rsqrt", "log", "reciprocal")
+"""Unary ops whose result at 0 depends on the sign of 0 or jumps to NaN just below it."""
+
+
+def _any_over(shaky: np.ndarray | None, axes: tuple[int, ...], keep: bool) -> np.ndarray | None:
+    """A reduction's shaky elements: those whose reduced row holds one."""
+    return None if shaky is None else np.any(shaky, axis=axes, keepdims=keep)
 
 
 def _identity(kind: str, dtype: str) -> Any:
@@ -271,13 +290,28 @@ class Oracle:
         for inp, x in zip(program.inputs, inputs, strict=True):
             if inp.shape is None:
                 data = number_value(x, inp.dtype)
-                self.values[inp.name] = self._value(data, inp.dtype, False, [])
+                self.values[inp.name] = replace(self._value(data, inp.dtype, False, []), exact=True)
             else:
                 held = np.array(x, dtype=np.float64 if inp.dtype in FLOATS else x.dtype)
-                self.values[inp.name] = self._value(held, inp.dtype, True, [])
+                self.values[inp.name] = replace(self._value(held, inp.dtype, True, []), exact=True)
 
     @staticmethod
-    def _value(data: np.ndarray, dtype: str, is_tensor: bool, deps: Sequence[Value]) -> Value:
+    def _value(
+        data: np.ndarray,
+        dtype: str,
+        is_tensor: bool,
+        deps: Sequence[Value],
+        shaky: np.ndarray | None = None,
+        inherit: bool = True,
+    ) -> Value:
+        """`data` with the facts of its cone; `shaky` elements of its own, and (`inherit`) those
+        of elementwise `deps`, broadcast to its shape."""
+        masks = [shaky, *([d.shaky for d in deps] if inherit else [])]
+        combined = None
+        for m in masks:
+            if m is not None and np.any(m):
+                b = np.broadcast_to(m, np.shape(data))
+                combined = b.copy() if combined is None else combined | b
         looser = [d.loosest for d in deps if d.loosest is not None]
         if dtype in FLOATS:
             looser.append(dtype)
@@ -287,7 +321,21 @@ class Oracle:
             finite = np.abs(data[np.isfinite(data)])
             if finite.size:
                 scale = max(scale, float(finite.max()))
-        return Value(np.asarray(data), dtype, is_tensor, loosest, scale)
+        return Value(np.asarray(data), dtype, is_tensor, loosest, scale, combined)
+
+    @staticmethod
+    def _near(x: np.ndarray, to: np.ndarray | float, deps: Sequence[Value]) -> np.ndarray | None:
+        """Where the float `x`, rounded upstream in `deps`, may lie on either side of `to`
+        (None when no float rounding lies upstream)."""
+        looser = [d.loosest for d in deps if d.loosest is not None and not d.exact]
+        if not looser:  # nothing rounded yet: the GPU holds the same values
+            return None
+        m = MARGIN[min(looser, key=_LOOSENESS.index)]
+        scale = max(d.scale for d in deps)
+        with np.errstate(all="ignore"):
+            x = np.asarray(x, np.float64)
+            width = m * (np.maximum(np.abs(x), np.abs(to)) + scale)
+            return np.isfinite(x) & (np.abs(x - to) <= width)
 
     def operand(self, x: str | bool | int | float) -> Value | bool | int | float:
         return self.values[x] if isinstance(x, str) else x
@@ -332,7 +380,8 @@ class Oracle:
                 a = self.as_type(x, compute_type(out))
                 fn = FLOAT_UNARY.get(op.op)
                 data = fn(a) if fn is not None else _gelu(a, kw.get("approximate", "none"))
-            return [self._value(convert(data, compute_type(out), out), out, is_tensor, deps)]
+            near = self._near(a, 0.0, deps) if op.op in POLES else None
+            return [self._value(convert(data, compute_type(out), out), out, is_tensor, deps, near)]
         if op.op in BINARY:
             promoted = self.promote(args)
             if op.op in COMPARES:
@@ -349,7 +398,13 @@ class Oracle:
                 compute, out = compute_type(promoted), promoted
             a, b = (self.as_type(v, compute) for v in args)
             data = np.asarray(BINARY[op.op](a, b))
-            return [self._value(convert(data, compute, out), out, is_tensor, deps)]
+            near = None
+            if compute in FLOATS and op.op in COMPARES:
+                near = self._near(a, b, deps)
+            elif compute in FLOATS and op.op in ("div", "truediv"):
+                divisor = [v for v in args[1:] if isinstance(v, Value)]
+                near = self._near(b, 0.0, divisor) if divisor else None
+            return [self._value(convert(data, compute, out), out, is_tensor, deps, near)]
         handler = getattr(self, "op_" + op.op)
         return handler(op, args, deps, is_tensor)
 
@@ -360,16 +415,25 @@ class Oracle:
         out = self.promote([a, b])
         c = self.as_type(cond, "bool")
         data = np.where(c, self.as_type(a, out), self.as_type(b, out))
-        return [self._value(data, out, is_tensor, [v for v in (a, b) if isinstance(v, Value)])]
+        flips = cond.shaky if isinstance(cond, Value) else None
+        values = [v for v in (a, b) if isinstance(v, Value)]
+        return [self._value(data, out, is_tensor, values, flips)]
 
     def op_cast(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
         (x,) = deps
         dst = op.kw["dtype"]
-        return [self._value(convert(x.data, x.dtype, dst), dst, is_tensor, deps)]
+        near = None
+        if x.dtype in FLOATS and dst == "bool":
+            near = self._near(x.data, 0.0, deps)
+        elif x.dtype in FLOATS and dst in INTS:  # truncation flips at every integer
+            with np.errstate(all="ignore"):
+                boundary = np.where(np.isfinite(x.data), np.round(x.data), 0.0)
+            near = self._near(x.data, boundary, deps)
+        return [self._value(convert(x.data, x.dtype, dst), dst, is_tensor, deps, near)]
 
     def op_set(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
         (x,) = deps
-        return [Value(x.data.copy(), x.dtype, True, x.loosest, x.scale)]
+        return [replace(x, data=x.data.copy(), is_tensor=True)]
 
     op_segment_set = op_set
 
@@ -377,7 +441,7 @@ class Oracle:
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:
         dtype = op.kw["dtype"]
-        return [self._value(number_value(args[0], dtype), dtype, False, [])]
+        return [replace(self._value(number_value(args[0], dtype), dtype, False, []), exact=True)]
 
     def op_broadcast_in_dim(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
@@ -391,7 +455,8 @@ class Oracle:
         for i, d in enumerate(kw["broadcast_dims"]):
             placed[d] = x.data.shape[i]
         data = np.broadcast_to(x.data.reshape(placed), shape).copy()
-        return [Value(data, x.dtype, True, x.loosest, x.scale)]
+        shaky = None if x.shaky is None else np.broadcast_to(x.shaky.reshape(placed), shape).copy()
+        return [replace(x, data=data, is_tensor=True, shaky=shaky)]
 
     def _reduce(self, op: Op, x: Value) -> list[Value]:
         kw = op.kw
@@ -404,7 +469,8 @@ class Oracle:
         else:
             fn = np.max if op.op == "max" else np.min
             data = fn(a, axis=axes, keepdims=keep, initial=_identity(op.op, compute))
-        return [self._value(convert(np.asarray(data), compute, out), out, True, [x])]
+        shaky = _any_over(x.shaky, axes, keep)
+        return [self._value(convert(np.asarray(data), compute, out), out, True, [x], shaky, False)]
 
     def op_sum(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
         return self._reduce(op, deps[0])
@@ -431,9 +497,10 @@ class Oracle:
         mean, var_sum, n = self._moments(x.data, axes)
         mean, var_sum = np.squeeze(mean, axes), np.squeeze(var_sum, axes)
         count = np.full(mean.shape, n, np.int64)
+        shaky = _any_over(x.shaky, axes, False)
         return [
-            self._value(mean, x.dtype, True, deps),
-            self._value(var_sum, x.dtype, True, deps),
+            self._value(mean, x.dtype, True, deps, shaky, False),
+            self._value(var_sum, x.dtype, True, deps, shaky, False),
             self._value(count, "i64", True, []),
         ]
 
@@ -447,12 +514,20 @@ class Oracle:
         var = var_sum / max(n - kw["correction"], 0)
         if not kw["keepdim"]:
             mean, var = np.squeeze(mean, axes), np.squeeze(var, axes)
-        return [self._value(var, x.dtype, True, deps), self._value(mean, x.dtype, True, deps)]
+        shaky = _any_over(x.shaky, axes, kw["keepdim"])
+        return [
+            self._value(var, x.dtype, True, deps, shaky, False),
+            self._value(mean, x.dtype, True, deps, shaky, False),
+        ]
 
     def op_matmul(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
         a, b = deps
         data = np.matmul(a.data, b.data)
-        return [self._value(store(data, a.dtype), a.dtype, True, deps)]
+        rows = None if a.shaky is None else a.shaky.any(axis=-1)[..., :, None]
+        cols = None if b.shaky is None else b.shaky.any(axis=-2)[..., None, :]
+        masks = [np.broadcast_to(m, data.shape) for m in (rows, cols) if m is not None]
+        shaky = np.logical_or.reduce(masks) if masks else None
+        return [self._value(store(data, a.dtype), a.dtype, True, deps, shaky, False)]
 
 
 def evaluate(program: Program, inputs: Sequence[Any]) -> list[Value]:

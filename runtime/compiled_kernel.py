@@ -73,6 +73,25 @@ def nvrtc_version() -> tuple[int, int]:
     return (major, minor)
 
 
+MISCOMPILING_NVRTC = ((13, 0), (13, 4))
+"""NVRTC versions [first, last) known to compile fuser's kernels wrongly: their ptxas folds the
+negations of a `min(-a, -b)` into Hopper's three-way `VIMNMX3` and drops one (the GPU fuzzer's
+find: an i32 `min` reduction of `neg(x)` returned `min(x)` for half of its rows; 13.0 to 13.3
+do it, 13.4 and 13.5 do not, by the SASS of the same kernel)."""
+
+
+def check_nvrtc() -> None:
+    """Refuse an NVRTC that miscompiles fuser's kernels, naming the one fuser pins."""
+    version = nvrtc_version()
+    first, last = MISCOMPILING_NVRTC
+    if first <= version < last:
+        raise CompilationError(
+            f"NVRTC {version[0]}.{version[1]} miscompiles fuser's kernels (integer min/max of "
+            f"negated values; fixed in {last[0]}.{last[1]}): install the NVRTC fuser pins, "
+            "pip install 'cuda-toolkit[nvrtc,cudart,crt]==13.5.0', ahead of this one"
+        )
+
+
 def check_arch(arch: str) -> str:
     """Validate an `sm_XY` target against what this NVRTC supports; return it."""
     m = _ARCH_RE.match(arch)
@@ -154,6 +173,7 @@ def nvrtc_compile(
     failure raises CompilationError holding the kernel name, the NVRTC log and the path of a file
     the source was written to.
     """
+    check_nvrtc()
     check_arch(arch)
     opts = [o.encode() for o in compile_options(arch, extra=options)]
     prog = _nvrtc_check(

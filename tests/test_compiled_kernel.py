@@ -195,6 +195,27 @@ def test_malformed_arch(arch: str) -> None:
         nvrtc_compile(HALF_KERNEL, "scale_half", arch)
 
 
+EMPTY_KERNEL = 'extern "C" __global__ void empty() {}'
+
+
+@pytest.mark.parametrize(
+    ("version", "refused"), [((13, 0), True), ((13, 3), True), ((13, 4), False)]
+)
+def test_an_nvrtc_that_miscompiles_is_refused(
+    monkeypatch: pytest.MonkeyPatch, version: tuple[int, int], refused: bool
+) -> None:
+    """NVRTC 13.0-13.3 drop a negation in an i32 `min` of negated values (the GPU fuzzer's
+    find); fuser names the version and the NVRTC it pins instead of returning wrong numbers."""
+    monkeypatch.setattr(compiled_kernel, "nvrtc_version", lambda: version)
+    if refused:
+        with pytest.raises(
+            CompilationError, match=rf"NVRTC {version[0]}\.{version[1]} miscompiles.*13\.5\.0"
+        ):
+            nvrtc_compile(EMPTY_KERNEL, "empty", "sm_90")
+    else:
+        nvrtc_compile(EMPTY_KERNEL, "empty", "sm_90")
+
+
 def test_supported_archs_include_hopper_and_ampere() -> None:
     assert {80, 90} <= set(supported_archs())
 

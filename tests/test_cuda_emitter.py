@@ -491,6 +491,19 @@ def test_names_are_unique_per_kernel_and_restart_for_the_next() -> None:
     assert second.replace("void k2(", "void k(") == first + "\n"  # names start afresh
 
 
+def test_fresh_names_never_shadow_a_function_the_kernel_calls() -> None:
+    """The GPU fuzzer's find: the third unnamed `math.exp` was named `exp2`, and a later
+    `math.exp2` then called the variable (NVRTC: "expression preceding parentheses of apparent
+    call must have (pointer-to-) function type")."""
+    exps = "\n".join(f"  %{i} = math.exp %a : f64" for i in range(4))
+    body = f"{exps}\n  %4 = math.exp2 %b : f64\n  %5 = math.log %a : f64\n  %6 = math.log2 %5 : f64"
+    source = bare_text(parse(_kernel_text(body, "%a: f64, %b: f64")))
+    names = [m.group(1) for m in re.finditer(r"double (\w+) = ", source)]
+    assert names == ["exp0", "exp1", "exp3", "exp4", "exp2_0", "log0", "log2_0"]
+    assert "double exp2_0 = exp2(b);" in source
+    compile_source(emit_cuda(parse(_kernel_text(body, "%a: f64, %b: f64"))), "k")
+
+
 # ---- on a GPU --------------------------------------------------------------------------------
 
 gpu = pytest.mark.skipif(not driver.gpu_available(), reason="no CUDA device")

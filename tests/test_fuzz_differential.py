@@ -262,3 +262,51 @@ def test_gpu_elements_may_match_the_float32_reference_instead() -> None:
     assert (
         mismatch(got, np.array([True, True]), flags, tolerances, np.array([False, False])) is None
     )
+
+
+def test_oracle_marks_what_rounding_upstream_decides() -> None:
+    """The GPU fuzzer's finds: `tanh(x) < x` holds for a tiny positive x, but CUDA's tanhf
+    rounds tanh(x) to x itself, and `where` then picks the other side, whose rsqrt is NaN. Such
+    elements (a comparison, a truncation, a pole within a few units of the upstream dtype of its
+    boundary) and what follows from them are shaky; the runner skips them. Clear ones are not."""
+    x = np.array([1e-4, 2.0, -0.5], np.float32)
+    other = np.array([-1.0, 3.0, 4.0], np.float32)
+    ops = [
+        Op("tanh", ("x0",), ("t",)),
+        Op("lt", ("t", "x0"), ("c",)),
+        Op("where", ("c", "x0", "x1"), ("w",)),
+        Op("rsqrt", ("w",), ("r",)),
+        Op("sum", ("r",), ("s",), (("dims", [0]), ("keepdim", False))),
+        Op("cast", ("x1",), ("i",), (("dtype", "i32"),)),
+    ]
+    inputs: list[tuple[str, np.ndarray | float | int | bool]] = [("f32", x), ("f32", other)]
+    r = evaluate(inputs, ops, "r")
+    assert r.shaky is not None and r.shaky.tolist() == [True, False, False]
+    assert evaluate(inputs, ops, "s").shaky is not None  # the sum over a shaky element
+    assert evaluate(inputs, ops, "i").shaky is None  # inputs are exact: -1.0 truncates surely
+    # a cast of a computed value next to an integer is shaky
+    near = evaluate(
+        [("f32", np.array([3.0, 2.5], np.float32))],
+        [Op("mul", ("x0", 1.0), ("m",)), Op("cast", ("m",), ("k",), (("dtype", "i64"),))],
+        "k",
+    )
+    assert near.shaky is not None and near.shaky.tolist() == [True, False]
+
+
+def test_gpu_values_may_lie_near_either_reference_where_they_disagree() -> None:
+    """gelu's `1 + erf(x / sqrt 2)` cancels below x = -3 in f32, and a reciprocal magnifies it:
+    the float64 reference gave -66718, the GPU -67110. Where the float32 reference lies away from
+    the float64 one, a GPU value within 4 times that distance passes; where they agree, or the
+    float32 one is infinite, the usual tolerance holds."""
+    from fuser.fuzz.differential import gpu_tolerances, mismatch
+    from fuser.fuzz.oracle import Value
+
+    tolerances = gpu_tolerances()
+    f64 = np.array([-66718.3, 2.0, -1.5e7])
+    f32 = np.array([-66900.0, 2.0, -np.inf])
+    fact = Value(f64, "f32", True, "f32", 5.0)
+    assert (
+        mismatch(np.array([-67109.9, 2.0, -1.5e7], np.float32), f64, fact, tolerances, f32) is None
+    )
+    for wrong in ([-70000.0, 2.0, -1.5e7], [-66718.3, 2.1, -1.5e7], [-66718.3, 2.0, -1.4e7]):
+        assert mismatch(np.array(wrong, np.float32), f64, fact, tolerances, f32) is not None

@@ -1151,3 +1151,25 @@ def test_an_output_broadcast_along_the_reduced_dims_is_refused(
     assert not verdict and "stores each output element once" in verdict.reason
     compiled = fd.compile(inputs, arch="sm_90")
     assert [k.scheduler for k in compiled.kernels] == ["reduction", "pointwise"]
+
+
+@pytest.mark.parametrize("rows", [0, 4])
+def test_an_output_that_does_not_vary_along_the_kept_dims_is_refused(
+    rng: np.random.Generator, rows: int
+) -> None:
+    """The GPU fuzzer's find: `sigmoid(z)` of a [1, 1] input beside `sum(x, dims=[1],
+    keepdim=True)` of an [n, 5] input is an output of extent 1 along the kept dim. Stored once per
+    row, it was written by n rows, and for n = 0 by none (the GPU returned the poisoned bytes).
+    Both reduction templates refuse it; the segmenter gives it a pointwise kernel of its own."""
+    with FusionDefinition("sum_beside") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Float)
+        z = fd.define_tensor([1, 1], DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[1], keepdim=True))
+        fd.add_output(fd.ops.sigmoid(z))
+    inputs = [rng.standard_normal((rows, 5)).astype(np.float32), np.array([[2.0]], np.float32)]
+    info = fusion_info(fd.fusion, inputs)
+    for scheduler in (REDUCTION, PERSISTENT):
+        verdict = scheduler.accepts(fd.fusion, info)
+        assert not verdict and "does not vary along dim 0" in verdict.reason, verdict
+    compiled = fd.compile(inputs, arch="sm_90")
+    assert sorted(k.scheduler for k in compiled.kernels) == ["pointwise", "reduction"]

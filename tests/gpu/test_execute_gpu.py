@@ -429,3 +429,16 @@ def test_fuser_run_layer_norm_example(shape: str, capsys: pytest.CaptureFixture[
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert captured.out.count(": ok, max abs error") == 3
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (3, 6), (9, 130)])
+def test_min_of_negated_integers(torch: Any, shape: tuple[int, int]) -> None:
+    """The GPU fuzzer's find: NVRTC 13.0-13.3 compile this i32 reduction so that the rows of an
+    odd tail lose their negation (`min(x)` instead of `min(-x)` in half of the columns).
+    fuser refuses those NVRTCs (`MISCOMPILING_NVRTC`); with the one it pins, this holds."""
+    with FusionDefinition("min_neg") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Int32)
+        fd.add_output(fd.ops.min(fd.ops.neg(x), dims=[0]))
+    a = torch.randint(-10, 10, shape, dtype=torch.int32, device="cuda")
+    (out,) = fd.execute([a])
+    assert torch.equal(out, (-a).amin(0))

@@ -455,12 +455,22 @@ def plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int = 
         el = kernel.byte_size(fu.element_type(fusion.inputs[i].type))
         raw.append((i, m, dims, meta.strides, meta.alignment, el, math.prod(meta.shape)))
     outputs_raw: list[tuple[int, DimMap, DimMap, tuple[int, ...], int, int, int]] = []
+    reduced_outputs = {o for o, _ in structure.reduced_outputs}
     for o, m in [*structure.reduced_outputs, *structure.full_outputs]:
         value = fusion.output_op.values[o]
         shape = cast(tuple[int, ...], env[value])
         dims = effective(f"output #{o}", m, shape, output=True)
         if isinstance(dims, str):
             return dims
+        # stored once per row (or per element): it must vary along every kept (and, for a full
+        # output, reduced) dim, or rows would store it several times, or, with 0 rows, never
+        walks = kept_dims if o in reduced_outputs else (*kept_dims, *reduced_dims)
+        if missing := [d for d in walks if d not in m]:
+            return (
+                f"output #{o} does not vary along dim {missing[0]} (extent "
+                f"{space[missing[0]]}) of the reduced tensor {list(space)}: a kernel stores "
+                f"each output element once"
+            )
         el = kernel.byte_size(fu.element_type(value.type))
         strides = TensorMeta.contiguous(shape).strides
         outputs_raw.append((n_in + o, m, dims, strides, 16, el, math.prod(shape)))
