@@ -56,7 +56,7 @@ if [ "${SANITIZE:-0}" = "1" ]; then
       mine=()
       for ((j = i; j < ${#files[@]}; j += shards)); do mine+=("${files[j]}"); done
       log="$OUT/sanitize/$tool-tests-$i.log"
-      ("${san[@]}" python3 -m pytest -q -p no:cacheprovider -m "$selected" "${mine[@]}" \
+      ("${san[@]}" python3 -m pytest -v -p no:cacheprovider -m "$selected" "${mine[@]}" \
         >"$log" 2>&1; echo "exit status $?" >>"$log") &
     done
     log="$OUT/sanitize/$tool-fuzz.log"
