@@ -99,6 +99,7 @@ from fuser.transforms.lower_stream_parallel import (
 )
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion
 from fuser.transforms.schedulers import propose
+from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
@@ -406,6 +407,9 @@ class FusionCompiler:
         self.welford = welford
         self._two_pass: FusionOp | None = None
         self._welford_decisions: dict[FusionInfo, Decision] = {}
+        # the schedulers' analyses of `fusion` and its two-pass copy, which are never rewritten:
+        # a new shape analyses each once (the segmenter's copies are rewritten: not kept)
+        self._analyses = AnalysisCache()
         self.fusion = fusion
         self.should_merge = should_merge
         self.split_k = split_k
@@ -512,13 +516,14 @@ class FusionCompiler:
         self.output_shapes(info)  # reports clashing shapes as an InputError before scheduling
         factors = self._split_factors(info)
         if not self._always_segment and not _splits_any(factors):
-            fusion = self._single_kernel_fusion(info)
-            try:
-                proposal = propose(fusion, info)
-            except SchedulingError:
-                proposal = None
-            if proposal is not None:
-                return self._variant_for(info, *proposal, fusion)
+            with cached_analyses(self._analyses):
+                fusion = self._single_kernel_fusion(info)
+                try:
+                    proposal = propose(fusion, info)
+                except SchedulingError:
+                    proposal = None
+                if proposal is not None:
+                    return self._variant_for(info, *proposal, fusion)
         for program in self._programs:
             # a program's kernels are those of its split factors: reused only for the same
             if program.split_factors == factors and program.heuristics_hold(info):
@@ -588,7 +593,7 @@ class FusionCompiler:
             KernelExecutor(
                 compiled,
                 kernel_params(func, fusion),
-                self._planner(fusion, scheduler, params, info.device),
+                self._planner(fusion, scheduler, params, info.device, self._analyses),
             ),
             scheduler,
             params,
@@ -648,17 +653,27 @@ class FusionCompiler:
         return program
 
     def _planner(
-        self, fusion: FusionOp, scheduler: Scheduler, params: Params, dev: DeviceInfo
+        self,
+        fusion: FusionOp,
+        scheduler: Scheduler,
+        params: Params,
+        dev: DeviceInfo,
+        analyses: AnalysisCache | None = None,
     ) -> Planner:
         """The launch of a new signature for a compiled kernel of `fusion` (the whole fusion or
-        a segment's; its heuristics are fixed)."""
+        a segment's; its heuristics are fixed), with the scheduler's analyses kept in
+        `analyses` where given."""
         name = self.layout.fusion_name
 
         def plan(metas: tuple[InputMeta | None, ...], device: int) -> LaunchPlan:
             # the launch is for the device the signature names (the heuristics stay those
             # the kernel was compiled with)
             info = self._info_of(metas, device_info(device) if driver.gpu_available() else dev)
-            launch = scheduler.launch_config(fusion, params, info)
+            if analyses is None:
+                launch = scheduler.launch_config(fusion, params, info)
+            else:
+                with cached_analyses(analyses):
+                    launch = scheduler.launch_config(fusion, params, info)
             return LaunchPlan(
                 launch.grid, launch.block, launch.shared_bytes, _output_shapes(fusion, info, name)
             )
@@ -713,13 +728,15 @@ class FusionCompiler:
         self._program_cache.last = None
         if isinstance(choice, _Variant):
             compiled = choice.executor.kernel
+            with cached_analyses(self._analyses):  # (the fusion or its two-pass copy)
+                launch = choice.scheduler.launch_config(choice.fusion, choice.params, info)
             summary = KernelSummary(
                 name=compiled.kernel_name,
                 scheduler=choice.scheduler.name,
                 heuristics=choice.params,
                 source=compiled.source,
                 cubin_size=compiled.cubin_size,
-                launch=choice.scheduler.launch_config(choice.fusion, choice.params, info),
+                launch=launch,
                 arch=compiled.arch,
             )
             return CompiledFusion(self.layout.fusion_name, dev.arch, (summary,))

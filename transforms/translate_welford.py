@@ -69,7 +69,7 @@ from fuser.transforms.schedule import device_options, pass_fusion_info
 from fuser.transforms.schedulers import SCHEDULERS
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.persistent import PersistentScheduler
-from fuser.transforms.schedulers.reduction_layout import Structure, plan_layout
+from fuser.transforms.schedulers.reduction_layout import plan_layout, structure_of
 
 __all__ = [
     "AUTO_TRANSLATE",
@@ -411,7 +411,7 @@ def decide(
         return Decision(True, "welford=always")
     if two_pass is None:
         two_pass = translated(fusion)
-    structure = Structure(two_pass)
+    structure = structure_of(two_pass)
     if structure.error is not None:
         return Decision(False, f"the two-pass form is not one reduction kernel: {structure.error}")
     problem = plan_layout(structure, info)

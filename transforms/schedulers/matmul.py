@@ -61,6 +61,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
+from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
     ACCEPT,
     MAX_GRID,
@@ -242,6 +243,11 @@ class _Problem:
 
 
 def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
+    """Once per (fusion, info) under an open analysis cache."""
+    return memoized("matmul", (fusion, info), lambda: _analysis(fusion, info))
+
+
+def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
     structure = _structure(fusion)
     if isinstance(structure, str):
         return structure

@@ -47,6 +47,7 @@ from xdsl.ir import Operation, SSAValue
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
+from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
     ACCEPT,
     LaunchConfig,
@@ -79,6 +80,7 @@ from fuser.transforms.schedulers.reduction_layout import (
     reduction_input,
     row_level,
     space_shape,
+    structure_of,
     two_pass_welford,
 )
 from fuser.transforms.schedulers.scalar_lowering import constant, is_float, lower_pointwise
@@ -143,7 +145,13 @@ def _size(structure: Structure, problem: Problem) -> _Sizing | str:
 
 
 def analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, _Sizing] | str:
-    structure = Structure(fusion)
+    """The structure, layout and sizing of `fusion` for `info`, or why the template does not
+    take it (once per (fusion, info) under an open analysis cache)."""
+    return memoized("persistent", (fusion, info), lambda: _analyze(fusion, info))
+
+
+def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, _Sizing] | str:
+    structure = structure_of(fusion)
     if structure.error is not None:
         return structure.error
     problem = plan_layout(structure, info)
@@ -185,7 +193,7 @@ class PersistentScheduler(Scheduler):
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         p = cast(PersistentParams, params)
-        space = space_shape(Structure(fusion), info)
+        space = space_shape(structure_of(fusion), info)
         rows = 1
         for d in p.layout.kept_dims:
             rows *= space[d]
@@ -196,7 +204,7 @@ class PersistentScheduler(Scheduler):
 
     def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
         p = cast(PersistentParams, params)
-        structure = Structure(fusion)
+        structure = structure_of(fusion)
         assert structure.error is None, structure.error
         parts = KernelParts(structure, p.layout, kernel_name, p.block[0] * p.block[1])
         with parts.kb.build():

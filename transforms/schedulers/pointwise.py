@@ -28,6 +28,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
+from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
     ACCEPT,
     MAX_GRID,
@@ -107,6 +108,11 @@ class _Analysis:
 
 
 def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
+    """Once per (fusion, info) under an open analysis cache."""
+    return memoized("pointwise", (fusion, info), lambda: _analysis(fusion, info))
+
+
+def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
     """The iteration space for `info`'s shapes, or why this template cannot handle them."""
     for op in body_ops(fusion):
         if isinstance(op, fu.SegmentSetOp):

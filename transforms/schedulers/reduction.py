@@ -40,6 +40,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
+from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
     ACCEPT,
     LaunchConfig,
@@ -73,6 +74,7 @@ from fuser.transforms.schedulers.reduction_layout import (
     pow2_ceil,
     reduction_input,
     space_shape,
+    structure_of,
 )
 
 MAX_ELEMENTS_IN_FLIGHT = 64
@@ -99,9 +101,15 @@ class ReductionParams(Params):
 
 
 def analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem] | str:
+    """The structure and layout of `fusion` for `info`, or why the template does not take it
+    (once per (fusion, info) under an open analysis cache)."""
+    return memoized("reduction", (fusion, info), lambda: _analyze(fusion, info))
+
+
+def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem] | str:
     """The fusion's structure and problem for `info`, or why the reduction template cannot
     take it."""
-    structure = Structure(fusion)
+    structure = structure_of(fusion)
     if structure.error is not None:
         return structure.error
     if structure.persistent_reason is not None:
@@ -170,7 +178,7 @@ class ReductionScheduler(Scheduler):
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         p = cast(ReductionParams, params)
-        structure = Structure(fusion)
+        structure = structure_of(fusion)
         space = space_shape(structure, info)
         kept = 1
         for d in p.layout.kept_dims:
@@ -186,7 +194,7 @@ class ReductionScheduler(Scheduler):
 
     def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
         p = cast(ReductionParams, params)
-        structure = Structure(fusion)
+        structure = structure_of(fusion)
         assert structure.error is None, structure.error
         parts = KernelParts(structure, p.layout, kernel_name, p.block[0] * p.block[1])
         with parts.kb.build():

@@ -65,6 +65,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
+from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
     DimMap,
@@ -406,8 +407,22 @@ def _mode(
     return UNIT if strides[mapped[-1][1]] == 1 else DENSE
 
 
+def structure_of(fusion: fu.FusionOp) -> Structure:
+    """`Structure(fusion)`, built once per fusion under an open analysis cache."""
+    return memoized("structure", fusion, lambda: Structure(fusion))
+
+
 def plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int = 8) -> Problem | str:
-    """The normalized problem of `structure` for `info`'s inputs, or why it has none."""
+    """The normalized problem of `structure` for `info`'s inputs, or why it has none (once per
+    (structure, info) under an open analysis cache)."""
+    return memoized(
+        "layout",
+        (structure, info, max_vector_width),
+        lambda: _plan_layout(structure, info, max_vector_width),
+    )
+
+
+def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) -> Problem | str:
     fusion = structure.fusion
     try:
         env = value_shapes(fusion, info.input_shapes)
