@@ -17,7 +17,10 @@ device placement is checked while reading), builds a `FusionInfo` and finds what
    Its `KernelExecutor` then caches the launch of the new signature, and hits take the
    executor's generated fast path. The fusion asked about has its Welford ops as two passes
    where `transforms.translate_welford.decide` says so for the signature (`welford`, default
-   `auto`; the decision is logged as `segmenter_log`); step 3 decides per segment.
+   `auto`; the decision is logged as `segmenter_log`); step 3 decides per segment. The
+   schedulers' analyses of the fusion and its two-pass copy (never rewritten) are kept in the
+   compiler's `AnalysisCache` (`transforms.schedulers.analyses`): a new shape builds no
+   `Structure`, and each layout and sizing once.
 2. **A compiled program whose heuristics still hold.** Otherwise each program compiled before is
    asked whether it fits the new signature: every segment's scheduler must still accept the
    segment, with heuristics equal to those it was compiled with (nvFuser's
@@ -813,7 +816,8 @@ class FusionCompiler:
                 self.output_shapes(info)
                 if not _splits_any(self._split_factors(info)):
                     try:
-                        propose(self._single_kernel_fusion(info), info)
+                        with cached_analyses(self._analyses):
+                            propose(self._single_kernel_fusion(info), info)
                         return None
                     except SchedulingError:
                         pass
