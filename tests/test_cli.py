@@ -424,3 +424,25 @@ def test_internal_error_in_fuser_run_exits_2_with_the_stage(monkeypatch, tmp_pat
     assert line.startswith("fuser-run: internal error in fuser during compiling: KeyError: 'lost'")
     (repro,) = (tmp_path / "repro").iterdir()
     assert EXP4 in repro.read_text()
+
+
+def test_start_up_imports_only_the_passes_it_runs(tmp_path: Path) -> None:
+    """fuser-opt's `--help` text summarizes every pass, which imports every pass module (a
+    quarter of a second): it is made only when help is asked for, so printing a file imports no
+    pass."""
+    source = tmp_path / "add.mlir"
+    source.write_text(
+        "fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<4xf32>) {\n"
+        "  %y = fusion.add %x, %x : tensor<4xf32>\n"
+        "  fusion.output %y : tensor<4xf32>\n}\n"
+    )
+    probe = (
+        "import sys\n"
+        "from fuser.cli import run_tool, FuserOptMain\n"
+        "status = run_tool(lambda: FuserOptMain(args=sys.argv[1:]), 'fuser-opt')\n"
+        "print(status, sorted(m for m in sys.modules if m.startswith('fuser.transforms.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(source)], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip().splitlines()[-1] == "0 []", out
