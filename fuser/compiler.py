@@ -68,6 +68,7 @@ from fuser.codegen.cuda import emit_cuda
 from fuser.dialects import host, kernel
 from fuser.dialects.fusion import I1, FusionOp, SegmentSetOp, element_type, format_shape
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
+from fuser.options import DEFAULT_STREAMS, check_options
 from fuser.runtime import driver
 from fuser.runtime.compiled_kernel import CompiledKernel, check_arch
 from fuser.runtime.dtypes import numpy_dtype
@@ -95,11 +96,7 @@ from fuser.runtime.host_evaluator import (
     ProgramCache,
     Specialization,
 )
-from fuser.transforms.lower_stream_parallel import (
-    DEFAULT_STREAMS,
-    has_stream_parallel_ops,
-    lower_stream_parallel,
-)
+from fuser.transforms.lower_stream_parallel import has_stream_parallel_ops, lower_stream_parallel
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
@@ -109,7 +106,7 @@ from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls, segment_fusion
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import apply_split_k, plan_split_k
-from fuser.transforms.translate_welford import MODES, Decision, decide, translated, welford_ops
+from fuser.transforms.translate_welford import Decision, decide, translated, welford_ops
 
 # --------------------------------------------------------------------------------------------
 # What a compilation produced
@@ -361,25 +358,6 @@ def target_arch(arch: object) -> str:
         return check_arch(arch)
     except CompilationError as e:
         raise CompilationError(f"compile: argument 'arch': {e}") from None
-
-
-def check_options(owner: str, *, streams: int, welford: str, split_k: int | None = None) -> None:
-    """Checks the compile options `FusionDefinition` and `FusionCompiler` take (see
-    `FusionCompiler.__init__`); a DefinitionError naming `owner` and the argument otherwise."""
-    if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
-        raise DefinitionError(f"{owner}: argument 'streams' must be an int >= 1, got {streams!r}")
-    if welford not in MODES:
-        raise DefinitionError(
-            f"{owner}: argument 'welford' must be one of {', '.join(map(repr, MODES))}, got "
-            f"{welford!r}"
-        )
-    if split_k is not None and (
-        isinstance(split_k, bool) or not isinstance(split_k, int) or split_k < 1
-    ):
-        raise DefinitionError(
-            f"{owner}: argument 'split_k' must be None or an int >= 1 (1 never splits), got "
-            f"{split_k!r}"
-        )
 
 
 class FusionCompiler:

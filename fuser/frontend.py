@@ -93,6 +93,7 @@ from fuser.dialects.fusion import (
 )
 from fuser.dtypes import DataType, ParallelType, compute_dtype, number_dtype, result_type
 from fuser.errors import DefinitionError, VerificationError
+from fuser.options import DEFAULT_STREAMS, check_options
 
 Number = bool | int | float
 
@@ -1015,7 +1016,9 @@ class FusionDefinition:
 
     _prefix = "fd."
 
-    def __init__(self, name: str = "fusion", *, streams: int = 4, welford: str = "auto"):
+    def __init__(
+        self, name: str = "fusion", *, streams: int = DEFAULT_STREAMS, welford: str = "auto"
+    ):
         """`streams`: the CUDA streams the slices of stream-parallel tensors (`parallelize`)
         are spread over when the fusion runs. `welford`: whether `var_mean`/`welford` run as
         two passes (`translate-welford`): "auto" (where measured faster), "always" or "never"."""
@@ -1023,7 +1026,6 @@ class FusionDefinition:
             raise DefinitionError(
                 f"FusionDefinition: argument 'name' must be a non-empty str, got {name!r}"
             )
-        from fuser.compiler import check_options  # (the compiler is imported on first use)
 
         check_options("FusionDefinition", streams=streams, welford=welford)
         self.name = name

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -1113,3 +1115,18 @@ def test_call_argument_errors_name_the_argument(
 def test_compile_takes_an_int_arch() -> None:
     compiled = _one_input_fusion().compile([np.ones(3, np.float32)], arch=90)
     assert compiled.arch == "sm_90"
+
+
+def test_defining_a_fusion_imports_no_compiler() -> None:
+    """`import fuser` and a definition need the dialects only: the compiler, cuda-python and
+    numpy (half a second to import) wait for the first compile (issue 13's import target)."""
+    probe = (
+        "import sys\n"
+        "from fuser import DataType, FusionDefinition\n"
+        "with FusionDefinition('f', streams=2, welford='never') as fd:\n"
+        "    fd.add_output(fd.ops.exp(fd.define_tensor([-1], DataType.Float)))\n"
+        "heavy = ('fuser.compiler', 'cuda.bindings', 'numpy', 'fuser.transforms.schedulers')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

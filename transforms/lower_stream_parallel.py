@@ -81,10 +81,10 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from fuser.dialects import fusion as fu
 from fuser.dialects import host, kernel
 from fuser.errors import CompilationError
+from fuser.options import DEFAULT_STREAMS
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 
 __all__ = [
-    "DEFAULT_STREAMS",
     "STREAM_LOOP",
     "LowerStreamParallelPass",
     "StreamLoweringError",
@@ -96,8 +96,6 @@ __all__ = [
     "slice_fusion",
 ]
 
-DEFAULT_STREAMS = 4
-"""Streams a stream-parallel loop spreads its iterations over (nvFuser's default too)."""
 
 STREAM_LOOP = "fuser.stream_parallel"
 """The unit attribute marking a `host.for` whose iterations may run on different streams."""

@@ -65,6 +65,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import DiagnosticException
 
 from fuser.dialects import fusion as fu
+from fuser.options import WELFORD_MODES
 from fuser.transforms.schedule import device_options, pass_fusion_info
 from fuser.transforms.schedulers import SCHEDULERS
 from fuser.transforms.schedulers.info import FusionInfo
@@ -85,8 +86,8 @@ __all__ = [
     "welford_ops",
 ]
 
-MODES: tuple[str, ...] = ("auto", "always", "never")
-"""The values of the `mode` option (`welford` of `fuser-segment` and of the compiler)."""
+MODES = WELFORD_MODES
+"""The values of the `mode` option (`fuser.options.WELFORD_MODES`)."""
 
 AUTO_TRANSLATE: dict[str, bool] = {
     "persistent": False,
