@@ -50,7 +50,7 @@ from fuser.runtime.arrays import DeviceArray
 from fuser.runtime.compiled_kernel import RtcKernel
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
 from fuser.runtime.reference import evaluate
-from fuser.transforms.schedulers.info import SHAPES_SYNTAX, arch_problem
+from fuser.transforms.schedulers.info import DEFAULT_ARCH, SHAPES_SYNTAX, arch_problem
 from fuser.transforms.schedulers.info import parse_shapes as parse_shape_list
 
 PROG = "fuser-run"
@@ -357,7 +357,7 @@ def run(args: argparse.Namespace, progress: Progress | None = None) -> int:
     name = fusion.sym_name.data
     gpu = driver.gpu_available() and not args.compile_only
     if not gpu:
-        arch = args.arch or "sm_90"
+        arch = args.arch or DEFAULT_ARCH
         progress.stage = f"compiling for {arch}"
         compiled = compiler.compile(inputs, arch=arch)
         _print_compiled(compiled, args.print_cuda)

@@ -72,7 +72,7 @@ from fuser.transforms.schedule import (
 )
 from fuser.transforms.schedulers import get_scheduler
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
-from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls
 
@@ -461,8 +461,8 @@ class LowerToHostPass(ModulePass):
     name = "fuser-lower-host"
 
     shapes: str = ""
-    arch: str = "sm_90"
-    sm_count: int = 132
+    arch: str = DEFAULT_ARCH
+    sm_count: int = DEFAULT_SM_COUNT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         shapes, device = device_options(

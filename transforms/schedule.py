@@ -36,6 +36,8 @@ from fuser.dialects.fusion import FusionOp, format_shape
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler
 from fuser.transforms.schedulers.info import (
+    DEFAULT_ARCH,
+    DEFAULT_SM_COUNT,
     DeviceInfo,
     FusionInfo,
     TensorMeta,
@@ -192,8 +194,8 @@ class ScheduleFusionPass(ModulePass):
     name = "fuser-schedule"
 
     shapes: str = ""
-    arch: str = "sm_90"
-    sm_count: int = 132
+    arch: str = DEFAULT_ARCH
+    sm_count: int = DEFAULT_SM_COUNT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         shapes, device = device_options(

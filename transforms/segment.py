@@ -114,7 +114,12 @@ from fuser.transforms.schedule import (
     renamed_option_error,
 )
 from fuser.transforms.schedulers import SCHEDULERS
-from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
+from fuser.transforms.schedulers.info import (
+    DEFAULT_ARCH,
+    DEFAULT_SM_COUNT,
+    FusionInfo,
+    TensorMeta,
+)
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment_rules import MERGE_RULES, GroupView, MergePredicate
 from fuser.transforms.translate_welford import (
@@ -990,8 +995,8 @@ class SegmentFusionPass(ModulePass):
 
     shapes: str = ""
     merge: str = ""
-    arch: str = "sm_90"
-    sm_count: int = 132
+    arch: str = DEFAULT_ARCH
+    sm_count: int = DEFAULT_SM_COUNT
     welford: str = "auto"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -93,6 +93,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from fuser.dialects import fusion as fu
 from fuser.transforms.schedule import device_options, pass_fusion_info
+from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT
 from fuser.transforms.schedulers.matmul_tiles import matmul_tile
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
@@ -168,7 +169,7 @@ def split_factor(
     element_type: Attribute,
     sm_count: int,
     batch: int = 1,
-    arch: str = "sm_90",
+    arch: str = DEFAULT_ARCH,
 ) -> int:
     """The split factor the rule picks for a `[batch, m, k] x [batch, k, n]` matmul of
     `element_type` operands on `sm_count` SMs of `arch`: 1 means no split (see the module
@@ -191,7 +192,7 @@ def plan_split_k(
     *,
     splits: int | None = None,
     log: list[str] | None = None,
-    arch: str = "sm_90",
+    arch: str = DEFAULT_ARCH,
 ) -> tuple[int, ...]:
     """The factor of each of the fusion's `plain_matmuls` on `sm_count` SMs of `arch`, 1 for
     those left alone.
@@ -298,8 +299,8 @@ class SplitKPass(ModulePass):
 
     splits: int | None = None
     shapes: str = ""
-    arch: str = "sm_90"
-    sm_count: int = 132
+    arch: str = DEFAULT_ARCH
+    sm_count: int = DEFAULT_SM_COUNT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.splits is not None and self.splits < 1:

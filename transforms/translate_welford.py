@@ -68,7 +68,7 @@ from fuser.dialects import fusion as fu
 from fuser.options import WELFORD_MODES
 from fuser.transforms.schedule import device_options, pass_fusion_info
 from fuser.transforms.schedulers import SCHEDULERS
-from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
 from fuser.transforms.schedulers.persistent import PersistentScheduler
 from fuser.transforms.schedulers.reduction_layout import plan_layout, structure_of
 
@@ -460,8 +460,8 @@ class TranslateWelfordPass(ModulePass):
 
     mode: str = "auto"
     shapes: str = ""
-    arch: str = "sm_90"
-    sm_count: int = 132
+    arch: str = DEFAULT_ARCH
+    sm_count: int = DEFAULT_SM_COUNT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_mode(self.mode, self.name)

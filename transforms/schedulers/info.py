@@ -78,12 +78,19 @@ class TensorMeta:
         return TensorMeta(tuple(shape), tuple(reversed(strides)), alignment)
 
 
+DEFAULT_ARCH = "sm_90"
+"""The GPU compiled for when none is named or present (the passes' `arch`, `fuser-run` and
+`fd.compile` without a GPU): an H100's."""
+DEFAULT_SM_COUNT = 132
+"""The SMs of that GPU (an H100 SXM's)."""
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """The limits of the GPU a kernel is compiled for (defaults: an H100 SXM)."""
 
-    arch: str = "sm_90"
-    sm_count: int = 132
+    arch: str = DEFAULT_ARCH
+    sm_count: int = DEFAULT_SM_COUNT
     max_threads_per_block: int = 1024
     max_shared_memory_per_block: int = 227 * 1024
     registers_per_sm: int = 65536

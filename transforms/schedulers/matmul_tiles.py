@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from xdsl.ir import Attribute
 
 from fuser.dialects.fusion import BF16, F16, F64
+from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class MatmulTile:
         return batch * -(-m // self.m) * -(-n // self.n)
 
 
-WAVE = 132
+WAVE = DEFAULT_SM_COUNT
 """CTAs that fill an H100 once at one CTA per SM (the large tensor-core tile takes a whole SM)."""
 
 LARGE = MatmulTile(128, 256, 32)
@@ -80,7 +81,9 @@ def has_wgmma(arch: str) -> bool:
     return arch in ("sm_90", "sm_90a")
 
 
-def matmul_tile(m: int, n: int, k: int, element_type: Attribute, arch: str = "sm_90") -> MatmulTile:
+def matmul_tile(
+    m: int, n: int, k: int, element_type: Attribute, arch: str = DEFAULT_ARCH
+) -> MatmulTile:
     """The tile the matmul scheduler uses for `[m, k] x [k, n]` operands of `element_type` on
     `arch`.
 
