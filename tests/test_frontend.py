@@ -1130,3 +1130,17 @@ def test_defining_a_fusion_imports_no_compiler() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_import_fuser_alone_loads_no_frontend() -> None:
+    """`import fuser` loads the errors only (a few ms, issue 13's target is 150); the public
+    names load their modules on first use, and an unknown one is an AttributeError."""
+    probe = (
+        "import sys\n"
+        "import fuser\n"
+        "print(sorted(m for m in ('xdsl', 'fuser.frontend', 'fuser.dtypes') if m in sys.modules))\n"
+        "print(fuser.DataType.Float, 'FusionDefinition' in dir(fuser))\n"
+        "print(hasattr(fuser, 'Nope'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:3] == ["[]", "DataType.Float True", "False"], out.stdout
