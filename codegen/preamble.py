@@ -133,6 +133,7 @@ template <> struct Mma16816<__nv_bfloat16> {
 // cut into 64-element atoms stored one after another (the rows of atom j at j * BK * 64).
 template <typename T, int MN, int BK, int LOAD, int THREADS, bool ATOMS = false> struct Operand {
   static constexpr bool K_ROWS = LOAD == K_ASYNC || LOAD == K_ELEMENTS;
+  static constexpr int K_TILE = BK;
   static constexpr bool ASYNC = LOAD == K_ASYNC || LOAD == MN_ASYNC;
   static constexpr int ROWS = K_ROWS ? MN : BK;
   static constexpr int ROW = K_ROWS ? BK : MN;  // elements per row
@@ -243,6 +244,28 @@ template <typename T, int MN, int BK, int LOAD, int THREADS, bool ATOMS = false>
   }
 };
 
+// acc = A[m0:m0+BM, k0:k1] B[k0:k1, n0:n0+BN] by the k loop of `Tiles` (Mma or Wgmma: its
+// operands `Tiles::A`, `Tiles::B` and `Tiles::tiles_loop<EDGES>`) for the last two dims of `a`
+// ([.., M, K]) and `b` ([.., K, N]) at element offsets a_off and b_off; out-of-range rows and
+// columns are zero. A block wholly inside both operands (most blocks) runs the loop compiled
+// without edge code.
+template <typename Tiles, typename T, int R>
+__device__ __forceinline__ void run_tiles(float (&acc)[Tiles::ACC], Tensor<T, R> a,
+                                          long long a_off, Tensor<T, R> b, long long b_off,
+                                          long long m0, long long n0, long long k0,
+                                          long long k1) {
+  typename Tiles::A la(a.data + a_off, a.stride[R - 2], a.stride[R - 1], (int)m0,
+                       (int)a.size[R - 2], (int)k0, (int)k1);
+  typename Tiles::B lb(b.data + b_off, b.stride[R - 1], b.stride[R - 2], (int)n0,
+                       (int)b.size[R - 1], (int)k0, (int)k1);
+  constexpr int BK = Tiles::A::K_TILE;
+  const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
+  if (la.interior() && lb.interior())
+    Tiles::template tiles_loop<false>(acc, la, lb, tiles);
+  else
+    Tiles::template tiles_loop<true>(acc, la, lb, tiles);
+}
+
 // Where this lane's ldmatrix rows lie in an operand tile, for the 16 x 16 blocks (16 MN indices
 // by 16 k) a warp reads: block `b` (MN from mn_warp + 16 b) at k step `kk` starts at
 // `at(b, kk)` elements. Matrix i of a block covers MN 8 x (i & 1) and k 8 x (i >> 1) (the
@@ -304,22 +327,13 @@ struct Mma {
       }
   }
 
-  // acc = A[m0:m0+BM, k0:k1] B[k0:k1, n0:n0+BN] for the last two dims of `a` ([.., M, K]) and `b`
-  // ([.., K, N]) at element offsets a_off and b_off; out-of-range rows and columns are zero.
+  // acc = A[m0:m0+BM, k0:k1] B[k0:k1, n0:n0+BN] with mma.sync tiles (see `run_tiles`).
   template <int R>
   __device__ static void mainloop(float (&acc)[ACC], Tensor<T, R> a, long long a_off,
                                   Tensor<T, R> b, long long b_off, long long m0, long long n0,
                                   long long k0, long long k1) {
     static_assert(sizeof(T) == 2 && __CUDA_ARCH__ >= 800, "mma.sync needs sm_80 and 16-bit types");
-    A la(a.data + a_off, a.stride[R - 2], a.stride[R - 1], (int)m0, (int)a.size[R - 2], (int)k0,
-         (int)k1);
-    B lb(b.data + b_off, b.stride[R - 1], b.stride[R - 2], (int)n0, (int)b.size[R - 1], (int)k0,
-         (int)k1);
-    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
-    if (la.interior() && lb.interior())  // most blocks: a loop with no edge code
-      tiles_loop<false>(acc, la, lb, tiles);
-    else
-      tiles_loop<true>(acc, la, lb, tiles);
+    run_tiles<Mma>(acc, a, a_off, b, b_off, m0, n0, k0, k1);
   }
 
   // acc = the product of la's and lb's next `tiles` k tiles; EDGES false: both interior().
@@ -463,21 +477,13 @@ template <typename T, int BM, int BN, int BK, int STAGES, int LOAD_A, int LOAD_B
     return wgmma_descriptor(tile + (mn / 64) * (BK * 128) + ks * 2048, BK * 128, 1024);
   }
 
-  // acc = A[m0:m0+BM, k0:k1] B[k0:k1, n0:n0+BN], as Mma::mainloop.
+  // acc = A[m0:m0+BM, k0:k1] B[k0:k1, n0:n0+BN] with wgmma tiles (see `run_tiles`).
   template <int R>
   __device__ static void mainloop(float (&acc)[ACC], Tensor<T, R> a, long long a_off,
                                   Tensor<T, R> b, long long b_off, long long m0, long long n0,
                                   long long k0, long long k1) {
     static_assert(FUSER_WGMMA, "wgmma tiles need sm_90a");
-    A la(a.data + a_off, a.stride[R - 2], a.stride[R - 1], (int)m0, (int)a.size[R - 2], (int)k0,
-         (int)k1);
-    B lb(b.data + b_off, b.stride[R - 1], b.stride[R - 2], (int)n0, (int)b.size[R - 1], (int)k0,
-         (int)k1);
-    const int tiles = k1 > k0 ? (int)((k1 - k0 + BK - 1) / BK) : 0;
-    if (la.interior() && lb.interior())  // most blocks: a loop with no edge code
-      tiles_loop<false>(acc, la, lb, tiles);
-    else
-      tiles_loop<true>(acc, la, lb, tiles);
+    run_tiles<Wgmma>(acc, a, a_off, b, b_off, m0, n0, k0, k1);
   }
 
   // acc = the product of la's and lb's next `tiles` k tiles; EDGES false: both interior().
