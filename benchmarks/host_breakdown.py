@@ -27,7 +27,7 @@ from run import interleaved_us
 from workloads import host_overhead_fusions
 
 from fuser.runtime import driver
-from fuser.runtime.executor import TORCH_FRONTEND
+from fuser.runtime.frontends import TORCH_FRONTEND
 
 
 def gpu_us(fn: Callable[[], object], calls: int = 2000) -> float:
@@ -47,10 +47,10 @@ def main() -> None:
     y = torch.randn(1024, device="cuda")
     fd.execute([x, y])
     chain.execute([x, y])
-    spec = chain._fusion_compiler()._program_cache.last
+    spec = chain._fusion_compiler()._signatures.last
     launch = spec.launches[0]
     launch._load()
-    entry = fd._fusion_compiler()._cache.last
+    entry = fd._fusion_compiler()._signatures.last
     graph = entry.graph
     stream = TORCH_FRONTEND.raw_stream(0)
     slot, inputs = entry.in_slots[0], (x.data_ptr(), y.data_ptr())

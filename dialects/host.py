@@ -1,8 +1,9 @@
 """The `host` dialect: the program around kernels, as the host runs it over CUDA streams.
 
 A `host.program` takes and returns builtin ranked tensors (static or `?` dims) and scalars. Its
-body allocates device tensors (`host.allocate`, `host.deallocate`), computes grid sizes from
-extents (`host.dim`, then `arith` on `index`), launches kernels (`host.launch`), loops
+body allocates device tensors (`host.allocate`, `host.deallocate`), takes extents (`host.dim`,
+then `arith` on `index`), asks kernels for their grids (`host.grid`), launches kernels
+(`host.launch`), loops
 (`host.for`), and takes views (`host.alias_select`). A tensor value is a device buffer with
 sizes and strides (in elements): the evaluator passes it to a kernel as the `Tensor<T, N>`
 struct of a `!kernel.tensor<T, N>` parameter.
@@ -308,6 +309,59 @@ def _lookup(op: Operation, symbol: SymbolRefAttr) -> Operation | None:
     if anchor is None:
         return None
     return SymbolTable.lookup_symbol(anchor, symbol)
+
+
+@irdl_op_definition
+class GridOp(IRDLOperation):
+    """The grid a kernel's launch rule gives for these arguments, computed when the program
+    runs: `%gx, %gy, %gz = host.grid @k ins(%a, %b : T1, T2)`.
+
+    A kernel's grid follows from the shapes of its arguments by the rule of the scheduler that
+    made it (a block per row, per tile, per chunk of elements). A program is reused for every
+    signature whose heuristics its kernels still fit, so the grid is a value of each call, not
+    a constant of the program: `host.grid` names that computation, and the evaluator asks the
+    kernel for it once per signature. Its results are ordinary `index` values: a launch may
+    take them, or any other values (an edited program that launches a fixed grid runs it).
+    `ins` are the kernel's leading parameters, as `host.launch` passes them.
+    """
+
+    name = "host.grid"
+
+    kernel = prop_def(SymbolRefAttr)
+    ins = var_operand_def()
+    grid_x = result_def(IndexType)
+    grid_y = result_def(IndexType)
+    grid_z = result_def(IndexType)
+
+    assembly_format = "$kernel (`ins` `(` $ins^ `:` type($ins) `)`)? attr-dict"
+
+    def __init__(self, kernel: str | SymbolRefAttr, ins: Sequence[SSAValue]):
+        if isinstance(kernel, str):
+            kernel = FlatSymbolRefAttr(kernel)
+        super().__init__(
+            operands=[ins],
+            result_types=[IndexType(), IndexType(), IndexType()],
+            properties={"kernel": kernel},
+        )
+
+    @property
+    def grid(self) -> tuple[SSAValue, SSAValue, SSAValue]:
+        return self.grid_x, self.grid_y, self.grid_z
+
+    def verify_(self) -> None:
+        callee = _lookup(self, self.kernel)
+        if callee is None:
+            return  # compiled elsewhere
+        if not isinstance(callee, KernelFuncOp):
+            raise VerifyException(
+                f"'{self.name}' {self.kernel} is a '{callee.name}', not a kernel.func"
+            )
+        params = callee.function_type.inputs.data
+        if len(self.ins) > len(params):
+            raise VerifyException(
+                f"'{self.name}' passes {len(self.ins)} arguments to {self.kernel}, which takes "
+                f"{len(params)}"
+            )
 
 
 @irdl_op_definition
@@ -624,6 +678,7 @@ Host = Dialect(
         AllocateOp,
         DeallocateOp,
         AliasSelectOp,
+        GridOp,
         LaunchOp,
         ForOp,
         YieldOp,

@@ -1,8 +1,9 @@
 """From a fusion and its inputs to kernels that run: scheduling, segmentation, CUDA, NVRTC, caching.
 
 `FusionCompiler` serves one `fusion.fusion` op (nvFuser's FusionExecutorCache). `execute(inputs)`
-reads the inputs into a signature (`fuser.runtime.executor`: shapes, strides, dtypes, pointer
-alignment, device), looks the signature up and, on a hit, only launches. On a miss it validates
+reads the inputs into a signature (`fuser.runtime.signature`: shapes, strides, dtypes, pointer
+alignment, device), looks the signature up in its one `SignatureCache` (`fuser.runtime.dispatch`)
+and, on a hit, only launches. On a miss it validates
 the inputs against the fusion's signature (count, dtype, rank, static extents, scalar kinds;
 device placement is checked while reading), builds a `FusionInfo` and finds what runs it:
 
@@ -14,8 +15,8 @@ device placement is checked while reading), builds a `FusionInfo` and finds what
    no merge predicate (`should_merge`, which replaces the schedulers in the segmenter) and a
    scheduler accepts the whole fusion, the kernel already compiled for the same (arch,
    scheduler, heuristics) is reused, as nvFuser does, or a new one is emitted and compiled.
-   Its `KernelExecutor` then caches the launch of the new signature, and hits take the
-   executor's generated fast path. The fusion asked about has its Welford ops as two passes
+   Its `KernelExecutor` plans the launch of the new signature (an `Entry`, the signature's
+   runnable: a program of one launch). The fusion asked about has its Welford ops as two passes
    where `transforms.translate_welford.decide` says so for the signature (`welford`, default
    `auto`; the decision is logged as `segmenter_log`); step 3 decides per segment. The
    schedulers' analyses of the fusion and its two-pass copy (never rewritten) are kept in the
@@ -33,11 +34,11 @@ device placement is checked while reading), builds a `FusionInfo` and finds what
    thread pool), and a `HostEvaluator` with a pool of `streams` streams runs the program. A
    fusion with a stream-parallel op (`fusion.stream_axis`) always runs as a program.
 
-Signatures run by a program are cached in a `ProgramCache` (runtime/host_evaluator.py) with its
-own torch fast path; once a fusion has one, `execute` is that cache's fast path, which hands
-single-kernel signatures on to the executor cache. `cache_info()` counts hits, misses,
-heuristic reuses, signatures, kernels and programs. Misses are serialized by a lock, so threads
-may share one compiler.
+A signature a program serves runs the evaluator's `Specialization` for it. Either runnable sits
+in the one signature cache, whose generated fast path serves torch inputs of known signatures,
+and whose one miss handler is `_on_miss`. `cache_info()` counts hits, misses, heuristic reuses,
+signatures, kernels and programs. Misses are serialized by a lock, so threads may share one
+compiler.
 
 `compile(inputs, arch=...)` runs the same pipeline without a GPU (NVRTC only), for an explicit
 `sm_XY` target with an H100's limits, and returns a `CompiledFusion` describing each kernel.
@@ -70,31 +71,27 @@ from fuser.dialects.fusion import I1, FusionOp, SegmentSetOp, element_type, form
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
 from fuser.options import DEFAULT_STREAMS, check_options
 from fuser.runtime import driver
+from fuser.runtime.calls import Call, InputLayout, read_inputs
 from fuser.runtime.compiled_kernel import CompiledKernel, check_arch
+from fuser.runtime.dispatch import Runnable, SignatureCache
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import (
-    SCALAR_BOOL,
-    SCALAR_FLOAT,
-    SCALAR_INT,
-    SCALAR_KINDS,
-    Call,
-    ExecutorCache,
-    InputLayout,
-    InputMeta,
+    Entry,
     KernelExecutor,
     KernelParams,
     LaunchPlan,
     Planner,
     ScalarParam,
     TensorParam,
-    decode_signature,
-    read_inputs,
 )
-from fuser.runtime.host_evaluator import (
-    ExecutorKernel,
-    HostEvaluator,
-    ProgramCache,
-    Specialization,
+from fuser.runtime.host_evaluator import ExecutorKernel, HostEvaluator, Specialization
+from fuser.runtime.signature import (
+    SCALAR_BOOL,
+    SCALAR_FLOAT,
+    SCALAR_INT,
+    SCALAR_KINDS,
+    InputMeta,
+    decode_signature,
 )
 from fuser.transforms.lower_stream_parallel import has_stream_parallel_ops, lower_stream_parallel
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion
@@ -306,27 +303,6 @@ def _print(op: Operation) -> str:
     return out.getvalue() + "\n"
 
 
-class _ProgramEntry:
-    """A program's specialization as the single-kernel ExecutorCache sees it (an entry and its
-    executor in one): a signature that first missed there runs the program through it."""
-
-    func = None  # the executor cache's fast path needs a function: it takes the general path
-    torch_out = None
-
-    def __init__(self, spec: Specialization) -> None:
-        self.spec = spec
-        self.executor = self
-
-    def entry(self, key: tuple[int, ...]) -> _ProgramEntry:
-        return self
-
-    def run_entry(self, entry: Any, call: Call) -> list[Any]:
-        return self.spec.run(call)
-
-    def prepare(self, call: Call) -> _PreparedProgram:
-        return _PreparedProgram(self.spec, call)
-
-
 class _PreparedProgram:
     """A whole program's run with fixed inputs, for timing (`FusionCompiler.prepare`)."""
 
@@ -411,19 +387,12 @@ class FusionCompiler:
         self._programs: list[_Program] = []
         self._program_of: dict[HostEvaluator, _Program] = {}
         self._lock = threading.RLock()
-        self._cache = ExecutorCache(self.layout, self._on_miss)
-        self._program_cache = ProgramCache(self.layout, self._on_program_miss, self._cache)
+        self._signatures = SignatureCache(self.layout, self._on_miss)
         self._always_segment = (
             should_merge is not None
             or any(isinstance(op, SegmentSetOp) for op in fusion.body.walk())
             or has_stream_parallel_ops(fusion)
         )
-        # `execute` is a cache's (generated) fast path itself: no call layer in between. It is
-        # the program cache's once the fusion has run as a program (from the start when it
-        # always does: with a segment_set or a merge predicate).
-        self.execute = self._cache.execute  # type: ignore[method-assign]
-        if self._always_segment:
-            self.execute = self._program_cache.execute  # type: ignore[method-assign]
         self._compiled_last: _Variant | _Program | None = None
         self._compiled_signatures: set[tuple[str, tuple[int, ...]]] = set()
         self.kernels_compiled = 0
@@ -661,15 +630,24 @@ class FusionCompiler:
 
         return plan
 
-    def _specialize(self, program: _Program, call: Call) -> Specialization:
-        """The program's specialization for a call's signature, cached for `execute`."""
-        spec = program.evaluator.specialize(call.key, call.scalars)
-        self._program_cache.entries[call.key] = spec
-        # from now on `execute` starts at the program cache (single-kernel signatures go on
-        # to the executor cache from there)
-        self.execute = self._program_cache.execute  # type: ignore[method-assign]
-        dump.dump("launch_params", f"@{self.layout.fusion_name}", spec.describe_launches)
-        return spec
+    def _runnable(self, choice: _Variant | _Program, call: Call) -> Runnable:
+        """What runs a call's signature: the kernel's entry for it (planned) or the program's
+        specialization."""
+        if isinstance(choice, _Program):
+            spec = choice.evaluator.specialize(call.key, call.scalars)
+            dump.dump("launch_params", f"@{self.layout.fusion_name}", spec.describe_launches)
+            return spec
+        executor = choice.executor
+        entry = executor.entry(call.key)
+        dump.dump(
+            "launch_params",
+            f"@{self.layout.fusion_name}",
+            lambda: (
+                f"{executor.kernel.kernel_name}: grid={list(entry.grid)} "
+                f"block={list(entry.block)} smem={entry.shared_bytes}"
+            ),
+        )
+        return entry
 
     def compile(self, inputs: Sequence[Any], arch: str | int | None = None) -> CompiledFusion:
         """Compile the fusion for these inputs: for the current GPU, or without one for `arch`
@@ -692,21 +670,15 @@ class FusionCompiler:
         with self._lock:
             choice, reused = self._plan(info)
             signature = (dev.arch, call.key)
-            seen = signature in self._compiled_signatures or (
-                arch is None
-                and (call.key in self._cache.entries or call.key in self._program_cache.entries)
-            )
+            entries = self._signatures.entries
+            seen = signature in self._compiled_signatures or (arch is None and call.key in entries)
             self._compiled_signatures.add(signature)
             if not seen:  # a new signature, served by code compiled for another one
                 self.heuristic_reuses += reused
-            if arch is None and call.key not in self._cache.entries:  # execute will hit
-                if isinstance(choice, _Variant):
-                    self._cache.entries[call.key] = choice.executor.entry(call.key)
-                elif call.key not in self._program_cache.entries:
-                    self._specialize(choice, call)
+            if arch is None and call.key not in entries:  # execute will hit
+                entries[call.key] = self._runnable(choice, call)
         self._compiled_last = choice
-        self._cache.last = None
-        self._program_cache.last = None
+        self._signatures.last = None
         if isinstance(choice, _Variant):
             compiled = choice.executor.kernel
             with cached_analyses(self._analyses):  # (the fusion or its two-pass copy)
@@ -743,90 +715,41 @@ class FusionCompiler:
     def execute(self, inputs: Sequence[Any]) -> list[Any]:
         """Run the fusion; outputs come back as the inputs' kind (torch, cupy, DeviceArray or
         numpy). Compiles on the first call for each new signature."""
-        return self._cache.execute(inputs)
+        return self._signatures.execute(inputs)
 
-    def _decide(self, call: Call) -> _Variant | _Program:
-        """A new signature: validate it, then find or compile what runs it. Lock held."""
-        self.validate(call)
-        if not driver.gpu_available():
-            raise _no_gpu_error()
-        choice, reused = self._plan(self._infos(call, device_info(call.device)))
-        self.heuristic_reuses += reused
-        return choice
-
-    def _on_miss(self, call: Call) -> KernelExecutor | _ProgramEntry:
-        """A new signature in the executor cache: its kernel's executor (entry planned), or
-        the program that runs it, as an entry of that cache."""
+    def _on_miss(self, call: Call) -> Runnable:
+        """The signature cache's miss: validate the call, then find or compile what runs its
+        signature (see the module docstring)."""
         with self._lock:
-            spec = self._program_cache.entries.get(call.key)
-            if spec is not None:  # another thread compiled it meanwhile
-                return _ProgramEntry(spec)
-            choice = self._decide(call)
-            if isinstance(choice, _Program):
-                return _ProgramEntry(self._specialize(choice, call))
-            executor = choice.executor
-            entry = executor.entry(call.key)
-            dump.dump(
-                "launch_params",
-                f"@{self.layout.fusion_name}",
-                lambda: (
-                    f"{executor.kernel.kernel_name}: grid={list(entry.grid)} "
-                    f"block={list(entry.block)} smem={entry.shared_bytes}"
-                ),
-            )
-            return executor
-
-    def _on_program_miss(self, call: Call) -> Specialization | None:
-        """A new signature in the program cache: its specialization, or None when one kernel
-        runs it (the program cache then hands the call to the executor cache, whose miss
-        finds the kernel again)."""
-        with self._lock:
-            spec = self._program_cache.entries.get(call.key)
-            if spec is not None:
-                return spec
-            if call.key in self._cache.entries:
-                return None
-            if not self._always_segment:
-                self.validate(call)
-                if not driver.gpu_available():
-                    raise _no_gpu_error()
-                info = self._infos(call, device_info(call.device))
-                self.output_shapes(info)
-                if not _splits_any(self._split_factors(info)):
-                    try:
-                        with cached_analyses(self._analyses):
-                            propose(self._single_kernel_fusion(info), info)
-                        return None
-                    except SchedulingError:
-                        pass
-            choice = self._decide(call)
-            assert isinstance(choice, _Program)
-            return self._specialize(choice, call)
+            runnable = self._signatures.entries.get(call.key)
+            if runnable is not None:  # another thread compiled it meanwhile
+                return runnable
+            self.validate(call)
+            if not driver.gpu_available():
+                raise _no_gpu_error()
+            choice, reused = self._plan(self._infos(call, device_info(call.device)))
+            self.heuristic_reuses += reused
+            return self._runnable(choice, call)
 
     def prepare(self, inputs: Sequence[Any]) -> list[Any]:
         """Each kernel's launch for these inputs with its outputs allocated once, for timing
         (compiles on a new signature, like `execute`). A fusion that runs as a program gives
         one callable that runs the whole program (allocating its buffers each time)."""
         call = read_inputs(inputs, self.layout)
-        spec = self._program_cache.entries.get(call.key)
-        if spec is not None:
-            self._program_cache.last = spec
-            self._cache.last = None
-            return [_PreparedProgram(spec, call)]
-        entry = self._cache.lookup(call)
-        self._cache.last = entry
-        return [entry.executor.prepare(call)]
+        runnable = self._signatures.lookup(call)
+        self._signatures.last = runnable
+        if isinstance(runnable, Entry):
+            return [runnable.executor.prepare(call)]
+        assert isinstance(runnable, Specialization)
+        return [_PreparedProgram(runnable, call)]
 
     def _last(self) -> _Variant | _Program:
         """What the last `execute` (or else `compile`) ran."""
-        last = self._cache.last
-        if isinstance(last, _ProgramEntry):
-            return self._program_of[last.spec.evaluator]
-        if last is not None:
+        last = self._signatures.last
+        if isinstance(last, Specialization):
+            return self._program_of[last.evaluator]
+        if isinstance(last, Entry):
             return self._variant_of[last.executor]
-        spec = self._program_cache.last
-        if spec is not None:
-            return self._program_of[spec.evaluator]
         if self._compiled_last is not None:
             return self._compiled_last
         raise DefinitionError(
@@ -865,12 +788,12 @@ class FusionCompiler:
     @property
     def hits(self) -> int:
         """Signature-cache hits of `execute`."""
-        return self._cache.hits + self._program_cache.hits
+        return self._signatures.hits
 
     @property
     def misses(self) -> int:
         """Signature-cache misses of `execute` (each validated the inputs)."""
-        return self._cache.misses + self._program_cache.misses
+        return self._signatures.misses
 
     def cache_info(self) -> dict[str, int]:
         """Signature-cache hits and misses, new signatures served by a kernel or program
@@ -880,7 +803,7 @@ class FusionCompiler:
             "hits": self.hits,
             "misses": self.misses,
             "heuristic_reuses": self.heuristic_reuses,
-            "signatures": len(self._cache.entries.keys() | self._program_cache.entries.keys()),
+            "signatures": len(self._signatures.entries),
             "kernels": self.kernels_compiled,
             "programs": len(self._programs),
         }

@@ -13,7 +13,7 @@ from enum import Enum
 
 from xdsl.ir import Attribute
 
-from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64
+from fuser.dialects.fusion import ELEMENT_TYPES
 
 
 class DataType(Enum):
@@ -66,14 +66,9 @@ class ParallelType(Enum):
     Stream = "stream"
 
 
+#: Each DataType's element type: the one its value spells (`DataType.Float` -> `f32`).
 _ELEMENT_TYPES: dict[DataType, Attribute] = {
-    DataType.Float: F32,
-    DataType.Double: F64,
-    DataType.Half: F16,
-    DataType.BFloat16: BF16,
-    DataType.Int: I64,
-    DataType.Int32: I32,
-    DataType.Bool: I1,
+    dtype: next(t for t in ELEMENT_TYPES if str(t) == dtype.value) for dtype in DataType
 }
 
 _FLOAT_RANK = {DataType.Half: 0, DataType.BFloat16: 0, DataType.Float: 1, DataType.Double: 2}

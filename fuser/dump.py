@@ -12,7 +12,9 @@ first time anything is dumped. Each stage is printed when it happens, under a he
 - `kernel_ir`: each kernel as `kernel` dialect IR;
 - `cuda`: each kernel's CUDA source;
 - `host_ir`: the host program of a segmented fusion;
-- `launch_params`: each kernel's grid, block and dynamic shared memory for a new signature.
+- `launch_params`: each kernel's grid, block and dynamic shared memory for a new signature;
+- `fast_path`: the Python the runtime generates for its hot path (`fuser.runtime.generated`):
+  the signature cache's `execute` and a program's unrolled closures, as they are defined.
 
 An unknown name is reported once on stderr (with the known ones) and otherwise ignored.
 """
@@ -31,6 +33,7 @@ STAGES: tuple[str, ...] = (
     "cuda",
     "host_ir",
     "launch_params",
+    "fast_path",
 )
 """Every stage `FUSER_DUMP` may name, in the order a compilation reaches them."""
 

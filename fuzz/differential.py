@@ -235,15 +235,18 @@ class _ReferenceKernel:
     def compile(self) -> None:
         pass
 
-    def bind(self, name: str, ins: Any, outs: Any, block: Any, shared: int, device: int) -> Any:
+    def grid(self, name: str, ins: Any, device: int) -> tuple[int, int, int]:
+        return (1, 1, 1)  # the reference evaluates the whole segment at once
+
+    def bind(
+        self, name: str, ins: Any, outs: Any, grid: Any, block: Any, shared: int, device: int
+    ) -> Any:
         params = [*ins, *outs]
         fusion, n = self.fusion, len(self.fusion.inputs)
 
         class Launch:
-            grid = None
-
             def __init__(self) -> None:
-                self.name, self.block, self.shared_bytes = name, block, shared
+                self.name, self.grid, self.block, self.shared_bytes = name, grid, block, shared
 
             def __call__(self, args: list[Any], grid: Any, stream: int) -> None:
                 from fuser.runtime.reference import evaluate
@@ -263,8 +266,8 @@ def host_call(evaluator: Any, inputs: Sequence[Any], frontend: Any, stream: int 
     """A runtime `Call` of `evaluator` (a `HostEvaluator`) on numpy inputs standing in for device
     tensors (no upload): their addresses are the pointers; `frontend` allocates the outputs.
     The host-evaluator tests build their calls with it too."""
-    from fuser.runtime import executor
-    from fuser.runtime.executor import Call, InputLayout, tensor_signature
+    from fuser.runtime.calls import Call, InputLayout
+    from fuser.runtime.signature import dtype_code, scalar_part, tensor_part
 
     layout = InputLayout(
         evaluator.name, [f"input #{i}" for i in range(len(inputs))], evaluator.is_tensor
@@ -275,12 +278,11 @@ def host_call(evaluator: Any, inputs: Sequence[Any], frontend: Any, stream: int 
     for x, is_tensor in zip(inputs, evaluator.is_tensor, strict=True):
         if is_tensor:
             strides = tuple(s // x.itemsize for s in x.strides)
-            code = executor.dtype_code(x.dtype)
-            key += tensor_signature(x.shape, strides, code, x.ctypes.data)
+            key += tensor_part(x.shape, strides, dtype_code(x.dtype), x.ctypes.data)
             ptrs.append(x.ctypes.data)
     for x, is_tensor in zip(inputs, evaluator.is_tensor, strict=True):
         if not is_tensor:
-            key += (-1, executor.SCALAR_KINDS.get(type(x), 0))
+            key += scalar_part(x)
             scalars.append(x)
     return Call(layout, inputs, (*key, 0), ptrs, scalars, 0, stream, frontend)
 
@@ -288,7 +290,7 @@ def host_call(evaluator: Any, inputs: Sequence[Any], frontend: Any, stream: int 
 def run_lowered(lowering: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
     """Runs a `HostLowering` on numpy inputs over host memory (see the module docstring)."""
     from fuser.runtime import driver
-    from fuser.runtime.executor import Frontend
+    from fuser.runtime.frontends import Frontend
     from fuser.runtime.host_evaluator import HostEvaluator
 
     class HostFrontend(Frontend):

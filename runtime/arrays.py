@@ -254,30 +254,25 @@ def _element_strides(byte_strides: Sequence[int], itemsize: int, what: str) -> t
     return tuple(out)
 
 
-_TORCH_DTYPES: dict[str, np.dtype] = {
-    "torch.float16": np.dtype(np.float16),
-    "torch.bfloat16": BFLOAT16,
-    "torch.float32": np.dtype(np.float32),
-    "torch.float64": np.dtype(np.float64),
-    "torch.int8": np.dtype(np.int8),
-    "torch.int16": np.dtype(np.int16),
-    "torch.int32": np.dtype(np.int32),
-    "torch.int64": np.dtype(np.int64),
-    "torch.uint8": np.dtype(np.uint8),
-    "torch.uint16": np.dtype(np.uint16),
-    "torch.uint32": np.dtype(np.uint32),
-    "torch.uint64": np.dtype(np.uint64),
-    "torch.bool": np.dtype(np.bool_),
-    "torch.complex64": np.dtype(np.complex64),
-    "torch.complex128": np.dtype(np.complex128),
-}
+def torch_numpy_dtype(torch_dtype: Any) -> np.dtype | None:
+    """The numpy dtype of a torch dtype, by name: torch names its dtypes as numpy does
+    (`torch.float16`, `torch.uint8`, `torch.complex64`, `torch.bool`), with bf16 as ml_dtypes'
+    `bfloat16`; None for one numpy lacks (`torch.float8_e4m3fn`, `torch.qint8`)."""
+    name = str(torch_dtype).removeprefix("torch.")
+    if name == BFLOAT16.name:
+        return BFLOAT16
+    try:
+        dtype = np.dtype(name)
+    except TypeError:
+        return None
+    return dtype if dtype.kind in "biufc" else None
 
 
 def _view_of_torch(t: Any) -> TensorView:
     device = t.device
     if device.type != "cuda":
         raise InputError(f"expected a CUDA tensor, got a torch.Tensor on device '{device}'")
-    dtype = _TORCH_DTYPES.get(str(t.dtype))
+    dtype = torch_numpy_dtype(t.dtype)
     if dtype is None:
         raise InputError(f"unsupported torch dtype {t.dtype}")
     return TensorView(

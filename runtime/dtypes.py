@@ -17,20 +17,20 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 from xdsl.ir import Attribute
 
-from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64
+from fuser.dialects.fusion import ELEMENT_TYPES
 
-_PAIRS: tuple[tuple[Attribute, np.dtype], ...] = (
-    (F16, np.dtype(np.float16)),
-    (BF16, np.dtype(ml_dtypes.bfloat16)),
-    (F32, np.dtype(np.float32)),
-    (F64, np.dtype(np.float64)),
-    (I32, np.dtype(np.int32)),
-    (I64, np.dtype(np.int64)),
-    (I1, np.dtype(np.bool_)),
+#: The numpy dtype of each element type of `ELEMENT_TYPES` (f16, bf16, f32, f64, i32, i64, i1).
+_NUMPY_DTYPES = ("float16", ml_dtypes.bfloat16, "float32", "float64", "int32", "int64", "bool")
+_PAIRS: tuple[tuple[Attribute, np.dtype], ...] = tuple(
+    (t, np.dtype(d)) for t, d in zip(ELEMENT_TYPES, _NUMPY_DTYPES, strict=True)
 )
 
 BFLOAT16: np.dtype = np.dtype(ml_dtypes.bfloat16)
 """The numpy dtype of bf16 values."""
+
+FUSION_DTYPES: tuple[np.dtype, ...] = tuple(dtype for _, dtype in _PAIRS)
+"""The numpy dtype of each fusion element type (f16, bf16, f32, f64, i32, i64, i1, in this order,
+which `fuser.runtime.signature` numbers). Each one's `name` is also torch's (`torch.bfloat16`)."""
 
 FLOAT_DTYPES: tuple[np.dtype, ...] = (
     np.dtype(np.float16),

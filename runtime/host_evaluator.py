@@ -23,10 +23,12 @@ events (`DriverBackend`, the CUDA driver; tests pass fakes). It never walks IR o
   one per intermediate, and pool usage is back where it started after every call. With torch
   inputs the workspace is a `torch.empty` byte tensor instead (torch's caching allocator on
   torch's current stream, where the program runs): two driver calls fewer per call.
-- **Launches** go through the binding: `ExecutorKernel` takes the launch configuration from the
-  `KernelExecutor` entry of the launch's inputs, which recomputes it per signature (the `grid`
-  operands of a lowered program are the values for the signature it was lowered for; only
-  fakes read them). Each specialization owns a copy of each entry's argument buffer. Top-level
+- **Launches** run as the program says: `host.grid` asks the kernel's binding for the grid of a
+  signature (`ExecutorKernel`: the `KernelExecutor` entry of the launch's inputs, planned once
+  per signature), and `host.launch` launches with its grid operands (whatever computed them),
+  block and dynamic shared memory; a block or shared memory the kernel was not compiled for is
+  a CompilationError naming the launch. Each specialization owns a copy of each entry's
+  argument buffer. Top-level
   launches on the call's stream run as CUDA graphs (`driver.LaunchGraph`, one per run of
   launches that no deallocation, stream change or loop separates): about 3 µs for the graph
   plus 1 µs for each kernel whose arguments changed since its last launch, against 4-5 µs a
@@ -39,8 +41,8 @@ events (`DriverBackend`, the CUDA driver; tests pass fakes). It never walks IR o
 - **Compilation.** `compile_kernels()` compiles every kernel's binding on a thread pool (NVRTC
   releases the GIL), so the kernels of a segmented fusion compile in parallel on first use.
 
-`ProgramCache` maps the signatures of one fusion to specializations and holds the generated fast
-path of `execute` for torch inputs, as `ExecutorCache` does for single kernels.
+A `Specialization` is what the signature cache of `fuser.runtime.dispatch` runs for a signature
+that a program serves.
 """
 
 from __future__ import annotations
@@ -53,7 +55,6 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, Protocol
 
 import numpy as np
@@ -65,27 +66,18 @@ from fuser.dialects import host
 from fuser.errors import CompilationError, CudaError, InputError
 
 from . import driver
+from .calls import Call
 from .dtypes import numpy_dtype
-from .executor import (
+from .executor import Entry, KernelExecutor, ScalarParam, TensorParam
+from .frontends import TORCH_FRONTEND, Frontend, torch_sizes
+from .generated import define
+from .signature import (
     ALIGNMENT,
     DTYPE_CODES,
-    SCALAR_BOOL,
-    SCALAR_FLOAT,
-    SCALAR_INT,
-    SCALAR_KINDS,
-    TORCH_FRONTEND,
-    Call,
-    ExecutorCache,
-    Frontend,
-    InputLayout,
-    KernelExecutor,
-    ScalarParam,
-    TensorParam,
     contiguous_strides,
     decode_signature,
-    read_inputs,
-    torch_signature_prologue,
-    torch_sizes,
+    scalar_part,
+    tensor_part,
 )
 
 #: Streams in the pool `host.stream` indexes (as nvFuser's `number_of_streams`).
@@ -157,16 +149,24 @@ class KernelBinding(Protocol):
         """Compile now (called on a worker thread; may do nothing)."""
         ...
 
+    def grid(self, name: str, ins: Sequence[ParamInfo], device: int) -> tuple[int, int, int]:
+        """The grid the kernel's launch rule gives for leading arguments with this metadata
+        (`host.grid`; called once per specialization)."""
+        ...
+
     def bind(
         self,
         name: str,
         ins: Sequence[ParamInfo],
         outs: Sequence[TensorInfo],
+        grid: tuple[int, int, int] | None,
         block: tuple[int, int, int],
         shared_bytes: int,
         device: int,
     ) -> Launcher:
-        """The launcher for arguments with this metadata (called once per specialization)."""
+        """The launcher for arguments with this metadata and the launch configuration the
+        program gives (`grid` None: the program computes it per call, and passes it to the
+        launcher), called once per specialization."""
         ...
 
 
@@ -233,17 +233,14 @@ DRIVER_BACKEND = DriverBackend()
 """The backend of every evaluator not given another (its stream pools are process-wide)."""
 
 
-def _scalar_kind(dtype: np.dtype) -> int:
-    return {"b": SCALAR_BOOL, "f": SCALAR_FLOAT, "V": SCALAR_FLOAT}.get(dtype.kind, SCALAR_INT)
-
-
 class ExecutorKernel:
     """A `KernelBinding` over a `KernelExecutor`.
 
-    `bind` builds the executor signature of the launch's inputs and takes the launch
-    configuration and output shapes from its entry (planned once per signature by the executor):
-    the grid the program computed is not used. The outputs the program passes must have the
-    shapes the entry expects and be contiguous.
+    The executor's entry for the signature of a launch's inputs (planned once per signature)
+    gives `host.grid` its value and checks the launch: the block and dynamic shared memory the
+    program gives must be those the kernel was compiled for (a kernel's code assumes its
+    block shape) and the outputs the program passes must have the shapes the entry expects and
+    be contiguous. The launch then runs with the program's grid, block and shared memory.
     """
 
     def __init__(self, executor: KernelExecutor) -> None:
@@ -252,59 +249,91 @@ class ExecutorKernel:
     def compile(self) -> None:
         self.executor.kernel.compile()
 
+    def _entry(self, name: str, given: Sequence[ParamInfo], device: int) -> Entry:
+        """The executor's entry for arguments with this metadata (all parameters, or the
+        leading `ins` for `host.grid`), after checking them against the kernel's parameters."""
+        params = self.executor.params
+        expected = [*params.inputs, *params.outputs][: len(given)]
+        if len(given) < len(params.inputs) or any(
+            isinstance(g, TensorInfo) != isinstance(p, TensorParam)
+            or (isinstance(g, TensorInfo) and (len(g.shape), g.dtype) != (p.rank, p.dtype))  # type: ignore[union-attr]
+            or (isinstance(p, ScalarParam) and g != p.dtype)
+            for g, p in zip(given, expected, strict=True)
+        ):
+            raise CompilationError(
+                f"host launch of @{name}: its arguments do not match the parameters of kernel "
+                f"{self.executor.kernel.kernel_name!r}"
+            )
+        ins = given[: len(params.inputs)]
+        key: tuple[int, ...] = ()
+        for p in ins:
+            if isinstance(p, TensorInfo):
+                key += tensor_part(p.shape, p.strides, DTYPE_CODES.get(p.dtype, 0), p.alignment)
+        for p in ins:
+            if not isinstance(p, TensorInfo):
+                key += scalar_part(p.type(0))  # a value of the parameter's dtype
+        return self.executor.entry((*key, device))
+
+    def grid(self, name: str, ins: Sequence[ParamInfo], device: int) -> tuple[int, int, int]:
+        return self._entry(name, ins, device).grid  # type: ignore[return-value]
+
     def bind(
         self,
         name: str,
         ins: Sequence[ParamInfo],
         outs: Sequence[TensorInfo],
+        grid: tuple[int, int, int] | None,
         block: tuple[int, int, int],
         shared_bytes: int,
         device: int,
     ) -> _EntryLauncher:
         params = self.executor.params
-        expected = [*params.inputs, *params.outputs]
-        given = [*ins, *outs]
-        if len(given) != len(expected) or any(
-            isinstance(g, TensorInfo) != isinstance(p, TensorParam)
-            or (isinstance(g, TensorInfo) and (len(g.shape), g.dtype) != (p.rank, p.dtype))  # type: ignore[union-attr]
-            or (isinstance(p, ScalarParam) and g != p.dtype)
-            for g, p in zip(given, expected, strict=False)
-        ):
+        if len(ins) + len(outs) != len(params.inputs) + len(params.outputs):
             raise CompilationError(
                 f"host.launch @{name}: its arguments do not match the parameters of kernel "
                 f"{self.executor.kernel.kernel_name!r}"
             )
-        key: tuple[int, ...] = ()
-        for p in ins:
-            if isinstance(p, TensorInfo):
-                code = DTYPE_CODES.get(p.dtype, 0)
-                key += (len(p.shape), *p.shape, *p.strides, code, p.alignment)
-        for p in ins:
-            if not isinstance(p, TensorInfo):
-                key += (-1, _scalar_kind(p))
-        entry = self.executor.entry((*key, device))
+        entry = self._entry(name, [*ins, *outs], device)
+        kernel_name = self.executor.kernel.kernel_name
+        if tuple(block) != entry.block:
+            raise CompilationError(
+                f"host.launch @{name}: block {list(block)}, but kernel {kernel_name!r} is "
+                f"compiled for block {list(entry.block)}"
+            )
+        if shared_bytes < entry.shared_bytes:
+            raise CompilationError(
+                f"host.launch @{name}: smem {shared_bytes}, but kernel {kernel_name!r} needs "
+                f"{entry.shared_bytes} bytes of dynamic shared memory"
+            )
         for i, (o, shape) in enumerate(zip(outs, entry.out_shapes, strict=True)):
             if o.shape != shape or not o.is_contiguous:
                 raise CompilationError(
                     f"host.launch @{name}: output #{i} has shape {list(o.shape)} and strides "
                     f"{list(o.strides)}, but the kernel writes a contiguous {list(shape)}"
                 )
-        return _EntryLauncher(name, self.executor, entry, [*ins, *outs])
+        return _EntryLauncher(name, self.executor, entry, [*ins, *outs], grid, shared_bytes)
 
 
 class _EntryLauncher:
     """A launch through one executor entry, with its own copy of the argument buffer."""
 
     def __init__(
-        self, name: str, executor: KernelExecutor, entry: Any, params: Sequence[ParamInfo]
+        self,
+        name: str,
+        executor: KernelExecutor,
+        entry: Entry,
+        params: Sequence[ParamInfo],
+        grid: tuple[int, int, int] | None,
+        shared_bytes: int,
     ) -> None:
         self.name = name
         self.executor = executor
         self.entry = entry
-        self.grid: tuple[int, int, int] | None = entry.grid
-        self.block: tuple[int, int, int] = entry.block
-        self.shared_bytes: int = entry.shared_bytes
-        self.skip: bool = entry.skip
+        self.grid = grid  # None: the program passes one per call
+        self.block: tuple[int, int, int] = entry.block  # checked equal to the program's
+        self.shared_bytes = shared_bytes
+        no_output = bool(entry.out_shapes) and all(math.prod(s) == 0 for s in entry.out_shapes)
+        self.skip: bool = no_output or (grid is not None and 0 in grid)
         self.func: Any = None
         self.launch_args: tuple[Any, ...] | None = None  # driver.launch_prefix once loaded
         size = ctypes.sizeof(entry.buffer)
@@ -334,25 +363,31 @@ class _EntryLauncher:
     def _load(self) -> Any:
         if self.func is None:
             self.func = self.entry.func or self.executor.load(self.entry)
-            self.launch_args = driver.launch_prefix(
-                self.func, self.entry.grid, self.block, self.shared_bytes
-            )
+            if self.shared_bytes > max(self.entry.shared_bytes, 48 * 1024):
+                # the program asks for more than the kernel's launches have been allowed
+                driver.set_max_dynamic_shared_memory(self.func, self.shared_bytes)
+            if self.grid is not None:
+                self.launch_args = driver.launch_prefix(
+                    self.func, self.grid, self.block, self.shared_bytes
+                )
         return self.func
 
-    def _launch(self, stream: int) -> None:
+    def _launch(self, stream: int, grid: tuple[int, int, int] | None = None) -> None:
         func = self.func if self.func is not None else self._load()
-        entry = self.entry
+        grid = grid or self.grid
+        assert grid is not None
         try:
-            driver.launch(func, entry.grid, self.block, self.shared_bytes, stream, self.address)
+            driver.launch(func, grid, self.block, self.shared_bytes, stream, self.address)
         except CudaError:
-            self._relaunch(stream)
+            self._relaunch(stream, grid)
 
-    def _relaunch(self, stream: int) -> None:
+    def _relaunch(self, stream: int, grid: tuple[int, int, int] | None = None) -> None:
         """A launch that failed, retried with the entry's device made current (another library
         may have switched this thread's context behind our back); raises the fuser error."""
-        entry = self.entry
-        driver.get_device(entry.device).make_current()
-        driver.launch(self.func, entry.grid, self.block, self.shared_bytes, stream, self.address)
+        driver.get_device(self.entry.device).make_current()
+        grid = grid or self.grid
+        assert grid is not None
+        driver.launch(self.func, grid, self.block, self.shared_bytes, stream, self.address)
 
     def __call__(self, args: list[Any], grid: tuple[int, int, int], stream: int) -> None:
         slots = self.slots
@@ -363,13 +398,15 @@ class _EntryLauncher:
                 setter(self.buffer, off, args[pos])
             except (OverflowError, TypeError, ValueError) as e:
                 raise self._scalar_error(args[pos], dtype, e) from None
-        if not self.skip:
-            self._launch(stream)
+        if not self.skip and 0 not in grid:
+            self._launch(stream, grid)
 
     def graph_kernel(self) -> driver.KernelNode:
-        """This launch as a kernel of a `driver.LaunchGraph` (loads the function)."""
+        """This launch as a kernel of a `driver.LaunchGraph` (loads the function; the grid is
+        the program's, fixed for the specialization)."""
+        assert self.grid is not None
         return driver.KernelNode(
-            self._load(), self.entry.grid, self.block, self.shared_bytes, self.address, self.buffer
+            self._load(), self.grid, self.block, self.shared_bytes, self.address, self.buffer
         )
 
     def on_registers(
@@ -409,8 +446,7 @@ class _EntryLauncher:
                 "    if err is not driver.SUCCESS:",
                 f"        me._relaunch(r[{stream_reg}])",
             ]
-        exec("\n".join(lines), namespace)  # our own generated code
-        return namespace["launch"]
+        return define("\n".join(lines) + "\n", "launch", namespace, f"launch of {self.name}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -467,6 +503,7 @@ _SUPPORTED: tuple[type[Operation], ...] = (
     host.AllocateOp,
     host.DeallocateOp,
     host.AliasSelectOp,
+    host.GridOp,
     host.LaunchOp,
     host.ForOp,
     host.YieldOp,
@@ -620,8 +657,12 @@ class Specialization:
     """A program compiled for one signature: a register template and a list of closures.
 
     `launches` lists the bound launches in program order (their launch configuration is the
-    one this signature runs with, for `FUSER_DUMP=launch_params`).
+    one this signature runs with, for `FUSER_DUMP=launch_params`). It is the runnable the
+    signature cache of `fuser.runtime.dispatch` keeps for a signature a program serves.
     """
+
+    one_launch = False
+    """What the dispatch fast path checks: a program runs through `execute`."""
 
     def __init__(self, evaluator: HostEvaluator, device: int) -> None:
         self.evaluator = evaluator
@@ -642,23 +683,15 @@ class Specialization:
         self.lock = threading.Lock()
 
     def prepare_torch(self) -> None:
-        """What torch output allocations need (the torch frontend is set up on first use)."""
+        """What torch output allocations need: the torch device and each output's dtype."""
         if self.torch_device is not None:
             return
-        fe = TORCH_FRONTEND
-        if not fe.dtypes:
-            fe.raw_stream(self.device)  # sets the frontend up
-        stub = SimpleNamespace(
-            device=self.device,
-            out_shapes=tuple(() for _ in self.output_dtypes),
-            out_slots=tuple(range(len(self.output_dtypes))),
-            torch_device=None,
-            torch_out=None,
+        device, specs = TORCH_FRONTEND.output_specs(
+            self.device, [() for _ in self.output_dtypes], self.output_dtypes
         )
-        fe.prepare_entry(stub, self.output_dtypes)  # type: ignore[arg-type]
-        self.torch_dtypes = [dtype for _, _, dtype in stub.torch_out]
-        self.torch_bytes = fe.dtypes[np.dtype(np.uint8)]
-        self.torch_device = stub.torch_device
+        self.torch_dtypes = [dtype for _, dtype in specs]
+        self.torch_bytes = TORCH_FRONTEND.dtypes[np.dtype(np.uint8)]
+        self.torch_device = device
 
     def execute(
         self,
@@ -936,6 +969,8 @@ class _Builder:
             self.deallocate(op, code)
         elif isinstance(op, host.AliasSelectOp):
             self.alias_select(op, code)
+        elif isinstance(op, host.GridOp):
+            self.grid(op)
         elif isinstance(op, host.LaunchOp):
             self.launch(op, code)
         elif isinstance(op, host.ForOp):
@@ -1088,8 +1123,12 @@ class _Builder:
             "TORCH": TORCH_FRONTEND,
             "spec": self.spec,
         }
-        exec("\n".join(lines), namespace)  # our own generated code
-        return namespace["allocate_workspace"]
+        return define(
+            "\n".join(lines) + "\n",
+            "allocate_workspace",
+            namespace,
+            f"workspace of @{self.ev.name}",
+        )
 
     def workspace_free(self, code: Code) -> None:
         reg, owner = self.workspace_reg, self.workspace_owner
@@ -1150,42 +1189,66 @@ class _Builder:
 
     # ---- launches, loops, streams ------------------------------------------------------------
 
+    def params(self, values: Sequence[SSAValue]) -> list[ParamInfo]:
+        """What a binding sees of kernel arguments: a tensor's TensorInfo, a scalar's dtype."""
+        return [
+            self.tensors[v] if isinstance(v.type, TensorType) else numpy_dtype(v.type)
+            for v in values
+        ]
+
+    def grid(self, op: host.GridOp) -> None:
+        """`host.grid`: the kernel's grid for this signature, a constant of the specialization."""
+        name = op.kernel.root_reference.data
+        grid = self.ev.kernels[name].grid(name, self.params(op.ins), self.device)
+        for value, extent in zip(op.grid, grid, strict=True):
+            self.const(value, extent)
+
     def launch(self, op: host.LaunchOp, code: Code) -> None:
+        """`host.launch` with the program's grid (constant per specialization, or computed per
+        call), block and dynamic shared memory."""
         name = op.kernel.root_reference.data
         binding = self.ev.kernels[name]
-        ins: list[ParamInfo] = []
-        for v in op.ins:
-            if isinstance(v.type, TensorType):
-                ins.append(self.tensors[v])
-            else:
-                ins.append(numpy_dtype(v.type))
-        outs = [self.tensors[v] for v in op.outs]
+        known = all(self.known(g) for g in op.grid)
+        grid = tuple(self.consts[g] for g in op.grid) if known else None
+        for g in grid or ():
+            if g < 0:
+                raise self.fail(op, f"has a negative grid extent {g}")
         block = op.block_dims
         launcher = binding.bind(
-            name, ins, outs, (block[0], block[1], block[2]), op.smem.value.data, self.device
+            name,
+            self.params(op.ins),
+            [self.tensors[v] for v in op.outs],
+            grid,  # type: ignore[arg-type]
+            (block[0], block[1], block[2]),
+            op.smem.value.data,
+            self.device,
         )
         self.spec.launches.append(launcher)
         arg_regs = tuple(self.regs[v] for v in op.params)
         stream = _CUR if op.stream is None else self.regs[op.stream]
         on_registers = getattr(launcher, "on_registers", None)
-        if on_registers is not None:  # the launcher reads the registers itself
+        if on_registers is not None and grid is not None:  # it reads the registers itself
             batched = code is self.spec.code and stream == _CUR and not launcher.skip
             fn = on_registers(arg_regs, stream, batched)
             if batched:
                 self.batched[fn] = launcher
             code.append(fn)
             return
-        if all(self.known(g) for g in op.grid):
-            grid = tuple(self.consts[g] for g in op.grid)
+        if grid is not None:
+            fixed = grid
 
             def launch(r: list[Any]) -> None:
-                launcher([r[i] for i in arg_regs], grid, r[stream])
+                launcher([r[i] for i in arg_regs], fixed, r[stream])  # type: ignore[arg-type]
 
         else:
             gx, gy, gz = (self.regs[g] for g in op.grid)
+            op_name = op.name
 
             def launch(r: list[Any]) -> None:
-                launcher([r[i] for i in arg_regs], (r[gx], r[gy], r[gz]), r[stream])
+                computed = (r[gx], r[gy], r[gz])
+                if min(computed) < 0:
+                    raise InputError(f"'{op_name}' has a negative grid extent: {list(computed)}")
+                launcher([r[i] for i in arg_regs], computed, r[stream])
 
         code.append(launch)
 
@@ -1266,102 +1329,3 @@ class _Builder:
         self.spec.result_regs = tuple(regs)
         self.spec.results = _getter(regs)
         self.spec.result_is_output = tuple(is_output)
-
-
-# --------------------------------------------------------------------------------------------
-# The per-fusion cache of specializations and its fast path
-
-#: Called on a signature the cache does not hold, with the read call: returns the
-#: specialization to run it with, or None when the signature is not one for a program (the
-#: cache then hands the call to `fallback`). Raises for inputs that do not fit.
-ProgramMiss = Callable[[Call], "Specialization | None"]
-
-
-class ProgramCache:
-    """Signature -> Specialization, for one fusion: the hot path of `execute` for segmented
-    fusions.
-
-    A call whose tensor inputs are all CUDA torch tensors on the current device, with a known
-    signature, takes a generated fast path (read the metadata, look the signature up, run the
-    specialization on torch's current stream). A signature that the single-kernel cache `other`
-    holds goes straight to `other.execute`; anything else takes the general path (`read_inputs`,
-    `miss` on a new signature). `hits` and `misses` count the calls this cache served.
-    """
-
-    def __init__(self, layout: InputLayout, miss: ProgramMiss, other: ExecutorCache) -> None:
-        self.layout = layout
-        self.entries: dict[tuple[int, ...], Specialization] = {}
-        self.hits = 0
-        self.misses = 0
-        self.last: Specialization | None = None
-        self._miss = miss
-        self.other = other
-        self.fast_path_source = _program_fast_path_source(layout)
-        self.execute: Callable[[Sequence[Any]], list[Any]] = self._general
-        if self.fast_path_source:
-            namespace = {
-                "CACHE": self,
-                "SPECS": self.entries,
-                "BY_TORCH_KEY": {},
-                "OTHER": other,
-                "OTHER_ENTRIES": other.entries,
-                "FE": TORCH_FRONTEND,
-                "TYPES": TORCH_FRONTEND.types,
-                "CODES": TORCH_FRONTEND.codes,
-                "ALIGN": ALIGNMENT,
-                "KINDS": SCALAR_KINDS,
-                "GENERAL": self._general,
-                "driver": driver,
-            }
-            exec(self.fast_path_source, namespace)  # our own generated code
-            self.execute = namespace["execute"]
-
-    def _general(self, inputs: Sequence[Any]) -> list[Any]:
-        """The general path: any inputs, any signature."""
-        call = read_inputs(inputs, self.layout)
-        spec = self.entries.get(call.key)
-        if spec is None:
-            if call.key in self.other.entries:
-                return self.other.execute(inputs)
-            spec = self._miss(call)
-            if spec is None:
-                return self.other.execute(inputs)
-            self.misses += 1
-            self.entries[call.key] = spec
-        else:
-            self.hits += 1
-        self.last = spec
-        self.other.last = None
-        return spec.run(call)
-
-
-def _program_fast_path_source(layout: InputLayout) -> str:
-    """The fast path of a ProgramCache for torch inputs ("" without tensor inputs)."""
-    tensors, scalars = layout.tensors, layout.scalars
-    if not tensors:
-        return ""
-    lines, torch_key, key = torch_signature_prologue(layout)
-    ptrs = "".join(f"p{i}, " for i in tensors)
-    values = "".join(f"x{i}, " for i in scalars)
-    lines += [
-        f"        torch_key = {torch_key}",
-        "        spec = BY_TORCH_KEY.get(torch_key)",
-        "        if spec is None:",
-        f"            key = {key}",
-        "    except (AttributeError, TypeError, KeyError):",
-        "        return GENERAL(inputs)",
-        "    if spec is None:",
-        "        spec = SPECS.get(key)",
-        "        if spec is None:",
-        "            if key in OTHER_ENTRIES:",
-        "                return OTHER.execute(inputs)",
-        "            return GENERAL(inputs)",
-        "        BY_TORCH_KEY[torch_key] = spec",
-        "    if spec.torch_device is None or driver.current_device().ordinal != device:",
-        "        return GENERAL(inputs)",
-        "    CACHE.hits += 1",
-        "    CACHE.last = spec",
-        "    OTHER.last = None",
-        f"    return spec.execute(inputs, ({ptrs}), ({values}), FE.raw_stream(device), FE)",
-    ]
-    return "\n".join(lines) + "\n"

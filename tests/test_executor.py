@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from test_host_evaluator import (
     FakeDevice0,
-    fake_prepare_entry,
+    fake_output_specs,
     fake_torch_shape,
     patch_launch,
 )
@@ -35,27 +35,27 @@ from fuser.dialects.fusion import F16, F64
 from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
 from fuser.run import compare, main, parse_shapes
-from fuser.runtime import driver, executor
+from fuser.runtime import calls, dispatch, driver, executor, frontends, signature
 from fuser.runtime.arrays import BFLOAT16
+from fuser.runtime.calls import Call, InputLayout, read_inputs
 from fuser.runtime.compiled_kernel import CompiledKernel, pack_tensor_param
 from fuser.runtime.dtypes import round_to_float
 from fuser.runtime.executor import (
-    ALIGNMENT,
-    Call,
-    Frontend,
-    InputLayout,
-    InputMeta,
     KernelExecutor,
     KernelParams,
     LaunchPlan,
     ScalarParam,
     TensorParam,
+)
+from fuser.runtime.frontends import Frontend
+from fuser.runtime.signature import (
+    ALIGNMENT,
+    InputMeta,
     alignment_of,
     contiguous_strides,
     decode_signature,
     dtype_code,
-    read_inputs,
-    tensor_signature,
+    tensor_part,
 )
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -158,9 +158,9 @@ def test_numpy_signature_describes_the_device_copies(rng: np.random.Generator) -
     assert key == (2, 3, 127, 127, 1, 3, 16, 1, 127, 1, 3, 16, -1, 3, device)
     metas, kinds, dev = decode_signature(key, compiler.layout.is_tensor)
     assert metas == (InputMeta((3, 127), (127, 1), 3, 16), InputMeta((127,), (1,), 3, 16), None)
-    assert kinds == (executor.SCALAR_FLOAT,) and dev == device
+    assert kinds == (signature.SCALAR_FLOAT,) and dev == device
     # the kind of a scalar is part of the signature: an int is another signature
-    assert compiler.signature_of([x, b, 2])[-2:] == (executor.SCALAR_INT, device)
+    assert compiler.signature_of([x, b, 2])[-2:] == (signature.SCALAR_INT, device)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64"])
@@ -174,14 +174,14 @@ def test_torch_fast_path_equals_generic_path(rng: np.random.Generator, dtype: st
     x = Tensor(ptr_x, (rows, cols), (1, rows), dtype, device)  # a transposed tensor
     b = Tensor(ptr_b, (cols,), (0,), dtype, device)  # an expanded one (stride 0)
     fast = read_inputs([x, b, 1.5], layout, with_stream=False)
-    generic = executor._read_generic([x, b, 1.5], layout, with_stream=False)
+    generic = calls._read_generic([x, b, 1.5], layout, with_stream=False)
     assert fast.views is None and generic.views is not None  # they did take different paths
     code = {"float32": 3, "float16": 1, "bfloat16": 2, "int64": 6}[dtype]
     expected = (
-        *tensor_signature((rows, cols), (1, rows), code, ptr_x),
-        *tensor_signature((cols,), (0,), code, ptr_b),
+        *tensor_part((rows, cols), (1, rows), code, ptr_x),
+        *tensor_part((cols,), (0,), code, ptr_b),
         -1,
-        executor.SCALAR_FLOAT,
+        signature.SCALAR_FLOAT,
         device,
     )
     assert fast.key == generic.key == expected
@@ -220,7 +220,7 @@ def test_decode_signature_roundtrip(rng: np.random.Generator) -> None:
         shape = tuple(int(n) for n in rng.integers(1, 100, rank))
         strides = contiguous_strides(shape)
         ptr = int(rng.integers(0, 1 << 40))
-        key += tensor_signature(shape, strides, 4, ptr)
+        key += tensor_part(shape, strides, 4, ptr)
         metas.append(InputMeta(shape, strides, 4, alignment_of(ptr)))
     key += (-1, 2, -1, 1, 7)
     decoded, kinds, device = decode_signature(key, is_tensor)
@@ -489,7 +489,7 @@ def _axpy_executor(plans: list[Any]) -> KernelExecutor:
 def _call(x: np.ndarray, a: Any, n: Any, stream: int = 0) -> Call:
     layout = InputLayout("axpy", ("input #0", "input #1", "input #2"), (True, False, False))
     strides = tuple(s // x.itemsize for s in x.strides)
-    key = (*tensor_signature(x.shape, strides, 3, x.ctypes.data), -1, 3, -1, 2, 0)
+    key = (*tensor_part(x.shape, strides, 3, x.ctypes.data), -1, 3, -1, 2, 0)
     return Call(layout, [x, a, n], key, [x.ctypes.data], [a, n], 0, stream, HostFrontend())
 
 
@@ -566,11 +566,11 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> list[_FakeTorchOut]:
         made.append(_FakeTorchOut((len(made) + 1) << 20, shape, dtype, device))
         return made[-1]
 
-    fe = executor.TORCH_FRONTEND
+    fe = frontends.TORCH_FRONTEND
     monkeypatch.setattr(fe, "empty", empty)
     monkeypatch.setattr(fe, "raw_stream", lambda device: 0x7000 + device)
     monkeypatch.setattr(fe, "dtypes", {np.dtype(np.float32): "torch.float32"})
-    monkeypatch.setattr(fe, "prepare_entry", fake_prepare_entry)
+    monkeypatch.setattr(fe, "output_specs", fake_output_specs)
     monkeypatch.setattr(driver, "gpu_available", lambda: True)
     return made
 
@@ -588,9 +588,9 @@ def test_torch_fast_path_launches(
         general.append(1)
         return read_inputs(*args, **kwargs)
 
-    monkeypatch.setattr(executor, "read_inputs", counted_read_inputs)
+    monkeypatch.setattr(dispatch, "read_inputs", counted_read_inputs)
     compiler = FusionCompiler(bias_scale().fusion)
-    assert "for " not in compiler._cache.fast_path_source.split("outs = []")[0]  # unrolled
+    assert "for " not in compiler._signatures.fast_path_source.split("outs = []")[0]  # unrolled
     rows, cols = 3, int(rng.integers(2, 300))
 
     def inputs(x_strides: tuple[int, int] = (cols, 1)) -> tuple[Tensor, Tensor]:

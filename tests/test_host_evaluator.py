@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -29,8 +30,9 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import get_all_dialects, host
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.fuzz.differential import host_call
-from fuser.runtime import driver, executor
-from fuser.runtime.executor import Call, Frontend
+from fuser.runtime import dispatch, driver, frontends, signature
+from fuser.runtime.calls import Call
+from fuser.runtime.frontends import Frontend
 from fuser.runtime.host_evaluator import (
     WORKSPACE_ALIGNMENT,
     HostEvaluator,
@@ -102,32 +104,37 @@ class NumpyKernel:
     def compile(self) -> None:
         self.compiled_on.append(threading.current_thread().name)
 
+    def grid(self, name: str, ins: Sequence[ParamInfo], device: int) -> tuple[int, int, int]:
+        """A grid that names the kernel's input count and first extent (for the launch log)."""
+        first = next((p.shape for p in ins if isinstance(p, TensorInfo) and p.shape), (1,))
+        return (max(1, first[0]), len(ins), 1)
+
     def bind(
         self,
         name: str,
         ins: Sequence[ParamInfo],
         outs: Sequence[TensorInfo],
+        grid: tuple[int, int, int] | None,
         block: tuple[int, int, int],
         shared_bytes: int,
         device: int,
     ) -> NumpyLauncher:
         self.bound.append((list(ins), list(outs)))
-        return NumpyLauncher(name, self, [*ins, *outs], block, shared_bytes)
+        return NumpyLauncher(name, self, [*ins, *outs], grid, block, shared_bytes)
 
 
 class NumpyLauncher:
-    grid = None
-
     def __init__(
         self,
         name: str,
         kernel: NumpyKernel,
         params: list[ParamInfo],
+        grid: tuple[int, int, int] | None,
         block: tuple[int, int, int],
         shared_bytes: int,
     ) -> None:
         self.name, self.kernel, self.params = name, kernel, params
-        self.block, self.shared_bytes = block, shared_bytes
+        self.grid, self.block, self.shared_bytes = grid, block, shared_bytes
 
     def __call__(self, args: list[Any], grid: tuple[int, int, int], stream: int) -> None:
         self.kernel.device.log.append(("launch", self.name, grid, stream, tuple(args)))
@@ -302,7 +309,7 @@ def test_a_signature_is_compiled_once(rng: np.random.Generator, one_device: None
     (ins, outs) = kernels["scale"].bound[-1]
     assert ins == [TensorInfo((3,), (1,), np.dtype(np.float32), 16), np.dtype(np.float32)]
     assert outs == [TensorInfo((3,), (1,), np.dtype(np.float32), 16)]
-    assert "scale: grid=computed block=[128, 1, 1] smem=0" in other.describe_launches()
+    assert "scale: grid=[1, 1, 1] block=[128, 1, 1] smem=0" in other.describe_launches()
 
 
 def test_a_failing_launch_frees_the_workspace(rng: np.random.Generator, one_device: None) -> None:
@@ -596,7 +603,7 @@ class FakeTorchTensor:
         return self._ptr
 
     def stride(self) -> tuple[int, ...]:
-        return executor.contiguous_strides(self.shape)
+        return signature.contiguous_strides(self.shape)
 
     def get_device(self) -> int:
         return 0
@@ -671,13 +678,13 @@ def fake_torch_shape(size: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(size)
 
 
-def fake_prepare_entry(entry: Any, dtypes: Any) -> None:
-    """The torch frontend's `prepare_entry`, with strings for torch's device and dtypes."""
-    entry.torch_device = f"cuda:{entry.device}"
-    entry.torch_out = tuple(
-        (executor.torch_sizes(shape), slot, f"torch.{d}")
-        for shape, slot, d in zip(entry.out_shapes, entry.out_slots, dtypes, strict=True)
+def fake_output_specs(device: int, shapes: Any, dtypes: Any) -> tuple[Any, Any]:
+    """The torch frontend's `output_specs`, with strings for torch's device and dtypes."""
+    specs = tuple(
+        (frontends.torch_sizes(shape), f"torch.{d}")
+        for shape, d in zip(shapes, dtypes, strict=True)
     )
+    return f"cuda:{device}", specs
 
 
 class FakeGpu:
@@ -743,13 +750,13 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     monkeypatch.setattr(driver, "current_device", lambda: FakeDevice0())
     monkeypatch.setattr(driver, "get_device", lambda ordinal: FakeDevice0())
     monkeypatch.setattr(driver, "load_module", lambda cubin: _FakeModule())
-    fe = executor.TORCH_FRONTEND
+    fe = frontends.TORCH_FRONTEND
     monkeypatch.setattr(fe, "empty", fake.empty)
     monkeypatch.setattr(fe, "raw_stream", lambda device: 0x7000 + device)
     monkeypatch.setattr(
         fe, "dtypes", {np.dtype(np.float32): "torch.float32", np.dtype(np.uint8): "torch.uint8"}
     )
-    monkeypatch.setattr(fe, "prepare_entry", fake_prepare_entry)
+    monkeypatch.setattr(fe, "output_specs", fake_output_specs)
     return fake
 
 
@@ -772,18 +779,16 @@ def test_segmented_execute_cache_and_fast_path(
     rng: np.random.Generator, gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     general: list[int] = []
-    read_inputs = executor.read_inputs
+    read_inputs = dispatch.read_inputs
 
     def counted(*args: Any, **kwargs: Any) -> Call:
         general.append(1)
         return read_inputs(*args, **kwargs)
 
-    from fuser.runtime import host_evaluator
-
-    monkeypatch.setattr(host_evaluator, "read_inputs", counted)
+    monkeypatch.setattr(dispatch, "read_inputs", counted)
     fd = chain3()
     compiler = FusionCompiler(fd.fusion)
-    assert "def execute(inputs):" in compiler._program_cache.fast_path_source
+    assert "def execute(inputs):" in compiler._signatures.fast_path_source
     n = 1024
     kernels = [f"fuser_chain3_p0_s{k}_pointwise" for k in range(3)]
     gpu.params = {kernels[0]: 3, kernels[1]: 3, kernels[2]: 2}
@@ -802,7 +807,7 @@ def test_segmented_execute_cache_and_fast_path(
         base = workspace.data_ptr()
         l0, l1, l2 = log
         assert [e[1] for e in (l0, l1, l2)] == kernels
-        spec = compiler._program_cache.last
+        spec = compiler._signatures.last
         assert spec is not None
         # the three launches write their arguments, then run as one graph before the
         # workspace goes back
@@ -839,11 +844,11 @@ def test_segmented_execute_cache_and_fast_path(
     assert text.count("host.launch @fuser_chain3_p0_s") == 3
     assert text.count("host.deallocate") == 2
     # a new length with the same heuristics reuses the program; another one does not
-    first = compiler._program_cache.last
+    first = compiler._signatures.last
     compiler.execute(_torch_inputs(rng, 1024 + 512))
     assert compiler.cache_info()["heuristic_reuses"] == 1
     assert compiler.cache_info()["kernels"] == 3
-    spec = compiler._program_cache.last
+    spec = compiler._signatures.last
     assert spec is not first and first is not None and spec.evaluator is first.evaluator
     # the launch configuration is the new signature's (more blocks, or more work per block)
     assert gpu.log[-3][2] == spec.launches[0].grid
@@ -881,19 +886,17 @@ def test_one_kernel_for_some_shapes_a_program_for_others(
     rng: np.random.Generator, gpu: FakeGpu
 ) -> None:
     """Rows that fit in registers: one persistent kernel; rows that do not: two segments.
-    Both kinds of signature are served by one compiler, each from its own cache."""
+    Both kinds of signature are served by one compiler, from its one signature cache."""
     compiler = FusionCompiler(_fusion(SUM_DIV))
     small = [FakeTorchTensor(1 << 20, (3, 127)), FakeTorchTensor(1 << 21, (3, 127))]
     big = [FakeTorchTensor(1 << 30, (3, 70000)), FakeTorchTensor(1 << 31, (3, 70000))]
     gpu.params = {"fuser_sum_div_persistent_0": 3}
     compiler.execute(small)
     assert compiler.last_segments() == [SegmentSummary("persistent", "fuser_sum_div_persistent_0")]
-    assert compiler.execute == compiler._cache.execute  # one kernel: the executor's fast path
     gpu.params |= {"fuser_sum_div_p0_s0_reduction": 2, "fuser_sum_div_p0_s1_pointwise": 3}
     compiler.execute(big)
     assert [s.scheduler for s in compiler.last_segments()] == ["reduction", "pointwise"]
-    assert compiler.execute == compiler._program_cache.execute
-    compiler.execute(small)  # handed on to the executor cache
+    compiler.execute(small)  # the same cache: the persistent kernel's entry
     assert compiler.last_segments()[0].scheduler == "persistent"
     compiler.execute(big)
     info = compiler.cache_info()
@@ -1101,3 +1104,70 @@ def test_dump_launch_params_of_each_new_signature(
     for e in (*launches[:3], *launches[-3:]):
         grid, block = list(e[2]), list(e[3])
         assert f"{e[1]}: grid={grid} block={block} smem=0" in err
+
+
+def _edited_run(
+    compiler: FusionCompiler, edit: Callable[[str], str], inputs: list[FakeTorchTensor]
+) -> HostEvaluator:
+    """The compiler's last program, printed, edited as text, parsed back and set up to run
+    with the compiler's kernels (`ExecutorKernel`s): the evaluator runs the IR it is given."""
+    from fuser.runtime.host_evaluator import ExecutorKernel
+
+    program = compiler._programs[-1]
+    text = edit(compiler.host_ir())
+    _, edited = parse_module(text)
+    kernels = {
+        s.kernel_name: ExecutorKernel(e)
+        for s, e in zip(program.lowering.segments, program.executors, strict=True)
+    }
+    evaluator = HostEvaluator(edited, kernels)
+    evaluator.run(read_inputs_for(evaluator, inputs))
+    return evaluator
+
+
+def read_inputs_for(evaluator: HostEvaluator, inputs: list[FakeTorchTensor]) -> Call:
+    from fuser.runtime.calls import InputLayout, read_inputs
+
+    names = [f"input #{i}" for i in range(len(inputs))]
+    return read_inputs(inputs, InputLayout(evaluator.name, names, evaluator.is_tensor))
+
+
+def test_host_ir_launch_parameters_are_obeyed(
+    rng: np.random.Generator, gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch edited in the printed host IR runs as edited: a grid replaced by constants is
+    launched, more dynamic shared memory is asked for; a block or shared memory the kernel was
+    not compiled for is refused, naming the launch."""
+    compiler = FusionCompiler(chain3().fusion)
+    kernels = [f"fuser_chain3_p0_s{k}_pointwise" for k in range(3)]
+    gpu.params = {kernels[0]: 3, kernels[1]: 3, kernels[2]: 2}
+    n = int(rng.integers(300, 5000))
+    inputs = _torch_inputs(rng, n)
+    compiler.execute(inputs)
+    text = compiler.host_ir()
+    assert text.count("host.grid @fuser_chain3_p0_s") == 3  # computed per call, in the IR
+    computed = [e[2] for e in gpu.log if e[0] == "launch"]
+
+    def fixed_grid(text: str) -> str:
+        header, body = text.split("\n", 1)
+        first = re.search(r"grid\((%\w+), (%\w+), (%\w+)\)", body)
+        assert first is not None
+        body = body.replace(first.group(0), "grid(%c7, %c3, %c1_edit)", 1)
+        constants = "".join(
+            f"  %{name} = arith.constant {v} : index\n"
+            for name, v in (("c7", 7), ("c3", 3), ("c1_edit", 1))
+        )
+        return f"{header}\n{constants}{body}"
+
+    start = len(gpu.log)
+    _edited_run(compiler, fixed_grid, inputs)
+    launches = [e for e in gpu.log[start:] if e[0] == "launch"]
+    assert [e[2] for e in launches] == [(7, 3, 1), *computed[1:3]]
+    assert computed[0] != (7, 3, 1)
+
+    start = len(gpu.log)
+    _edited_run(compiler, lambda t: t.replace("smem 0", "smem 4096", 1), inputs)
+    assert [e[4] for e in gpu.log[start:] if e[0] == "launch"] == [4096, 0, 0]
+
+    with pytest.raises(CompilationError, match=r"block \[64, 1, 1\], but kernel .* compiled for"):
+        _edited_run(compiler, lambda t: re.sub(r"block \[\d+", "block [64", t, count=1), inputs)

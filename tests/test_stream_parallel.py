@@ -20,10 +20,10 @@ from xdsl.parser import Parser
 from fuser import DataType, DefinitionError, FusionDefinition, ParallelType
 from fuser.dialects import fusion as fu
 from fuser.dialects import host
-from fuser.runtime import executor
-from fuser.runtime.executor import tensor_signature
+from fuser.runtime import signature
 from fuser.runtime.host_evaluator import HostEvaluator
 from fuser.runtime.reference import evaluate
+from fuser.runtime.signature import tensor_part
 from fuser.transforms.lower_stream_parallel import (
     STREAM_LOOP,
     StreamLoweringError,
@@ -110,7 +110,7 @@ def info_of(inputs: Sequence[Any]) -> FusionInfo:
     for x in inputs:
         if isinstance(x, np.ndarray):
             strides = tuple(s // x.itemsize for s in x.strides)
-            metas.append(TensorMeta(x.shape, strides, executor.alignment_of(x.ctypes.data)))
+            metas.append(TensorMeta(x.shape, strides, signature.alignment_of(x.ctypes.data)))
         else:
             metas.append(None)
     return FusionInfo(tuple(metas))
@@ -143,7 +143,7 @@ def run_on_fake_device(
     key: tuple[int, ...] = ()
     for x in inputs:
         strides = tuple(s // x.itemsize for s in x.strides)
-        key += tensor_signature(x.shape, strides, executor.dtype_code(x.dtype), x.ctypes.data)
+        key += tensor_part(x.shape, strides, signature.dtype_code(x.dtype), x.ctypes.data)
     spec = evaluator.specialize((*key, 0))
     ptrs = [x.ctypes.data for x in inputs]
     outputs = spec.execute(inputs, ptrs, (), CALLER, FRONTEND)

@@ -404,7 +404,7 @@ def build_slice_loop(
     one: SSAValue,
     ins: Sequence[SSAValue],
     outs: Sequence[SSAValue],
-    launch: Callable[[list[SSAValue], list[SSAValue]], Operation],
+    launch: Callable[[list[SSAValue], list[SSAValue]], Sequence[Operation]],
 ) -> host.ForOp:
     """`host.for %i = zero to extent step one` marked `fuser.stream_parallel`, whose body takes
     the slices at `%i` of the sliced `ins` (the segment's arguments, in order) and `outs` (its
@@ -426,7 +426,8 @@ def build_slice_loop(
 
     sliced_ins = [view(v, a) for v, a in zip(ins, slicing.input_axes, strict=True)]
     sliced_outs = [view(v, a) for v, a in zip(outs, slicing.output_axes, strict=True)]
-    body.add_op(launch(sliced_ins, sliced_outs))
+    for op in launch(sliced_ins, sliced_outs):
+        body.add_op(op)
     body.add_op(host.YieldOp())
     return loop
 
@@ -490,9 +491,9 @@ def _accesses(loop: host.ForOp) -> _Accesses:
                 record(v, acc.sliced_reads, acc.whole_reads)
             for v in op.outs:
                 record(v, acc.sliced_writes, acc.whole_writes)
-        elif not isinstance(op, host.AliasSelectOp | host.YieldOp | host.DimOp) and not (
-            op.name.startswith("arith.") and not op.regions
-        ):
+        elif not isinstance(
+            op, host.AliasSelectOp | host.YieldOp | host.DimOp | host.GridOp
+        ) and not (op.name.startswith("arith.") and not op.regions):
             acc.understood = False
     return acc
 
@@ -518,7 +519,7 @@ def _constant(v: SSAValue) -> int | None:
 def _movable(op: Operation) -> bool:
     """Ops that may sit between the loops of one group: moved before it (allocations, extents,
     index arithmetic) or after it (deallocations)."""
-    if isinstance(op, host.AllocateOp | host.DeallocateOp | host.DimOp):
+    if isinstance(op, host.AllocateOp | host.DeallocateOp | host.DimOp | host.GridOp):
         return True
     return op.name.startswith("arith.") and not op.regions
 

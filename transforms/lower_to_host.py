@@ -10,9 +10,10 @@ names. A fusion without `fusion.segment` ops is lowered as one segment. The prog
   intermediate or output follows from an input extent through the typing rules: pointwise
   operands, kept dims of reductions, `broadcast_in_dim` sizes, matmul dims);
 - `host.allocate`s each segment's results right before its launch, intermediates and outputs
-  alike (contiguous), launches the segments in topological order (`host.launch` with the
-  kernel's symbol, grid, block and dynamic shared memory; `ins` then `outs` in the kernel's
-  parameter order), and `host.deallocate`s each intermediate right after its last use.
+  alike (contiguous), launches the segments in topological order (`host.grid` of the kernel on
+  its inputs, then `host.launch` with the kernel's symbol, that grid, block and dynamic shared
+  memory; `ins` then `outs` in the kernel's parameter order), and `host.deallocate`s each
+  intermediate right after its last use.
 
 **Stream-parallel segments** (`fusion.stream_axis`, see `lower_stream_parallel`) are scheduled
 on one slice; their results are allocated whole, and a `host.for` over the stream axis, marked
@@ -20,12 +21,11 @@ on one slice; their results are allocated whole, and a `host.for` over the strea
 The program runs correctly as it is (on one stream); `lower-stream-parallel` spreads the marked
 loops over streams.
 
-**A program is specialized to the signature it was lowered for**: its allocations are
-shape-generic, but its `grid` operands are `arith.constant`s computed for the input metadata of
-the lowering (recorded as `fuser.shapes` on the program), as are the kernels' heuristics. The
-host evaluator takes each launch's configuration from the kernel's `KernelExecutor` entry
-instead, which recomputes it for every signature, so a program whose heuristics still hold for
-another signature runs it unchanged.
+**A program is shape-generic within its heuristics**: its kernels' heuristics (block, shared
+memory, vector widths) are those of the input metadata of the lowering (recorded as
+`fuser.shapes` on the program), but its allocations and grids follow from the extents of each
+call (`host.dim`, `host.grid`), so a program whose heuristics still hold for another signature
+runs it unchanged.
 
 `lower_fusion(fusion, info)` returns a `HostLowering` (the program, the kernels and, per
 segment, its standalone fusion, scheduler, heuristics and launch); `lower_to_host` returns just
@@ -344,13 +344,19 @@ class _ProgramBuilder:
 
 
 def _launcher(
-    func: kernel.FuncOp, launch: LaunchConfig, grid: Sequence[SSAValue]
-) -> Callable[[Sequence[SSAValue], Sequence[SSAValue]], host.LaunchOp]:
-    """Makes the `host.launch` of `func` with this configuration on given arguments."""
+    func: kernel.FuncOp, launch: LaunchConfig
+) -> Callable[[Sequence[SSAValue], Sequence[SSAValue]], list[Operation]]:
+    """Makes the launch of `func` on given arguments: a `host.grid` computing its grid from
+    them (the kernel's launch rule, per call), then the `host.launch` with that grid and the
+    configuration's block and dynamic shared memory."""
 
-    def make(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> host.LaunchOp:
+    def make(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> list[Operation]:
         name = func.sym_name.data
-        return host.LaunchOp(name, grid, launch.block, ins, outs, launch.shared_bytes)
+        grid = host.GridOp(name, ins)
+        for value, axis in zip(grid.grid, "xyz", strict=True):
+            value.name_hint = f"grid_{axis}"
+        launch_op = host.LaunchOp(name, grid.grid, launch.block, ins, outs, launch.shared_bytes)
+        return [grid, launch_op]
 
     return make
 
@@ -401,10 +407,11 @@ def lower_fusion(
             syms[outer] = symbolic
             results.append(b.allocate(outer, symbolic))
         func, launch = scheduled.func, scheduled.launch
-        launch_op = _launcher(func, launch, [b.index(g) for g in launch.grid])
+        launch_op = _launcher(func, launch)
         ins = [b.values[v] for v in piece.args]
         if stream is None:
-            b.add(launch_op(ins, results))
+            for op in launch_op(ins, results):
+                b.add(op)
         else:  # slice by slice: a serial loop that lower-stream-parallel spreads over streams
             extent = b.index(syms[piece.results[0]][stream.output_axes[0]])
             zero, one = b.index(0), b.index(1)

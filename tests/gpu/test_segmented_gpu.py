@@ -34,20 +34,19 @@ from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.run import main
 from fuser.runtime import driver
 from fuser.runtime.arrays import DeviceArray
+from fuser.runtime.calls import InputLayout, read_inputs
 from fuser.runtime.compiled_kernel import CompiledKernel
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
 from fuser.runtime.executor import (
-    InputLayout,
-    InputMeta,
     KernelExecutor,
     KernelParams,
     LaunchPlan,
     ScalarParam,
     TensorParam,
-    read_inputs,
 )
 from fuser.runtime.host_evaluator import ExecutorKernel, HostEvaluator
 from fuser.runtime.reference import evaluate
+from fuser.runtime.signature import InputMeta
 from fuser.transforms.segment_rules import never_merge
 
 pytestmark = pytest.mark.gpu

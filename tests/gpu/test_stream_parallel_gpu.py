@@ -28,7 +28,7 @@ from gpu_helpers import assert_outputs_close, parse_fusion
 from fuser.compiler import FusionCompiler
 from fuser.dialects import fusion as fu
 from fuser.runtime import driver
-from fuser.runtime.executor import read_inputs
+from fuser.runtime.calls import read_inputs
 from fuser.runtime.host_evaluator import (
     ExecutorKernel,
     HostEvaluator,

@@ -290,3 +290,22 @@ host.yield
 %i = arith.constant 1 : index
 // expected-error @+1 {{operand 'stream' at position 0 does not verify:}}
 "host.synchronize"(%i) : (index) -> ()
+
+// -----
+
+host.program @k() {
+  // expected-error @+1 {{'host.grid' @k is a 'host.program', not a kernel.func}}
+  %g:3 = host.grid @k
+  host.return
+}
+
+// -----
+
+kernel.func @k(%x: !kernel.tensor<f32, 1>) {
+  kernel.return
+}
+host.program @p(%x: tensor<?xf32>, %y: tensor<?xf32>) {
+  // expected-error @+1 {{'host.grid' passes 2 arguments to @k, which takes 1}}
+  %g:3 = host.grid @k ins(%x, %y : tensor<?xf32>, tensor<?xf32>)
+  host.return
+}

@@ -1,5 +1,5 @@
 // host.launch: grid, block, dynamic shared memory, ins and outs, checked against the kernel.func
-// of the same module when there is one.
+// of the same module when there is one; host.grid: the grid a kernel's launch rule gives, per call.
 // RUN: FUSER_ROUNDTRIP
 // RUN: FUSER_GENERIC_ROUNDTRIP
 // RUN: fuser-opt %s --print-op-generic | filecheck %s --check-prefix=CHECK-GENERIC
@@ -44,6 +44,10 @@ host.program @main(%x: tensor<?xf32>, %alpha: f32, %b: tensor<7x?xbf16>) -> (ten
   // Kernels compiled elsewhere are not checked; a launch may take no operands at all.
   host.launch @elsewhere grid(%c1, %c1, %c1) block [1, 1, 1] smem 0 outs(%y : tensor<?xf32>)
   host.launch @nothing grid(%c1, %c1, %c1) block [1024, 1, 1] smem 0
+  // The grid of the kernel's own rule for these arguments, computed when the program runs.
+  %gx, %gy, %gz = host.grid @axpb ins(%x, %alpha : tensor<?xf32>, f32)
+  host.launch @axpb grid(%gx, %gy, %gz) block [128, 1, 1] smem 0 ins(%x, %alpha : tensor<?xf32>, f32) outs(%y : tensor<?xf32>)
+  %g2:3 = host.grid @elsewhere
   host.return %y, %m : tensor<?xf32>, tensor<7x?xi1>
 }
 
@@ -53,12 +57,16 @@ host.program @main(%x: tensor<?xf32>, %alpha: f32, %b: tensor<7x?xbf16>) -> (ten
 // CHECK:        host.launch @mask grid(%d, %c1, %c1) block [32, 8, 4] smem 4096 ins(%b, %k : tensor<7x?xbf16>, i64) outs(%m : tensor<7x?xi1>)
 // CHECK-NEXT:   host.launch @elsewhere grid(%c1, %c1, %c1) block [1, 1, 1] smem 0 outs(%y : tensor<?xf32>)
 // CHECK-NEXT:   host.launch @nothing grid(%c1, %c1, %c1) block [1024, 1, 1] smem 0
+// CHECK-NEXT:   %gx, %gy, %gz = host.grid @axpb ins(%x, %alpha : tensor<?xf32>, f32)
+// CHECK-NEXT:   host.launch @axpb grid(%gx, %gy, %gz) block [128, 1, 1] smem 0 ins(%x, %alpha : tensor<?xf32>, f32) outs(%y : tensor<?xf32>)
+// CHECK-NEXT:   %{{.*}}, %{{.*}}, %{{.*}} = host.grid @elsewhere
 // CHECK-NEXT:   host.return %y, %m : tensor<?xf32>, tensor<7x?xi1>
 
 // CHECK-GENERIC:      "host.launch"(%blocks, %c1, %c1, %x, %alpha, %y) <{kernel = @axpb, block = array<i64: 128, 1, 1>, smem = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 2, 1, 0>}> : (index, index, index, tensor<?xf32>, f32, tensor<?xf32>) -> ()
 // CHECK-GENERIC:      "host.launch"(%d, %c1, %c1, %b, %k, %m) <{kernel = @mask, block = array<i64: 32, 8, 4>, smem = 4096 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 2, 1, 0>}> : (index, index, index, tensor<7x?xbf16>, i64, tensor<7x?xi1>) -> ()
 // CHECK-GENERIC-NEXT: "host.launch"(%c1, %c1, %c1, %y) <{kernel = @elsewhere, block = array<i64: 1, 1, 1>, smem = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>}> : (index, index, index, tensor<?xf32>) -> ()
 // CHECK-GENERIC-NEXT: "host.launch"(%c1, %c1, %c1) <{kernel = @nothing, block = array<i64: 1024, 1, 1>, smem = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (index, index, index) -> ()
+// CHECK-GENERIC-NEXT: %gx, %gy, %gz = "host.grid"(%x, %alpha) <{kernel = @axpb}> : (tensor<?xf32>, f32) -> (index, index, index)
 
 // A kernel in a nested module is found through a nested symbol reference.
 builtin.module @kernels {

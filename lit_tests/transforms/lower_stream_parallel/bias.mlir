@@ -22,6 +22,7 @@ fusion.fusion @bias_exp_sum(%x: tensor<?x?x?xf32>, %b: tensor<?xf32>) -> (tensor
 // CHECK-NEXT:   %x_i = host.alias_select %x[%i] axis 0 : tensor<?x?x?xf32> -> tensor<?x?xf32>
 // CHECK-NEXT:   %s_i = host.alias_select %s[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
 // CHECK-NEXT:   %e_i = host.alias_select %e[%i] axis 0 : tensor<?x?x?xf32> -> tensor<?x?xf32>
+// CHECK-NEXT:   {{.*}} = host.grid @bias_exp_sum_s0_reduction ins(%x_i, %b : tensor<?x?xf32>, tensor<?xf32>)
 // CHECK-NEXT:   host.launch @bias_exp_sum_s0_reduction grid({{.*}}) block [{{.*}}] smem {{[0-9]+}} ins(%x_i, %b : tensor<?x?xf32>, tensor<?xf32>) outs(%s_i, %e_i : tensor<?xf32>, tensor<?x?xf32>)
 // CHECK-NEXT:   host.set_current_stream %caller
 // CHECK-NEXT: }

@@ -26,8 +26,10 @@ fusion.fusion @exp_sum(%x: tensor<?x?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:     host.synchronize %caller
 // CHECK-NEXT:     %x_i = host.alias_select %x[%i] axis 0 : tensor<?x?x?xf32> -> tensor<?x?xf32>
 // CHECK-NEXT:     %e_i = host.alias_select %e[%i] axis 0 : tensor<?x?x?xf32> -> tensor<?x?xf32>
+// CHECK-NEXT:     {{.*}} = host.grid @exp_sum_s0_pointwise ins(%x_i : tensor<?x?xf32>)
 // CHECK-NEXT:     host.launch @exp_sum_s0_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%x_i : tensor<?x?xf32>) outs(%e_i : tensor<?x?xf32>)
 // CHECK-NEXT:     %s_i = host.alias_select %s[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
+// CHECK-NEXT:     {{.*}} = host.grid @exp_sum_s1_reduction ins(%e_i : tensor<?x?xf32>)
 // CHECK-NEXT:     host.launch @exp_sum_s1_reduction grid({{.*}}) block [{{.*}}] smem {{[0-9]+}} ins(%e_i : tensor<?x?xf32>) outs(%s_i : tensor<?xf32>)
 // CHECK-NEXT:     host.set_current_stream %caller
 // CHECK-NEXT:   }

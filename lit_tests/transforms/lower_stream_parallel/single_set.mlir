@@ -18,9 +18,11 @@ fusion.fusion @single_set(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // SERIAL-NEXT:   %t0_d1 = host.dim %t0[1] : tensor<?x?xf32>
 // SERIAL-NEXT:   %t1 = host.allocate(%t0_d0, %t0_d1) : tensor<?x?xf32>
 // SERIAL:        %c0 = arith.constant 0 : index
+// SERIAL-NEXT:   %c1 = arith.constant 1 : index
 // SERIAL-NEXT:   host.for %i = %c0 to %t0_d0 step %c1 {
 // SERIAL-NEXT:     %t0_i = host.alias_select %t0[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
 // SERIAL-NEXT:     %t1_i = host.alias_select %t1[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
+// SERIAL-NEXT:     {{.*}} = host.grid @single_set_s0_pointwise ins(%t0_i : tensor<?xf32>)
 // SERIAL-NEXT:     host.launch @single_set_s0_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t0_i : tensor<?xf32>) outs(%t1_i : tensor<?xf32>)
 // SERIAL-NEXT:   } attributes {fuser.stream_parallel}
 // SERIAL-NEXT:   host.return %t1 : tensor<?x?xf32>
@@ -32,6 +34,7 @@ fusion.fusion @single_set(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:   %t0_d1 = host.dim %t0[1] : tensor<?x?xf32>
 // CHECK-NEXT:   %t1 = host.allocate(%t0_d0, %t0_d1) : tensor<?x?xf32>
 // CHECK:        %c0 = arith.constant 0 : index
+// CHECK-NEXT:   %c1 = arith.constant 1 : index
 // CHECK-NEXT:   %caller = host.get_current_stream : !host.stream
 // CHECK-NEXT:   %c4 = arith.constant 4 : index
 // CHECK-NEXT:   host.for %i = %c0 to %t0_d0 step %c1 {
@@ -41,6 +44,7 @@ fusion.fusion @single_set(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:     host.synchronize %caller
 // CHECK-NEXT:     %t0_i = host.alias_select %t0[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
 // CHECK-NEXT:     %t1_i = host.alias_select %t1[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
+// CHECK-NEXT:     {{.*}} = host.grid @single_set_s0_pointwise ins(%t0_i : tensor<?xf32>)
 // CHECK-NEXT:     host.launch @single_set_s0_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t0_i : tensor<?xf32>) outs(%t1_i : tensor<?xf32>)
 // CHECK-NEXT:     host.set_current_stream %caller
 // CHECK-NEXT:   }

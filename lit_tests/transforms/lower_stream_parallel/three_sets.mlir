@@ -18,6 +18,7 @@ fusion.fusion @three_sets(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:   %t0_d1 = host.dim %t0[1] : tensor<?x?xf32>
 // CHECK-NEXT:   %t1 = host.allocate(%t0_d0, %t0_d1) : tensor<?x?xf32>
 // CHECK:        %c0 = arith.constant 0 : index
+// CHECK-NEXT:   %c1 = arith.constant 1 : index
 // CHECK-NEXT:   %caller = host.get_current_stream : !host.stream
 // CHECK-NEXT:   %c4 = arith.constant 4 : index
 // CHECK-NEXT:   host.for %i = %c0 to %t0_d0 step %c1 {
@@ -27,6 +28,7 @@ fusion.fusion @three_sets(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:     host.synchronize %caller
 // CHECK-NEXT:     %t0_i = host.alias_select %t0[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
 // CHECK-NEXT:     %t1_i = host.alias_select %t1[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
+// CHECK-NEXT:     {{.*}} = host.grid @three_sets_s0_pointwise ins(%t0_i : tensor<?xf32>)
 // CHECK-NEXT:     host.launch @three_sets_s0_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t0_i : tensor<?xf32>) outs(%t1_i : tensor<?xf32>)
 // CHECK-NEXT:     host.set_current_stream %caller
 // CHECK-NEXT:   }
@@ -36,7 +38,8 @@ fusion.fusion @three_sets(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:     host.synchronize %joined
 // CHECK-NEXT:   }
 // CHECK-NEXT:   %t2 = host.allocate(%t0_d0, %t0_d1) : tensor<?x?xf32>
-// CHECK:        host.launch @three_sets_s1_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t1 : tensor<?x?xf32>) outs(%t2 : tensor<?x?xf32>)
+// CHECK:        {{.*}} = host.grid @three_sets_s1_pointwise ins(%t1 : tensor<?x?xf32>)
+// CHECK-NEXT:        host.launch @three_sets_s1_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t1 : tensor<?x?xf32>) outs(%t2 : tensor<?x?xf32>)
 // CHECK-NEXT:   host.deallocate %t1 : tensor<?x?xf32>
 // CHECK-NEXT:   %t3 = host.allocate(%t0_d0, %t0_d1) : tensor<?x?xf32>
 // CHECK-NEXT:   %caller_1 = host.get_current_stream : !host.stream
@@ -48,6 +51,7 @@ fusion.fusion @three_sets(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:     host.synchronize %caller_1
 // CHECK-NEXT:     %t2_i = host.alias_select %t2[%i_1] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
 // CHECK-NEXT:     %t3_i = host.alias_select %t3[%i_1] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
+// CHECK-NEXT:     {{.*}} = host.grid @three_sets_s2_pointwise ins(%t2_i : tensor<?xf32>)
 // CHECK-NEXT:     host.launch @three_sets_s2_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t2_i : tensor<?xf32>) outs(%t3_i : tensor<?xf32>)
 // CHECK-NEXT:     host.set_current_stream %caller_1
 // CHECK-NEXT:   }

@@ -29,6 +29,7 @@ fusion.fusion @two_sets(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:   %t0_d1 = host.dim %t0[1] : tensor<?x?xf32>
 // CHECK-NEXT:   %t1 = host.allocate(%t0_d0, %t0_d1) : tensor<?x?xf32>
 // CHECK:        %c0 = arith.constant 0 : index
+// CHECK-NEXT:   %c1 = arith.constant 1 : index
 // CHECK-NEXT:   %t2 = host.allocate(%t0_d0, %t0_d1) : tensor<?x?xf32>
 // CHECK-NEXT:   %caller = host.get_current_stream : !host.stream
 // CHECK-NEXT:   %c4 = arith.constant 4 : index
@@ -39,8 +40,10 @@ fusion.fusion @two_sets(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // CHECK-NEXT:     host.synchronize %caller
 // CHECK-NEXT:     %t0_i = host.alias_select %t0[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
 // CHECK-NEXT:     %t1_i = host.alias_select %t1[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
+// CHECK-NEXT:     {{.*}} = host.grid @two_sets_s0_pointwise ins(%t0_i : tensor<?xf32>)
 // CHECK-NEXT:     host.launch @two_sets_s0_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t0_i : tensor<?xf32>) outs(%t1_i : tensor<?xf32>)
 // CHECK-NEXT:     %t2_i = host.alias_select %t2[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
+// CHECK-NEXT:     {{.*}} = host.grid @two_sets_s1_pointwise ins(%t1_i : tensor<?xf32>)
 // CHECK-NEXT:     host.launch @two_sets_s1_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t1_i : tensor<?xf32>) outs(%t2_i : tensor<?xf32>)
 // CHECK-NEXT:     host.set_current_stream %caller
 // CHECK-NEXT:   }
@@ -63,6 +66,7 @@ fusion.fusion @two_sets(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // MERGED-NEXT:   host.synchronize %caller
 // MERGED-NEXT:   %t0_i = host.alias_select %t0[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
 // MERGED-NEXT:   %t2_i = host.alias_select %t2[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
+// MERGED-NEXT:   {{.*}} = host.grid @two_sets_s0_pointwise ins(%t0_i : tensor<?xf32>)
 // MERGED-NEXT:   host.launch @two_sets_s0_pointwise grid({{.*}}) block [{{.*}}] smem 0 ins(%t0_i : tensor<?xf32>) outs(%t2_i : tensor<?xf32>)
 // MERGED-NEXT:   host.set_current_stream %caller
 // MERGED-NEXT: }

@@ -1,0 +1,189 @@
+"""The frameworks a call's tensors come from, and what each means for the call's outputs.
+
+A `Frontend` says how the outputs of a call are allocated and handed back, and which stream it
+runs on: torch tensors in -> `torch.empty` on the inputs' device and torch's current stream;
+cupy arrays -> `cupy.empty` on cupy's current stream; numpy arrays -> copied to `DeviceArray`s,
+results copied back; anything else -> `DeviceArray`s from the stream-ordered pool, launched on the
+stream of the first `DeviceArray` input (the legacy default stream when there is none).
+`frontend_of` picks one by the type of the first tensor input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import driver
+from .arrays import BFLOAT16, DeviceArray
+from .signature import DTYPES_BY_CODE, TORCH_DTYPE_CODES
+
+Shapes = Sequence[tuple[int, ...]]
+
+
+class Frontend:
+    """How the outputs of a call are allocated and handed back, and which stream it runs on."""
+
+    def stream_for(self, first: Any) -> int:
+        """The stream to launch on, from the first tensor input: a DeviceArray's own stream,
+        else the legacy default stream."""
+        return driver.stream_handle(first.stream) if isinstance(first, DeviceArray) else 0
+
+    def allocate(
+        self, shapes: Shapes, dtypes: Sequence[np.dtype], device: int, stream: int
+    ) -> tuple[list[Any], list[int]]:
+        outs = [DeviceArray(s, d, stream) for s, d in zip(shapes, dtypes, strict=True)]
+        return outs, [o.ptr for o in outs]
+
+    def finish(self, outs: list[Any], stream: int) -> list[Any]:
+        return outs
+
+
+class _NumpyFrontend(Frontend):
+    """numpy in: inputs are copied to the device, outputs copied back (synchronously)."""
+
+    def stream_for(self, first: Any) -> int:
+        return 0
+
+    def finish(self, outs: list[Any], stream: int) -> list[Any]:
+        return [o.numpy(stream) for o in outs]
+
+
+def torch_sizes(shape: Sequence[int]) -> tuple[Any, ...]:
+    """The positional arguments of `torch.empty` for a tensor of `shape`: the sizes one by one,
+    which torch parses about 2 µs faster than one tuple on an H100 host (benchmarks/RESULTS.md
+    run 16), or an empty tuple for a 0-d tensor."""
+    return tuple(shape) if shape else ((),)
+
+
+class _TorchFrontend(Frontend):
+    """torch in: `torch.empty` outputs on the inputs' device, torch's current stream.
+
+    torch is imported on first use (a torch tensor was given, so it is there). The current
+    stream comes from `torch._C._cuda_getCurrentRawStream` where torch has it (a fraction of
+    the cost of `torch.cuda.current_stream().cuda_stream`).
+    """
+
+    def __init__(self) -> None:
+        self.types: set[type] = set()  # the torch tensor classes seen (the fast path's test)
+        self.codes: dict[Any, int] = {}  # torch.dtype -> dtype code, filled as dtypes are seen
+        self.dtypes: dict[np.dtype, Any] = {}  # numpy dtype -> torch.dtype
+        self.raw_stream: Callable[[int], int] = self._setup_then_stream
+        self.empty: Callable[..., Any] = self._setup_then_empty
+
+    def code(self, torch_dtype: Any) -> int:
+        """The signature's dtype code of a torch dtype (cached in `codes`)."""
+        code = self.codes.get(torch_dtype)
+        if code is None:
+            code = self.codes[torch_dtype] = TORCH_DTYPE_CODES.get(str(torch_dtype), 0)
+        return code
+
+    def _setup(self) -> None:
+        import torch
+
+        for code, dtype in DTYPES_BY_CODE.items():
+            self.dtypes[dtype] = getattr(torch, dtype.name)
+            self.codes[self.dtypes[dtype]] = code
+        self.dtypes[np.dtype(np.uint8)] = torch.uint8  # raw bytes (a program's workspace)
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is None:  # a torch without it: the public (slower) query
+
+            def raw(device: int) -> int:
+                return torch.cuda.current_stream(device).cuda_stream
+
+        self.raw_stream = raw
+        self.empty = torch.empty
+
+    def _setup_then_stream(self, device: int) -> int:
+        self._setup()
+        return self.raw_stream(device)
+
+    def _setup_then_empty(self, *args: Any, **kwargs: Any) -> Any:
+        self._setup()
+        return self.empty(*args, **kwargs)
+
+    def stream_for(self, first: Any) -> int:
+        device = first.get_device()
+        return self.raw_stream(device) if device >= 0 else 0
+
+    def allocate(
+        self, shapes: Shapes, dtypes: Sequence[np.dtype], device: int, stream: int
+    ) -> tuple[list[Any], list[int]]:
+        outs = []
+        for s, d in zip(shapes, dtypes, strict=True):
+            out = self.empty(*torch_sizes(s), dtype=self.dtypes[d], device=f"cuda:{device}")
+            outs.append(out)
+        return outs, [o.data_ptr() for o in outs]
+
+    def output_specs(
+        self, device: int, shapes: Shapes, dtypes: Sequence[np.dtype]
+    ) -> tuple[Any, tuple[tuple[tuple[Any, ...], Any], ...]]:
+        """What a fast path allocates outputs with: the torch device, and per output the
+        positional sizes (`torch_sizes`) and torch dtype for `torch.empty`."""
+        import torch
+
+        if not self.dtypes:
+            self._setup()
+        specs = tuple(
+            (torch_sizes(shape), self.dtypes[d]) for shape, d in zip(shapes, dtypes, strict=True)
+        )
+        return torch.device("cuda", device), specs
+
+
+class _CupyFrontend(Frontend):
+    """cupy in: `cupy.empty` outputs on cupy's current stream (bf16 outputs: DeviceArray, as
+    cupy has no bfloat16)."""
+
+    def stream_for(self, first: Any) -> int:
+        import cupy
+
+        return int(cupy.cuda.get_current_stream().ptr)
+
+    def allocate(
+        self, shapes: Shapes, dtypes: Sequence[np.dtype], device: int, stream: int
+    ) -> tuple[list[Any], list[int]]:
+        import cupy
+
+        outs: list[Any] = []
+        ptrs: list[int] = []
+        with cupy.cuda.Device(device):
+            for s, d in zip(shapes, dtypes, strict=True):
+                if d == BFLOAT16:
+                    arr = DeviceArray(s, d, stream)
+                    outs.append(arr)
+                    ptrs.append(arr.ptr)
+                else:
+                    out = cupy.empty(s, dtype=d)
+                    outs.append(out)
+                    ptrs.append(int(out.data.ptr))
+        return outs, ptrs
+
+
+DEVICE_FRONTEND = Frontend()
+NUMPY_FRONTEND = _NumpyFrontend()
+TORCH_FRONTEND = _TorchFrontend()
+CUPY_FRONTEND = _CupyFrontend()
+
+_FRONTENDS: dict[type, Frontend] = {DeviceArray: DEVICE_FRONTEND, np.ndarray: NUMPY_FRONTEND}
+
+
+def frontend_of(x: Any) -> Frontend:
+    """The frontend of a tensor input's type (cached per type)."""
+    cls = type(x)
+    fe = _FRONTENDS.get(cls)
+    if fe is None:
+        module = cls.__module__
+        if module.startswith("torch") and hasattr(x, "data_ptr"):
+            fe = TORCH_FRONTEND
+            TORCH_FRONTEND.types.add(cls)
+        elif module.startswith("cupy"):
+            fe = CUPY_FRONTEND
+        elif isinstance(x, np.ndarray):
+            fe = NUMPY_FRONTEND
+        elif isinstance(x, DeviceArray):
+            fe = DEVICE_FRONTEND
+        else:
+            return DEVICE_FRONTEND  # CAI / DLPack producers, or a wrong object (view_of says)
+        _FRONTENDS[cls] = fe
+    return fe
