@@ -98,6 +98,20 @@ class StreamType(ParametrizedAttribute, TypeAttribute):
         return ()
 
 
+@irdl_attr_definition
+class WorkspaceType(ParametrizedAttribute, TypeAttribute):
+    """One call's block of device memory that a program's intermediates are laid out in:
+    `!host.workspace` (see `host.workspace`)."""
+
+    name = "host.workspace"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        if parser.parse_optional_punctuation("<") is not None:
+            parser.raise_error("!host.workspace takes no parameters")
+        return ()
+
+
 def _is_tensor(t: Attribute) -> bool:
     return isinstance(t, TensorType) and t.element_type in ELEMENT_TYPES
 
@@ -240,6 +254,85 @@ class DeallocateOp(IRDLOperation):
 
     def __init__(self, input: SSAValue):
         super().__init__(operands=[input])
+
+
+@irdl_op_definition
+class WorkspaceOp(IRDLOperation):
+    """`%ws = host.workspace %nbytes`: `nbytes` bytes of device memory for the intermediates of
+    one call, ordered on the current stream; `host.workspace_view` lays tensors out in it and
+    `host.release` frees it. `fuser-plan-memory` makes these from allocations whose lifetimes
+    it has planned, so that a call allocates once for all its intermediates."""
+
+    name = "host.workspace"
+
+    nbytes = operand_def(IndexType)
+    result = result_def(WorkspaceType)
+
+    traits = traits_def(MemoryAllocEffect())
+
+    assembly_format = "$nbytes attr-dict"
+
+    def __init__(self, nbytes: SSAValue):
+        super().__init__(operands=[nbytes], result_types=[WorkspaceType()])
+
+
+@irdl_op_definition
+class WorkspaceViewOp(IRDLOperation):
+    """A contiguous tensor at byte `offset` of a workspace, one `index` extent per dynamic dim:
+    `%t = host.workspace_view %ws[%offset] (%d0) : tensor<?xf32>`. It lives as long as the
+    workspace; it is not deallocated on its own."""
+
+    name = "host.workspace_view"
+
+    workspace = operand_def(WorkspaceType)
+    offset = operand_def(IndexType)
+    dynamic_sizes = var_operand_def(IndexType)
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$workspace `[` $offset `]` `(` $dynamic_sizes `)` attr-dict `:` type($result)"
+    )
+
+    def __init__(
+        self,
+        workspace: SSAValue,
+        offset: SSAValue,
+        result_type: TensorType,
+        dynamic_sizes: Sequence[SSAValue] = (),
+    ):
+        super().__init__(operands=[workspace, offset, dynamic_sizes], result_types=[result_type])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        _check_tensor(self.name, "result", t)
+        assert isinstance(t, TensorType)
+        dynamic = sum(1 for d in t.get_shape() if d == DYNAMIC_INDEX)
+        if dynamic != len(self.dynamic_sizes):
+            raise VerifyException(
+                f"'{self.name}' has {len(self.dynamic_sizes)} size operand(s) for {dynamic} "
+                f"dynamic dim(s) of {t}"
+            )
+        offset = _constant_index(self.offset)
+        if offset is not None and offset < 0:
+            raise VerifyException(f"'{self.name}' constant offset {offset} is negative")
+
+
+@irdl_op_definition
+class ReleaseOp(IRDLOperation):
+    """Frees a workspace, ordered on the current stream: `host.release %ws`."""
+
+    name = "host.release"
+
+    workspace = operand_def(WorkspaceType)
+
+    traits = traits_def(MemoryFreeEffect())
+
+    assembly_format = "$workspace attr-dict"
+
+    def __init__(self, workspace: SSAValue):
+        super().__init__(operands=[workspace])
 
 
 @irdl_op_definition
@@ -678,6 +771,9 @@ Host = Dialect(
         AllocateOp,
         DeallocateOp,
         AliasSelectOp,
+        WorkspaceOp,
+        WorkspaceViewOp,
+        ReleaseOp,
         GridOp,
         LaunchOp,
         ForOp,
@@ -687,5 +783,5 @@ Host = Dialect(
         StreamOp,
         SynchronizeOp,
     ],
-    [StreamType],
+    [StreamType, WorkspaceType],
 )

@@ -30,7 +30,8 @@ device placement is checked while reading), builds a `FusionInfo` and finds what
 3. **A new program.** Else the fusion is segmented (`transforms.segment`), lowered to a
    `host.program` and one `kernel.func` per segment (`transforms.lower_to_host`), its
    stream-parallel loops are spread over `streams` CUDA streams
-   (`transforms.lower_stream_parallel`), the kernels are compiled in parallel (NVRTC on a
+   (`transforms.lower_stream_parallel`), the intermediates of a one-stream program are laid
+   out in one workspace (`transforms.plan_memory`), the kernels are compiled in parallel (NVRTC on a
    thread pool), and a `HostEvaluator` with a pool of `streams` streams runs the program. A
    fusion with a stream-parallel op (`fusion.stream_axis`) always runs as a program.
 
@@ -95,6 +96,7 @@ from fuser.runtime.signature import (
 )
 from fuser.transforms.lower_stream_parallel import has_stream_parallel_ops, lower_stream_parallel
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion
+from fuser.transforms.plan_memory import plan_memory
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
@@ -575,6 +577,7 @@ class FusionCompiler:
         prefix = f"{self._base_name}_p{len(self._programs)}"
         lowering = lower_fusion(segmented, info, kernel_prefix=prefix)
         lower_stream_parallel(lowering.program, self.streams)  # its marked loops, if any
+        plan_memory(lowering.program)  # intermediates in one workspace (one-stream programs)
         executors = []
         for seg in lowering.segments:
             dump.dump("kernel_ir", seg.kernel_name, lambda seg=seg: _print(seg.func))

@@ -426,13 +426,15 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
             against_reference("translate-welford", got)
         base = fusion.clone()
         factors = _split_factors(fusion, program.data_seed)
-        if factors and only in (None, "split-k", "fuser-segment", "fuser-lower-host"):
+        later = ("fuser-segment", "fuser-lower-host", "fuser-plan-memory")
+        if factors and only in (None, "split-k", *later):
             _stage("split-k", lambda: apply_split_k(base, factors))
             base.verify()
             got = _stage("split-k", lambda: _reference(base, inputs))
             against_reference("split-k", got)
-        if only in (None, "fuser-segment", "fuser-lower-host"):
+        if only in (None, *later):
             from fuser.compiler import FusionCompiler
+            from fuser.transforms.plan_memory import plan_memory
 
             info = _stage(
                 "fuser-segment",
@@ -447,6 +449,12 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
             got = _stage("fuser-lower-host", lambda: run_lowered(lowering, inputs))
             single = _stage("fuser-lower-host", lambda: _reference(base, inputs, np.float32))
             _expect("fuser-lower-host", compare_all(got, single, facts, names, F32_TOLERANCES))
+            # its intermediates in one workspace, as execute runs it
+            if only != "fuser-lower-host" and _stage(
+                "fuser-plan-memory", lambda: plan_memory(lowering.program)
+            ):
+                got = _stage("fuser-plan-memory", lambda: run_lowered(lowering, inputs))
+                _expect("fuser-plan-memory", compare_all(got, single, facts, names, F32_TOLERANCES))
     if only not in (None, "nvrtc", "gpu"):
         return
     if nvrtc and not gpu:  # (fd.execute compiles on the GPU)

@@ -15,14 +15,11 @@ events (`DriverBackend`, the CUDA driver; tests pass fakes). It never walks IR o
 - **Allocation.** `host.allocate` of a value that `host.return` returns is an output: it is
   allocated by the frontend of the call's inputs (`torch.empty` for torch tensors, a
   `DeviceArray` otherwise), as the executor does. Other allocations come from the backend's
-  stream-ordered pool. In a program that uses one stream, the top-level allocations that are
-  deallocated at the top level are laid out in one *workspace* per call: offsets are assigned
-  first-fit over their lifetimes (from `allocate` to `deallocate`), so a buffer reuses the bytes
-  of one deallocated before it; the workspace is taken from the pool at the first such
-  `allocate` and returned at the last such `deallocate`. One pool allocation per call instead of
-  one per intermediate, and pool usage is back where it started after every call. With torch
-  inputs the workspace is a `torch.empty` byte tensor instead (torch's caching allocator on
-  torch's current stream, where the program runs): two driver calls fewer per call.
+  stream-ordered pool. A `host.workspace` (which `fuser-plan-memory` makes, laying out a
+  program's intermediates by their lifetimes) is one allocation per call, and each
+  `host.workspace_view` a pointer into it: with torch inputs the workspace is a `torch.empty`
+  byte tensor (torch's caching allocator on torch's current stream, where the program runs),
+  else it comes from the pool, and `host.release` returns it.
 - **Launches** run as the program says: `host.grid` asks the kernel's binding for the grid of a
   signature (`ExecutorKernel`: the `KernelExecutor` entry of the launch's inputs, planned once
   per signature), and `host.launch` launches with its grid operands (whatever computed them),
@@ -54,7 +51,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -83,8 +80,6 @@ from .signature import (
 #: Streams in the pool `host.stream` indexes (as nvFuser's `number_of_streams`).
 DEFAULT_NUM_STREAMS = 4
 
-#: Byte alignment of each buffer in a workspace.
-WORKSPACE_ALIGNMENT = 256
 
 Code = list[Callable[[list[Any]], None]]
 """Compiled code: closures run in order on the register file of a call."""
@@ -481,9 +476,26 @@ _INT_OPS: dict[type[Operation], Callable[[int, int], int]] = {
     arith.MaxUIOp: max,
     arith.MinSIOp: min,
     arith.MaxSIOp: max,
+    arith.AndIOp: operator.and_,
+    arith.OrIOp: operator.or_,
 }
 """The `arith` ops on integers and `index` the evaluator computes (operands are non-negative
-for the unsigned ones)."""
+for the unsigned ones), besides `cmpi` (`_COMPARISONS`) and `select`."""
+
+_COMPARISONS: tuple[Callable[[int, int], bool], ...] = (
+    operator.eq,
+    operator.ne,
+    operator.lt,
+    operator.le,
+    operator.gt,
+    operator.ge,
+    operator.lt,
+    operator.le,
+    operator.gt,
+    operator.ge,
+)
+"""`arith.cmpi` by predicate number: eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge (the
+evaluator's integers are exact, and non-negative where compared unsigned)."""
 
 _DIVISIONS = (
     arith.DivUIOp,
@@ -497,12 +509,17 @@ _DIVISIONS = (
 
 _SUPPORTED: tuple[type[Operation], ...] = (
     *_INT_OPS,
+    arith.CmpiOp,
+    arith.SelectOp,
     arith.ConstantOp,
     arith.IndexCastOp,
     host.DimOp,
     host.AllocateOp,
     host.DeallocateOp,
     host.AliasSelectOp,
+    host.WorkspaceOp,
+    host.WorkspaceViewOp,
+    host.ReleaseOp,
     host.GridOp,
     host.LaunchOp,
     host.ForOp,
@@ -558,34 +575,25 @@ class HostEvaluator:
     # ---- once per program ------------------------------------------------------------------
 
     def _analyze(self) -> None:
-        """Check every op is supported, and find outputs and the allocations to plan."""
+        """Check every op is supported and every kernel named, and find the outputs."""
         block = self.program.body.block
         ret = block.last_op
         assert isinstance(ret, host.ReturnOp)
         self.returned = {v for v in ret.values}
-        allocs: dict[SSAValue, int] = {}
-        deallocs: dict[SSAValue, list[int]] = {}  # top-level index, or -1 inside a loop
-        multi_stream = False
         for op in self.program.body.walk():
             if not isinstance(op, _SUPPORTED):
                 raise CompilationError(
                     f"host.program @{self.name}: the host evaluator does not run {_where(op)}"
                 )
-            if isinstance(op, host.LaunchOp):
+            if isinstance(op, host.LaunchOp | host.GridOp):
                 name = op.kernel.root_reference.data
                 if name not in self.kernels:
                     raise CompilationError(
-                        f"host.program @{self.name}: host.launch @{name} names no kernel the "
+                        f"host.program @{self.name}: {op.name} @{name} names no kernel the "
                         f"evaluator was given ({', '.join(sorted(self.kernels)) or 'none'})"
                     )
-                multi_stream |= op.stream is not None
-            multi_stream |= isinstance(op, host.SetCurrentStreamOp | host.StreamOp)
             if isinstance(op, host.DeallocateOp):
-                top = op.parent_block() is block
-                where = block.get_operation_index(op) if top else -1
-                deallocs.setdefault(op.input, []).append(where)
-                owner = op.input.owner
-                if not isinstance(owner, host.AllocateOp):
+                if not isinstance(op.input.owner, host.AllocateOp):
                     raise CompilationError(
                         f"host.program @{self.name}: host.deallocate of a value that no "
                         "host.allocate made"
@@ -594,18 +602,6 @@ class HostEvaluator:
                     raise CompilationError(
                         f"host.program @{self.name}: host.deallocate of a returned tensor"
                     )
-            if isinstance(op, host.AllocateOp) and op.parent_block() is block:
-                allocs[op.result] = block.get_operation_index(op)
-        self.multi_stream = multi_stream
-        #: top-level allocations laid out in the workspace: value -> (alloc index, dealloc index)
-        self.planned: dict[SSAValue, tuple[int, int]] = {}
-        if not multi_stream:
-            for value, start in allocs.items():
-                frees = deallocs.get(value, [])
-                if value not in self.returned and len(frees) == 1 and frees[0] > start:
-                    self.planned[value] = (start, frees[0])
-        self.first_planned = min((s for s, _ in self.planned.values()), default=-1)
-        self.last_planned = max((e for _, e in self.planned.values()), default=-1)
 
     def compile_kernels(self, max_workers: int | None = None) -> None:
         """Compile every kernel, in parallel on a thread pool (NVRTC releases the GIL)."""
@@ -802,32 +798,18 @@ def _current_ordinal() -> int:
     return driver.current_device().ordinal
 
 
-class _Workspace:
-    """The planned allocations of a specialization: offsets first-fit over lifetimes."""
+@dataclass
+class _WorkspacePlan:
+    """A `host.workspace` of a specialization: its size, the registers of its base pointer, of
+    its pool allocation (to free) and of its torch tensor (to keep alive), where its allocation
+    goes in the code, and its views (register, byte offset)."""
 
-    def __init__(self) -> None:
-        self.buffers: list[tuple[int, int, int, int]] = []  # (reg, nbytes, start, end)
-        self.offsets: tuple[tuple[int, int], ...] = ()
-        self.total = 0
-
-    def add(self, reg: int, nbytes: int, start: int, end: int) -> None:
-        self.buffers.append((reg, nbytes, start, end))
-
-    def finalize(self) -> None:
-        placed: list[tuple[int, int, int, int]] = []  # (offset, size, start, end)
-        offsets = []
-        for reg, nbytes, start, end in sorted(self.buffers, key=lambda b: (b[2], -b[1])):
-            size = -(-max(nbytes, 1) // WORKSPACE_ALIGNMENT) * WORKSPACE_ALIGNMENT
-            live = sorted((o, s) for o, s, a, b in placed if a <= end and start <= b)
-            offset = 0
-            for o, s in live:
-                if offset + size <= o:
-                    break
-                offset = max(offset, o + s)
-            placed.append((offset, size, start, end))
-            offsets.append((reg, offset))
-            self.total = max(self.total, offset + size)
-        self.offsets = tuple(offsets)
+    nbytes: int
+    base: int
+    pool: int
+    owner: int
+    at: tuple[Code, int]
+    views: list[tuple[int, int]] = field(default_factory=list)
 
 
 class _Builder:
@@ -852,9 +834,8 @@ class _Builder:
         self.tensors: dict[SSAValue, TensorInfo] = {}
         self.owners: dict[SSAValue, int] = {}  # output value -> register of its object
         self.cleanup: list[int] = []
-        self.workspace = _Workspace()
-        self.workspace_reg = self.workspace_owner = -1
-        self.workspace_at: tuple[Code, int] | None = None
+        # per workspace: where its (placeholder) allocation sits, its registers and its views
+        self.workspaces: dict[SSAValue, _WorkspacePlan] = {}
         self.streams: list[int] | None = None
         # top-level closures that write a launch's arguments for a graph (see batch_launches),
         # and those that may sit between two such launches (they only make arguments)
@@ -907,10 +888,9 @@ class _Builder:
         spec.ptr_regs = slice(first, middle)
         spec.scalar_regs = slice(middle, len(self.template))
         self.block(self.ev.program.body.block, spec.code, top=True)
-        self.workspace.finalize()
-        if self.workspace_at is not None:
-            code, index = self.workspace_at
-            code[index] = self.workspace_closure()
+        for plan in self.workspaces.values():
+            code, index = plan.at
+            code[index] = self.workspace_closure(plan)
             self.argument_makers.add(code[index])
         spec.code = self.batch_launches(spec.code)
         spec.cleanup_regs = tuple(self.cleanup)
@@ -939,11 +919,7 @@ class _Builder:
 
     def block(self, block: Block, code: Code, top: bool) -> None:
         for index, op in enumerate(block.ops):
-            if top and index == self.ev.first_planned:
-                self.workspace_alloc(code)
             self.op(op, code, index if top else -1)
-            if top and index == self.ev.last_planned:
-                self.workspace_free(code)
 
     def op(self, op: Operation, code: Code, index: int) -> None:
         if isinstance(op, arith.ConstantOp):
@@ -961,12 +937,22 @@ class _Builder:
             self.alias(op.results[0], op.operands[0])
         elif type(op) in _INT_OPS:
             self.int_op(op, code)
+        elif isinstance(op, arith.CmpiOp):
+            self.compare(op, code)
+        elif isinstance(op, arith.SelectOp):
+            self.select(op, code)
         elif isinstance(op, host.DimOp):
             self.const(op.result, self.tensors[op.input].shape[op.axis.value.data])
         elif isinstance(op, host.AllocateOp):
             self.allocate(op, code, index)
         elif isinstance(op, host.DeallocateOp):
             self.deallocate(op, code)
+        elif isinstance(op, host.WorkspaceOp):
+            self.workspace(op, code)
+        elif isinstance(op, host.WorkspaceViewOp):
+            self.workspace_view(op, code)
+        elif isinstance(op, host.ReleaseOp):
+            self.release(op, code)
         elif isinstance(op, host.AliasSelectOp):
             self.alias_select(op, code)
         elif isinstance(op, host.GridOp):
@@ -1026,6 +1012,38 @@ class _Builder:
         code.append(compute)
         self.argument_makers.add(compute)
 
+    def compare(self, op: arith.CmpiOp, code: Code) -> None:
+        fn = _COMPARISONS[op.predicate.value.data]
+        lhs, rhs = op.lhs, op.rhs
+        if self.known(lhs) and self.known(rhs):
+            self.const(op.result, fn(self.consts[lhs], self.consts[rhs]))
+            return
+        a, b, out = self.regs[lhs], self.regs[rhs], self.bind(op.result)
+
+        def compare(r: list[Any]) -> None:
+            r[out] = fn(r[a], r[b])
+
+        code.append(compare)
+        self.argument_makers.add(compare)
+
+    def select(self, op: arith.SelectOp, code: Code) -> None:
+        cond, on_true, on_false = op.cond, op.lhs, op.rhs
+        if self.known(cond):
+            self.alias(op.result, on_true if self.consts[cond] else on_false)
+            return
+        c, t, f, out = (
+            self.regs[cond],
+            self.regs[on_true],
+            self.regs[on_false],
+            self.bind(op.result),
+        )
+
+        def select(r: list[Any]) -> None:
+            r[out] = r[t] if r[c] else r[f]
+
+        code.append(select)
+        self.argument_makers.add(select)
+
     # ---- memory ----------------------------------------------------------------------------
 
     def allocate(self, op: host.AllocateOp, code: Code, index: int) -> None:
@@ -1054,9 +1072,6 @@ class _Builder:
         reg = self.bind(op.result)
         if op.result in self.ev.returned:
             self.output_allocation(op.result, info, reg, code)
-        elif op.result in self.ev.planned:
-            start, end = self.ev.planned[op.result]
-            self.workspace.add(reg, info.nbytes, start, end)
         else:
             alloc = self.ev.backend.alloc
             nbytes = info.nbytes
@@ -1091,35 +1106,72 @@ class _Builder:
         code.append(allocate_output)
         self.argument_makers.add(allocate_output)
 
-    def workspace_alloc(self, code: Code) -> None:
-        """A placeholder for the workspace's allocation, replaced once its layout is known."""
-        self.workspace_reg = self.new_reg()
-        self.workspace_owner = self.new_reg()
-        self.cleanup.append(self.workspace_reg)
-        self.workspace_at = (code, len(code))
+    def known_index(self, op: Operation, value: SSAValue, what: str) -> int:
+        """The value of an `index` operand that must follow from the signature."""
+        if not self.known(value):
+            raise self.fail(
+                op, f"has a {what} that depends on a loop index; it must follow from the shapes"
+            )
+        n = self.consts[value]
+        if n < 0:
+            raise self.fail(op, f"has a negative {what} {n}")
+        return n
+
+    def workspace(self, op: host.WorkspaceOp, code: Code) -> None:
+        """A placeholder for the workspace's allocation, replaced once its views are known."""
+        nbytes = self.known_index(op, op.nbytes, "size")
+        plan = _WorkspacePlan(
+            nbytes, self.bind(op.result), self.new_reg(), self.new_reg(), (code, len(code))
+        )
+        self.workspaces[op.result] = plan
+        self.cleanup.append(plan.pool)
         code.append(_unreachable)
 
-    def workspace_closure(self) -> Callable[[list[Any]], None]:
-        """Allocates the workspace and points each planned buffer into it (unrolled).
+    def workspace_view(self, op: host.WorkspaceViewOp, code: Code) -> None:
+        plan = self.workspaces.get(op.workspace)
+        if plan is None:
+            raise self.fail(op, "views a workspace this program does not make")
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        sizes = iter(op.dynamic_sizes)
+        shape = tuple(
+            d if d >= 0 else self.known_index(op, next(sizes), "size") for d in t.get_shape()
+        )
+        info = TensorInfo(shape, contiguous_strides(shape), numpy_dtype(t.element_type), 16)
+        offset = self.known_index(op, op.offset, "offset")
+        if offset + info.nbytes > plan.nbytes:
+            raise self.fail(
+                op,
+                f"lays {info.nbytes} bytes at offset {offset} of a workspace of {plan.nbytes} "
+                "bytes",
+            )
+        self.tensors[op.result] = TensorInfo(
+            info.shape, info.strides, info.dtype, ALIGNMENT[offset & 15]
+        )
+        plan.views.append((self.bind(op.result), offset))
+
+    def workspace_closure(self, plan: _WorkspacePlan) -> Callable[[list[Any]], None]:
+        """Allocates the workspace and points each of its views into it (unrolled).
 
         A call with torch tensors takes the workspace from torch's caching allocator, like
-        torch's own temporaries (a workspace exists only in programs that run on the caller's
-        stream alone, torch's current stream): no driver call, and once dropped the bytes are
-        reusable by whatever that stream runs next. Other calls take it from the pool.
+        torch's own temporaries (`fuser-plan-memory` makes workspaces only in programs that
+        run on the caller's stream alone, torch's current stream): no driver call, and once
+        dropped the bytes are reusable by whatever that stream runs next. Other calls take it
+        from the pool.
         """
         lines = [
             "def allocate_workspace(r):",
             f"    if r[{_FE}] is TORCH:",
-            f"        ws = r[{self.workspace_owner}] = TORCH.empty(",
+            f"        ws = r[{plan.owner}] = TORCH.empty(",
             "            TOTAL, dtype=spec.torch_bytes, device=spec.torch_device)",
-            "        base = ws.data_ptr()",
+            f"        base = r[{plan.base}] = ws.data_ptr()",
             "    else:",
-            f"        base = r[{self.workspace_reg}] = alloc(TOTAL, r[{_CUR}])",
+            f"        base = r[{plan.base}] = r[{plan.pool}] = alloc(TOTAL, r[{_CUR}])",
         ]
-        lines += [f"    r[{reg}] = base + {offset}" for reg, offset in self.workspace.offsets]
+        lines += [f"    r[{reg}] = base + {offset}" for reg, offset in plan.views]
         namespace = {
             "alloc": self.ev.backend.alloc,
-            "TOTAL": self.workspace.total,
+            "TOTAL": max(plan.nbytes, 1),
             "TORCH": TORCH_FRONTEND,
             "spec": self.spec,
         }
@@ -1130,21 +1182,22 @@ class _Builder:
             f"workspace of @{self.ev.name}",
         )
 
-    def workspace_free(self, code: Code) -> None:
-        reg, owner = self.workspace_reg, self.workspace_owner
+    def release(self, op: host.ReleaseOp, code: Code) -> None:
+        plan = self.workspaces.get(op.workspace)
+        if plan is None:
+            raise self.fail(op, "releases a workspace this program does not make")
+        pool, owner = plan.pool, plan.owner
         free = self.ev.backend.free
 
         def free_workspace(r: list[Any]) -> None:
-            if r[reg]:
-                free(r[reg], r[_CUR])
-                r[reg] = None
+            if r[pool]:
+                free(r[pool], r[_CUR])
+                r[pool] = None
             r[owner] = None  # a torch workspace returns to torch's cache
 
         code.append(free_workspace)
 
     def deallocate(self, op: host.DeallocateOp, code: Code) -> None:
-        if op.input in self.ev.planned:
-            return  # its bytes are the workspace's: reused by later planned buffers
         reg = self.regs[op.input]
         free = self.ev.backend.free
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from xdsl.context import Context
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType
 from xdsl.parser import Parser
 
@@ -34,12 +35,12 @@ from fuser.runtime import dispatch, driver, frontends, signature
 from fuser.runtime.calls import Call
 from fuser.runtime.frontends import Frontend
 from fuser.runtime.host_evaluator import (
-    WORKSPACE_ALIGNMENT,
     HostEvaluator,
     ParamInfo,
     TensorInfo,
 )
 from fuser.runtime.reference import evaluate
+from fuser.transforms.plan_memory import WORKSPACE_ALIGNMENT, plan_memory
 
 # --------------------------------------------------------------------------------------------
 # Fakes: device memory in host buffers, kernels in numpy
@@ -258,7 +259,9 @@ host.program @chain(%x: tensor<?xf32>, %a: f32) -> tensor<?xf32> {
 
 
 def chain_evaluator(device: FakeDevice) -> tuple[HostEvaluator, dict[str, NumpyKernel]]:
+    """The chain with its intermediates planned into one workspace (`fuser-plan-memory`)."""
     _, program = parse_module(CHAIN)
+    assert plan_memory(program) == 3
     kernels = {"scale": NumpyKernel(_scale, device), "add": NumpyKernel(_add, device)}
     return HostEvaluator(program, kernels, backend=device), kernels
 
@@ -315,6 +318,7 @@ def test_a_signature_is_compiled_once(rng: np.random.Generator, one_device: None
 def test_a_failing_launch_frees_the_workspace(rng: np.random.Generator, one_device: None) -> None:
     device = FakeDevice()
     _, program = parse_module(CHAIN)
+    plan_memory(program)
 
     def broken(*args: Any) -> None:
         raise InputError("kernel rejected its arguments")
@@ -525,9 +529,9 @@ def test_programs_the_evaluator_cannot_specialize(
         ),
         (
             "host.program @p(%x: tensor<?xf32>) -> tensor<?xf32> {\n"
-            "%c1 = arith.constant 1 : index\n%b = arith.cmpi eq, %c1, %c1 : index\n"
+            "%c1 = arith.constant 1.0 : f32\n%b = arith.cmpf oeq, %c1, %c1 : f32\n"
             "host.return %x : tensor<?xf32>\n}",
-            r"the host evaluator does not run 'arith.cmpi'",
+            r"the host evaluator does not run 'arith.cmpf'",
         ),
     ],
 )
@@ -561,25 +565,47 @@ host.program @p(%x: tensor<?xf32>, %k: index) -> tensor<?xf32> {
         evaluator.run(call_of(evaluator, [x, 4]))
 
 
-def test_workspace_first_fit_reuses_bytes(rng: np.random.Generator, one_device: None) -> None:
-    """Five intermediates of different sizes with staggered lifetimes: buffers alive at the same
-    time never overlap, and the workspace is smaller than their sum."""
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_workspace_first_fit_reuses_bytes(
+    rng: np.random.Generator, one_device: None, dynamic: bool
+) -> None:
+    """Five intermediates of different sizes with staggered lifetimes, planned by
+    `fuser-plan-memory`: buffers alive at the same time never overlap, and the workspace is
+    smaller than their sum. Static sizes fold to constants; dynamic ones (`k * n` elements) are
+    placed by `arith.cmpi`/`select` the evaluator folds per signature."""
     sizes = [3, 100, 40, 70, 5]
+    n = int(rng.integers(1, 50)) if dynamic else 1
     lines = ["%c1 = arith.constant 1 : index"]
-    for i, n in enumerate(sizes):
-        lines.append(f"%t{i} = host.allocate() : tensor<{n}xf32>")
+    if dynamic:
+        lines.append("%n = host.dim %x[0] : tensor<?xf32>")
+    types = []
+    for i, k in enumerate(sizes):
+        if dynamic:
+            lines.append(f"%k{i} = arith.constant {k} : index")
+            lines.append(f"%s{i} = arith.muli %n, %k{i} : index")
+            lines.append(f"%t{i} = host.allocate(%s{i}) : tensor<?xf32>")
+            types.append("tensor<?xf32>")
+        else:
+            lines.append(f"%t{i} = host.allocate() : tensor<{k}xf32>")
+            types.append(f"tensor<{k}xf32>")
         if i >= 2:
-            lines.append(f"host.deallocate %t{i - 2} : tensor<{sizes[i - 2]}xf32>")
-    lines.append(f"host.deallocate %t3 : tensor<{sizes[3]}xf32>")
-    lines.append(f"host.deallocate %t4 : tensor<{sizes[4]}xf32>")
-    text = "host.program @p() {\n" + "\n".join(lines) + "\nhost.return\n}"
+            lines.append(f"host.deallocate %t{i - 2} : {types[i - 2]}")
+    lines.append(f"host.deallocate %t3 : {types[3]}")
+    lines.append(f"host.deallocate %t4 : {types[4]}")
+    args = "%x: tensor<?xf32>" if dynamic else ""
+    text = f"host.program @p({args}) {{\n" + "\n".join(lines) + "\nhost.return\n}"
     _, program = parse_module(text)
+    assert plan_memory(program) == 5
+    assert dynamic == any(isinstance(op, arith.CmpiOp) for op in program.walk())
     device = FakeDevice()
     evaluator = HostEvaluator(program, {}, backend=device)
-    spec = evaluator.specialize((0,))
-    assert spec.execute([], [], [], 0x9, FRONTEND) == []
+    x = np.zeros(n, np.float32)
+    key = call_of(evaluator, [x]).key if dynamic else (0,)
+    spec = evaluator.specialize(key)
+    ptrs = [x.ctypes.data] if dynamic else []
+    assert spec.execute([x] if dynamic else [], ptrs, [], 0x9, FRONTEND) == []
     (alloc,) = device.events("alloc")
-    rounded = [-(-n * 4 // 256) * 256 for n in sizes]
+    rounded = [-(-n * k * 4 // 256) * 256 for k in sizes]
     most_live = max(sum(rounded[i : i + 3]) for i in range(5))
     assert most_live <= alloc[1] < sum(rounded)
     assert [e[0] for e in device.log] == ["alloc", "free"]
@@ -842,7 +868,9 @@ def test_segmented_execute_cache_and_fast_path(
     text = compiler.host_ir()
     assert text.startswith("host.program @chain3(%t0: tensor<?xf32>, %t1: tensor<?xf32>)")
     assert text.count("host.launch @fuser_chain3_p0_s") == 3
-    assert text.count("host.deallocate") == 2
+    # both intermediates in one workspace, planned in the IR (fuser-plan-memory)
+    assert text.count("host.workspace_view %workspace[") == 2 and "host.deallocate" not in text
+    assert text.count("host.workspace %") == 1 and text.count("host.release %workspace") == 1
     # a new length with the same heuristics reuses the program; another one does not
     first = compiler._signatures.last
     compiler.execute(_torch_inputs(rng, 1024 + 512))

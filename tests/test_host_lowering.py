@@ -37,6 +37,7 @@ from fuser.transforms.lower_to_host import (
     lower_fusion,
     lower_to_host,
 )
+from fuser.transforms.plan_memory import plan_memory
 from fuser.transforms.schedule import ScheduleOptionError, fusion_info
 from fuser.transforms.schedulers.base import SchedulingError
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo
@@ -201,6 +202,7 @@ def test_sum_broadcast(
     lowering = lower_fusion(fusion, info)
     check_structure(lowering, fusion)
     assert [s.scheduler.name for s in lowering.segments] == schedulers
+    plan_memory(lowering.program)
     device = check_against_reference(original, lowering, [shape, shape], int(rng.integers(1 << 30)))
     if len(schedulers) == 2:
         # the row sums live in a workspace for the call; freed once the division has run

@@ -33,6 +33,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerStreamParallelPass
 
+    def get_plan_memory() -> type[ModulePass]:
+        from fuser.transforms.plan_memory import PlanMemoryPass
+
+        return PlanMemoryPass
+
     def get_translate_welford() -> type[ModulePass]:
         from fuser.transforms.translate_welford import TranslateWelfordPass
 
@@ -43,6 +48,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuser-segment": get_segment,
         "fuser-lower-host": get_lower_host,
         "lower-stream-parallel": get_lower_stream_parallel,
+        "fuser-plan-memory": get_plan_memory,
         "split-k": get_split_k,
         "translate-welford": get_translate_welford,
     }

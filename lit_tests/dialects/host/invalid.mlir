@@ -309,3 +309,22 @@ host.program @p(%x: tensor<?xf32>, %y: tensor<?xf32>) {
   %g:3 = host.grid @k ins(%x, %y : tensor<?xf32>, tensor<?xf32>)
   host.return
 }
+
+// -----
+
+host.program @p(%n: index) {
+  %ws = host.workspace %n
+  // expected-error @+1 {{'host.workspace_view' has 0 size operand(s) for 1 dynamic dim(s) of tensor<?xf32>}}
+  %t = host.workspace_view %ws[%n] () : tensor<?xf32>
+  host.return
+}
+
+// -----
+
+host.program @p(%n: index) {
+  %ws = host.workspace %n
+  %c = arith.constant -256 : index
+  // expected-error @+1 {{'host.workspace_view' constant offset -256 is negative}}
+  %t = host.workspace_view %ws[%c] () : tensor<4xf32>
+  host.return
+}

@@ -78,3 +78,21 @@ host.program @empty() {
 // CHECK:      host.program @empty() {
 // CHECK-NEXT:   host.return
 // CHECK-NEXT: }
+
+// A workspace (fuser-plan-memory makes these): one allocation, tensors at byte offsets in it.
+host.program @workspace(%x: tensor<?xf32>) {
+  %n = host.dim %x[0] : tensor<?xf32>
+  %c0 = arith.constant 0 : index
+  %c4096 = arith.constant 4096 : index
+  %ws = host.workspace %c4096
+  %a = host.workspace_view %ws[%c0] (%n) : tensor<?xf32>
+  %b = host.workspace_view %ws[%c4096] () : tensor<2x3xf16>
+  host.release %ws
+  host.return
+}
+
+// CHECK-LABEL: host.program @workspace
+// CHECK:         %ws = host.workspace %c4096
+// CHECK-NEXT:    %a = host.workspace_view %ws[%c0] (%n) : tensor<?xf32>
+// CHECK-NEXT:    %b = host.workspace_view %ws[%c4096] () : tensor<2x3xf16>
+// CHECK-NEXT:    host.release %ws
