@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
+    UnitAttr,
     VectorType,
     i64,
 )
@@ -623,18 +624,35 @@ class AllocOp(IRDLOperation):
 
     `alignas(16) T a[8];`, or `__shared__ alignas(16) T a[8];` for `shared`. Shared arrays of a
     kernel add up to at most 48 KiB (checked by `kernel.func`).
+
+    `%a = kernel.alloc zeroed : !kernel.array<32xbf16, local>` starts with every element zero
+    (all bits clear: +0.0), a register array that predicated loads fill, without a store per
+    element in the IR. Only local arrays: a `__shared__` array is one per block and the
+    kernel's threads would race to clear it.
     """
 
     name = "kernel.alloc"
 
     result = result_def(ArrayType)
+    zeroed = opt_prop_def(UnitAttr)
 
     traits = traits_def(MemoryAllocEffect())
 
-    assembly_format = "attr-dict `:` type($result)"
+    assembly_format = "(`zeroed` $zeroed^)? attr-dict `:` type($result)"
 
-    def __init__(self, array_type: ArrayType):
-        super().__init__(result_types=[array_type])
+    def __init__(self, array_type: ArrayType, zeroed: bool = False):
+        super().__init__(
+            result_types=[array_type], properties={"zeroed": UnitAttr() if zeroed else None}
+        )
+
+    def verify_(self) -> None:
+        t = self.result.type
+        assert isinstance(t, ArrayType)
+        if self.zeroed is not None and t.memory_space.data != MemorySpace.LOCAL:
+            raise VerifyException(
+                f"'{self.name}' zeroed needs a local array, got {t.memory_space.data.value}: "
+                "a shared array is one per block, and its threads would race to clear it"
+            )
 
 
 def _constant_int(value: SSAValue) -> int | None:

@@ -346,7 +346,9 @@ class KernelSim:
                     if buf.writes is not None:
                         buf.writes[offset + k] += 1
             case kernel.AllocOp():
-                out([None] * op.result.type.size.data)
+                t = op.result.type
+                fill = DTYPES[t.element_type].type(0) if op.zeroed is not None else None
+                out([fill] * t.size.data)
             case kernel.ArrayLoadOp():
                 array = val(op.array)
                 index = int(val(op.index))
