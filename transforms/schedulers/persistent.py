@@ -287,9 +287,11 @@ class _SlotPhase:
     to an array of one element per slot."""
 
 
-def _slot_phases(structure: Structure) -> list[_SlotPhase]:
+def _slot_phases(structure: Structure, in_slots: Callable[[Key], bool]) -> list[_SlotPhase]:
     """The per-slot work of each phase: each value is computed once, in the first phase that
-    needs it, and kept (in registers) for the later phases whose ops take it."""
+    needs it, and kept (in registers) for the later phases whose ops take it. A value a phase
+    reduces or stores that no slot loop computes and that is not an input loaded per slot
+    (`in_slots`): a row value where the reduced extent is 1, is copied into an array too."""
     phases = [element_level(needs, structure.axes) for needs in structure.phases]
     last = len(phases) - 1
     computed: dict[Key, int] = {}
@@ -321,14 +323,20 @@ def _slot_phases(structure: Structure) -> list[_SlotPhase]:
         computes.append(todo)
         uses.append(used)
     result = []
+    copied: set[Key] = set()
     for p in range(len(phases)):
         later = {k for q in range(p + 1, len(phases)) for k in uses[q]}
+        roots = _roots(structure, p, p == last)
         keep = [
             (value, m)
             for value, maps in computes[p].items()
             for m in maps
-            if (value, m) in later or (value, m) in _roots(structure, p, p == last)
+            if (value, m) in later or (value, m) in roots
         ]
+        for key in roots:
+            if key not in computed and key not in copied and not in_slots(key):
+                keep.append(key)
+                copied.add(key)
         result.append(_SlotPhase(computes[p], uses[p], keep))
     return result
 
@@ -382,16 +390,21 @@ def _emit(parts: KernelParts, p: PersistentParams) -> None:
     axes = structure.axes
     lowering = _RowLowering(env_row)
     full = full_output_keys(structure)
-    plans = _slot_phases(structure)
+    plans = _slot_phases(
+        structure,
+        lambda key: any(
+            (fusion_inputs[r.param], r.map) == key and r.reduced != NONE for r in layout.reads
+        ),
+    )
     # per-slot values kept in a register array from the phase computing them to later ones
     kept_values: dict[Key, SSAValue] = {}
 
     def slot_array(key: Key) -> tuple[SSAValue, bool]:
         """The array holding `key` per slot (its input's loaded array, or its kept array) and
         whether it varies along the slots."""
-        if _is_input(structure, key[0]):
-            return arrays[cast(BlockArgument, key[0]).index, key[1]]
-        return kept_values[key], True
+        if key in kept_values or not _is_input(structure, key[0]):
+            return kept_values[key], True
+        return arrays[cast(BlockArgument, key[0]).index, key[1]]
 
     def value_at(key: Key) -> Callable[[Index], SSAValue]:
         """Slot s's value of `key`."""
@@ -423,8 +436,10 @@ def _emit(parts: KernelParts, p: PersistentParams) -> None:
             compute_element(
                 structure.pointwise, plan.computes, parts.reader(arrays, s), env, lowering.lower
             )
+            read_slot = parts.reader(arrays, s)
             for key in plan.keep:
-                kernel.ArrayStoreOp(env[key], kept_values[key], kb.value(s))
+                value = env[key] if key in env else read_slot(*key)
+                kernel.ArrayStoreOp(value, kept_values[key], kb.value(s))
         lowering.anchor = None
         # 3. the stage's reductions
         if phase < len(structure.stages):
