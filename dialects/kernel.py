@@ -11,8 +11,10 @@ specific to a GPU:
 - thread geometry: `kernel.thread_id`, `block_id`, `block_dim`, `grid_dim` (`threadIdx.x`, ...);
 - tensor parameters: `kernel.size`, `kernel.stride`, `kernel.load`, `kernel.store`, addressed by
   an element offset that the kernel computes from strides with `arith`;
-- arrays: `kernel.alloc` of a `!kernel.array<NxT, local|shared>` (registers or `__shared__`),
-  `kernel.array_load`, `kernel.array_store`;
+- arrays: `kernel.alloc` of a `!kernel.array<NxT, local|shared>` (registers or `__shared__`;
+  `zeroed` clears a local one), `kernel.array_load`, `kernel.array_store`. A local array stays in
+  registers where every index is a constant once nvcc has unrolled the loops around it: loops
+  over an array are `scf.for` with the `unroll` attribute (`#pragma unroll`) and constant bounds;
 - cooperation: `kernel.barrier` (`__syncthreads()`), warp/block/grid reductions and Welford
   combines;
 - `kernel.comment`, a `//` line naming the fusion op the following code comes from.
