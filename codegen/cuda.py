@@ -347,6 +347,18 @@ _HALF_TO_INT = {  # truncating, like C's float-to-integer conversion
 }
 
 
+def _zero(t: Attribute) -> str:
+    """The value of type `t` with all bits clear (+0.0, 0, false), as a C++ expression that
+    needs no conversion."""
+    if t == F16:
+        return "__ushort_as_half((unsigned short)0)"
+    if t == BF16:
+        return "__ushort_as_bfloat16((unsigned short)0)"
+    if t == I1:
+        return "false"
+    return f"({c_type(t)})0"
+
+
 def _approximate(op: Operation) -> bool:
     """Whether a float op carries the `afn` (approximate functions) fast-math flag."""
     flags = op.properties.get("fastmath")
@@ -543,7 +555,17 @@ class CudaPrinter(BasePrinter):
         shared = t.memory_space.data == kernel.MemorySpace.SHARED
         name = self._name(op.result, prefix="shared" if shared else "local")
         space = "__shared__ " if shared else ""
-        self._line(f"{space}alignas(16) {c_type(t.element_type)} {name}[{t.size.data}];")
+        element = c_type(t.element_type)
+        self._line(f"{space}alignas(16) {element} {name}[{t.size.data}];")
+        if op.zeroed is not None:
+            # a store of all-zero bits per element, in a loop that unrolls: the elements stay
+            # separate registers, and no conversion (an f16/bf16 literal's is inline asm)
+            i = self._unique("z")
+            self._line("#pragma unroll")
+            self._line(f"for (int {i} = 0; {i} < {t.size.data}; ++{i}) {{")
+            with self.indented():
+                self._line(f"{name}[{i}] = {_zero(t.element_type)};")
+            self._line("}")
 
     @print_op.register
     def _(self, op: kernel.ArrayLoadOp):

@@ -11,8 +11,10 @@ specific to a GPU:
 - thread geometry: `kernel.thread_id`, `block_id`, `block_dim`, `grid_dim` (`threadIdx.x`, ...);
 - tensor parameters: `kernel.size`, `kernel.stride`, `kernel.load`, `kernel.store`, addressed by
   an element offset that the kernel computes from strides with `arith`;
-- arrays: `kernel.alloc` of a `!kernel.array<NxT, local|shared>` (registers or `__shared__`),
-  `kernel.array_load`, `kernel.array_store`;
+- arrays: `kernel.alloc` of a `!kernel.array<NxT, local|shared>` (registers or `__shared__`;
+  `zeroed` clears a local one), `kernel.array_load`, `kernel.array_store`. A local array stays in
+  registers where every index is a constant once nvcc has unrolled the loops around it: loops
+  over an array are `scf.for` with the `unroll` attribute (`#pragma unroll`) and constant bounds;
 - cooperation: `kernel.barrier` (`__syncthreads()`), warp/block/grid reductions and Welford
   combines;
 - `kernel.comment`, a `//` line naming the fusion op the following code comes from.
@@ -45,6 +47,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
+    UnitAttr,
     VectorType,
     i64,
 )
@@ -623,18 +626,35 @@ class AllocOp(IRDLOperation):
 
     `alignas(16) T a[8];`, or `__shared__ alignas(16) T a[8];` for `shared`. Shared arrays of a
     kernel add up to at most 48 KiB (checked by `kernel.func`).
+
+    `%a = kernel.alloc zeroed : !kernel.array<32xbf16, local>` starts with every element zero
+    (all bits clear: +0.0), a register array that predicated loads fill, without a store per
+    element in the IR. Only local arrays: a `__shared__` array is one per block and the
+    kernel's threads would race to clear it.
     """
 
     name = "kernel.alloc"
 
     result = result_def(ArrayType)
+    zeroed = opt_prop_def(UnitAttr)
 
     traits = traits_def(MemoryAllocEffect())
 
-    assembly_format = "attr-dict `:` type($result)"
+    assembly_format = "(`zeroed` $zeroed^)? attr-dict `:` type($result)"
 
-    def __init__(self, array_type: ArrayType):
-        super().__init__(result_types=[array_type])
+    def __init__(self, array_type: ArrayType, zeroed: bool = False):
+        super().__init__(
+            result_types=[array_type], properties={"zeroed": UnitAttr() if zeroed else None}
+        )
+
+    def verify_(self) -> None:
+        t = self.result.type
+        assert isinstance(t, ArrayType)
+        if self.zeroed is not None and t.memory_space.data != MemorySpace.LOCAL:
+            raise VerifyException(
+                f"'{self.name}' zeroed needs a local array, got {t.memory_space.data.value}: "
+                "a shared array is one per block, and its threads would race to clear it"
+            )
 
 
 def _constant_int(value: SSAValue) -> int | None:

@@ -101,6 +101,7 @@ from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
+from fuser.transforms.schedulers.kernel_builder import kernel_comments
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls, segment_fusion
 from fuser.transforms.segment_rules import MergePredicate
@@ -532,7 +533,8 @@ class FusionCompiler:
             f"one segment: the whole fusion, scheduler {scheduler.name!r}, kernel {name}"
             + (" (Welford ops as two passes)" if fusion is not self.fusion else ""),
         )
-        func = scheduler.emit(fusion, params, name)
+        with kernel_comments(dump.enabled("kernel_ir") or dump.enabled("cuda")):
+            func = scheduler.emit(fusion, params, name)
         launch = scheduler.launch_config(fusion, params, info)
         dump.dump("kernel_ir", name, lambda: _print(func))
         compiled = CompiledKernel(
@@ -575,7 +577,8 @@ class FusionCompiler:
             dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(log))
         dump.dump("segments", f"@{name}", lambda: _print(segmented))
         prefix = f"{self._base_name}_p{len(self._programs)}"
-        lowering = lower_fusion(segmented, info, kernel_prefix=prefix)
+        with kernel_comments(dump.enabled("kernel_ir") or dump.enabled("cuda")):
+            lowering = lower_fusion(segmented, info, kernel_prefix=prefix)
         lower_stream_parallel(lowering.program, self.streams)  # its marked loops, if any
         plan_memory(lowering.program)  # intermediates in one workspace (one-stream programs)
         executors = []

@@ -380,7 +380,7 @@ def test_rank0_shape_grammar_is_shared_by_fuser_run_and_pass_options(opt):
 def test_help_lists_fuser_passes_with_options_before_xdsl_passes(opt):
     status, out, _ = opt(["--help"], "")
     assert status == 0
-    ours = out.index('fuser-schedule{shapes="" arch=sm_90 sm-count=132}')
+    ours = out.index('fuser-schedule{shapes="" arch=sm_90 sm-count=132 comments=true}')
     assert ours < out.index("xDSL's passes:") < out.index("convert-linalg-to-loops")
     assert "  cuda{preamble=true}" in out
 

@@ -346,7 +346,9 @@ class KernelSim:
                     if buf.writes is not None:
                         buf.writes[offset + k] += 1
             case kernel.AllocOp():
-                out([None] * op.result.type.size.data)
+                t = op.result.type
+                fill = DTYPES[t.element_type].type(0) if op.zeroed is not None else None
+                out([fill] * t.size.data)
             case kernel.ArrayLoadOp():
                 array = val(op.array)
                 index = int(val(op.index))
@@ -1173,3 +1175,19 @@ def test_an_output_that_does_not_vary_along_the_kept_dims_is_refused(
         assert not verdict and "does not vary along dim 0" in verdict.reason, verdict
     compiled = fd.compile(inputs, arch="sm_90")
     assert sorted(k.scheduler for k in compiled.kernels) == ["pointwise", "reduction"]
+
+
+def test_persistent_reduces_a_static_extent_of_one(rng: np.random.Generator) -> None:
+    """Reduced dims of static extent 1: a reduction's input is then a row value (its map drops
+    the dim), computed once per row; the persistent kernel copies it into a slot array to
+    reduce it."""
+    with FusionDefinition("static_one") as fd:
+        x = fd.define_tensor([-1, 1], DataType.Double)
+        sq = fd.ops.mul(x, x)
+        total = fd.ops.sum(sq, dims=[1], keepdim=True)
+        var, mean = fd.ops.var_mean(x, dims=[1], correction=0, keepdim=True)
+        fd.add_output(fd.ops.mul(fd.ops.sub(x, mean), total))
+        fd.add_output(var)
+    fusion = fd.fusion
+    check(PERSISTENT, fusion, [random_input(rng, (5, 1), F64)])
+    check(PERSISTENT, fusion, [random_input(rng, (0, 1), F64)])

@@ -8,7 +8,7 @@ it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -18,7 +18,7 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 
-from fuser import DataType, DefinitionError, FusionDefinition
+from fuser import DataType, DefinitionError, FusionDefinition, dump
 from fuser.codegen.cuda import emit_cuda
 from fuser.compiler import FusionCompiler
 from fuser.dialects import fusion as fu
@@ -306,6 +306,18 @@ def test_segmenter_modes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert any(welford_ops(s.body) for s in custom.segments)
 
 
+@pytest.fixture
+def commented_kernels() -> Iterator[None]:
+    """The runtime compiler's kernels with their `kernel.comment`s, which these tests read to
+    tell a Welford reduction from a translated one: it builds them only for a kernel dump."""
+    dump.configure("cuda")
+    try:
+        yield
+    finally:
+        dump.configure("")
+
+
+@pytest.mark.usefixtures("commented_kernels")
 def test_compiler_single_kernel_and_program_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(tw.AUTO_TRANSLATE, "persistent", True)
     fd = layer_norm()
@@ -335,6 +347,7 @@ def test_compiler_single_kernel_and_program_paths(monkeypatch: pytest.MonkeyPatc
         FusionCompiler(fd.fusion, welford="yes")
 
 
+@pytest.mark.usefixtures("commented_kernels")
 def test_fusion_definition_mode() -> None:
     """`FusionDefinition(name, welford=...)` reaches the compiler; a bad mode fails at once."""
     inputs = [np.ones((64, 1000), np.float32)]

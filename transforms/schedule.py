@@ -17,6 +17,9 @@ Options:
   static shapes.
 - `arch` (default `sm_90`, at least `sm_75`) and `sm_count` (default 132): the device the
   heuristics target.
+- `comments` (default true): `kernel.comment` ops naming the fusion op each piece of kernel code
+  comes from (`-p 'fuser-schedule{comments=false}'` leaves them out, as the runtime compiler
+  does unless `FUSER_DUMP` shows kernels).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from fuser.transforms.schedulers.info import (
     arch_problem,
     parse_shapes,
 )
+from fuser.transforms.schedulers.kernel_builder import kernel_comments
 
 
 class ScheduleOptionError(DiagnosticException):
@@ -70,13 +74,15 @@ def format_launch(launch: LaunchConfig) -> str:
 
 
 def schedule_fusion(
-    fusion: FusionOp, info: FusionInfo, kernel_name: str | None = None
+    fusion: FusionOp, info: FusionInfo, kernel_name: str | None = None, comments: bool | None = None
 ) -> ScheduledKernel:
     """Schedules `fusion` for `info`: the kernel is `kernel_name`, by default
-    `<fusion>_<scheduler>`. Raises SchedulingError when no scheduler accepts it."""
+    `<fusion>_<scheduler>`, with `kernel.comment` ops if `comments` (None: as the caller's
+    `kernel_comments` says). Raises SchedulingError when no scheduler accepts it."""
     scheduler, params = propose(fusion, info)
     name = kernel_name or f"{fusion.sym_name.data}_{scheduler.name}"
-    func = scheduler.emit(fusion, params, name)
+    with kernel_comments(comments):
+        func = scheduler.emit(fusion, params, name)
     launch = scheduler.launch_config(fusion, params, info)
     func.attributes["fuser.scheduler"] = StringAttr(scheduler.name)
     func.attributes["fuser.params"] = StringAttr(repr(params))
@@ -196,11 +202,13 @@ class ScheduleFusionPass(ModulePass):
     shapes: str = ""
     arch: str = DEFAULT_ARCH
     sm_count: int = DEFAULT_SM_COUNT
+    comments: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         shapes, device = device_options(
             self.name, self.shapes, self.arch, self.sm_count, ScheduleOptionError
         )
         for fusion in [f for f in op.walk() if isinstance(f, FusionOp)]:
-            scheduled = schedule_fusion(fusion, fusion_info(fusion, shapes, device))
+            info = fusion_info(fusion, shapes, device)
+            scheduled = schedule_fusion(fusion, info, comments=self.comments)
             Rewriter.insert_op(scheduled.func, InsertPoint.after(fusion))

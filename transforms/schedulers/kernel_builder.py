@@ -8,6 +8,10 @@ strides, delinearization, and `scf.for` / `scf.if` as context managers. `compute
 the scalar code of a list of fusion ops for one point of the iteration space, op by op, with a
 `kernel.comment` naming each, through `scalar_lowering`.
 
+Comments exist for people reading the kernel IR or its CUDA: `comment` emits one only while
+`kernel_comments` is on. It is on by default (`fuser-opt` prints the IR); the runtime compiler
+turns it off unless `FUSER_DUMP` shows kernels, as building them costs Python time for nothing.
+
 Code is built with xDSL's `ImplicitBuilder`: inside `with kb.build():` (or a loop or branch of
 it) every op created is inserted at the current point.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith, scf
@@ -30,6 +35,34 @@ from fuser.transforms.schedulers.scalar_lowering import lower_pointwise
 
 Index = SSAValue | int
 """An index: a value of the kernel's index type, or a Python int that folds until used."""
+
+
+_COMMENTS: ContextVar[bool] = ContextVar("fuser_kernel_comments", default=True)
+
+
+@contextmanager
+def kernel_comments(enabled: bool | None) -> Iterator[None]:
+    """Within it, `comment` emits `kernel.comment` ops only if `enabled` (None: as outside)."""
+    if enabled is None:
+        yield
+        return
+    token = _COMMENTS.set(enabled)
+    try:
+        yield
+    finally:
+        _COMMENTS.reset(token)
+
+
+def comments_enabled() -> bool:
+    """Whether `comment` emits comments here (see `kernel_comments`)."""
+    return _COMMENTS.get()
+
+
+def comment(text: str | Callable[[], str]) -> None:
+    """A `kernel.comment` at the current point, if comments are on (`text()` is only called
+    then)."""
+    if _COMMENTS.get():
+        kernel.CommentOp(text if isinstance(text, str) else text())
 
 
 def param_type(t: Attribute) -> Attribute:
@@ -271,6 +304,7 @@ def compute_element(
     scalar parameter. `lower` lowers one op (a scheduler may specialize `lower_pointwise`).
     """
     env = {} if env is None else env
+    comments = comments_enabled()
 
     def get(value: SSAValue, m: DimMap) -> SSAValue:
         if (value, m) not in env:
@@ -284,7 +318,8 @@ def compute_element(
         for m in needs.get(result, []):
             if (result, m) in env:
                 continue
-            kernel.CommentOp(op_text(op))
+            if comments:
+                kernel.CommentOp(op_text(op))
             operands = [
                 get(o, om)
                 for o, om in zip(op.operands, operand_maps(op, m), strict=True)

@@ -11,14 +11,17 @@ The kernel: a row per `threadIdx.y` (several rows per block for short rows), `bl
 threads along it, each owning `chunks` chunks of `vector_width` adjacent elements (thread x's
 chunk c starts at element `(c * blockDim.x + x) * vector_width`, so a warp's chunk c is one
 coalesced access); a thread holds `chunks * vector_width` element *slots*. The code over the
-slots is fully unrolled straight-line scalar code: each value of a slot is an SSA scalar, so the
-row stays in registers. Per phase:
+slots is loops over them, marked for full unrolling (`#pragma unroll`), that index local arrays
+of one element per slot (`reduction_layout.Slots`): nvcc unrolls them, every index becomes a
+constant and the arrays registers, so the row stays in registers, while the IR holds one copy
+of each loop body (its size does not grow with the slots). Per phase:
 
-1. load the reads the phase needs first (predicated 16-byte vector loads into local arrays;
-   chunks past the row end read nothing);
-2. compute the phase's per-element values for every slot; values that depend on the row only
-   (a reduction result, `rsqrt(var + eps)`) are computed once, and a division by one is a
-   product with its reciprocal (`_RowLowering`);
+1. load the reads the phase needs first (a loop over the chunks: predicated 16-byte vector
+   loads into a zeroed local array; chunks past the row end read nothing);
+2. compute the phase's per-element values in one loop over the slots; values that depend on
+   the row only (a reduction result, `rsqrt(var + eps)`) are computed once before it, and a
+   division by one is a product with its reciprocal (`_RowLowering`). A value a later phase
+   uses, or the stage reduces or stores, is written to an array of its own (`_slot_phases`);
 3. for a reduction stage: reduce the stage's inputs over the thread's valid slots (invalid slots
    give the identity: 0 for sum, -inf for max) and combine across the row's threads with
    `kernel.block_reduce` (`kernel.warp_reduce` when a warp holds the row). A Welford reduction
@@ -42,8 +45,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
@@ -58,8 +63,8 @@ from fuser.transforms.schedulers.base import (
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo
-from fuser.transforms.schedulers.iteration_space import DimMap
-from fuser.transforms.schedulers.kernel_builder import Index
+from fuser.transforms.schedulers.iteration_space import DimMap, Needs, operand_maps
+from fuser.transforms.schedulers.kernel_builder import Index, comment, compute_element
 from fuser.transforms.schedulers.reduction_layout import (
     NONE,
     Chunk,
@@ -67,6 +72,7 @@ from fuser.transforms.schedulers.reduction_layout import (
     Key,
     Layout,
     Problem,
+    Slots,
     Structure,
     ceil_div,
     cooperate,
@@ -74,11 +80,11 @@ from fuser.transforms.schedulers.reduction_layout import (
     full_output_keys,
     is_welford,
     named,
-    partial_state,
     plan_layout,
     pow2_ceil,
     reduction_input,
     row_level,
+    slot_state,
     space_shape,
     structure_of,
     two_pass_welford,
@@ -218,22 +224,28 @@ Arrays = dict[tuple[int, DimMap], tuple[SSAValue, bool]]
 class _RowLowering:
     """The lowering of per-element ops with a value the same for the whole row (a reduction
     result such as softmax's sum): `x / r` multiplies by `1 / r`, computed once per row at its
-    first use. One multiplication per element instead of a division (on an H200, softmax of
-    [32768, 1024] bf16 went from 76% to 83% of copy bandwidth), within 1.5 ulp of the correctly
-    rounded quotient, and the same at zeros, infinities and NaN, except where the reciprocal of
-    a subnormal divisor overflows.
+    first use, before the slot loop being built (`anchor`). One multiplication per element
+    instead of a division (on an H200, softmax of [32768, 1024] bf16 went from 76% to 83% of
+    copy bandwidth), within 1.5 ulp of the correctly rounded quotient, and the same at zeros,
+    infinities and NaN, except where the reciprocal of a subnormal divisor overflows.
     """
 
     def __init__(self, env_row: dict[Key, SSAValue]) -> None:
         self.env_row = env_row
         self.derived: dict[tuple[str, SSAValue], SSAValue] = {}
+        self.anchor: Operation | None = None
+        """The slot loop under construction: row values are computed before it."""
 
     def _row_value(self, value: SSAValue) -> bool:
         return any(value is v for v in self.env_row.values())
 
     def _once(self, kind: str, value: SSAValue, make: Callable[[], SSAValue]) -> SSAValue:
         if (kind, value) not in self.derived:
-            derived = make()
+            if self.anchor is None:
+                derived = make()
+            else:
+                with ImplicitBuilder(Builder(InsertPoint.before(self.anchor))):
+                    derived = make()
             derived.name_hint = f"{kind}_{value.name_hint or 'row'}"
             self.derived[kind, value] = derived
         return self.derived[kind, value]
@@ -242,10 +254,101 @@ class _RowLowering:
         if isinstance(op, fu.DivOp) and is_float(operands[1].type):
             divisor = operands[1]
             if self._row_value(divisor):
-                one = constant(1.0, divisor.type)
-                inverse = self._once("inv", divisor, lambda: arith.DivfOp(one, divisor).result)
+                inverse = self._once(
+                    "inv",
+                    divisor,
+                    lambda: arith.DivfOp(constant(1.0, divisor.type), divisor).result,
+                )
                 return arith.MulfOp(operands[0], inverse).result
         return lower_pointwise(op, operands)
+
+
+def _loop_op(index: Index) -> Operation | None:
+    """The loop whose induction variable `index` is (None for a constant: no loop)."""
+    if isinstance(index, BlockArgument):
+        return index.owner.parent_op()
+    return None
+
+
+def _is_input(structure: Structure, value: SSAValue) -> bool:
+    return isinstance(value, BlockArgument) and value.owner is structure.fusion.body.block
+
+
+@dataclass(frozen=True)
+class _SlotPhase:
+    """What a phase's loop over the slots does with per-slot values."""
+
+    computes: Needs
+    """The values it computes (those no earlier phase did; inputs are read where used)."""
+    uses: list[Key]
+    """Values of earlier phases it uses, read from their arrays."""
+    keep: list[Key]
+    """Values it computes that a reduction after it, a later phase or a store needs: written
+    to an array of one element per slot."""
+
+
+def _slot_phases(structure: Structure, in_slots: Callable[[Key], bool]) -> list[_SlotPhase]:
+    """The per-slot work of each phase: each value is computed once, in the first phase that
+    needs it, and kept (in registers) for the later phases whose ops take it. A value a phase
+    reduces or stores that no slot loop computes and that is not an input loaded per slot
+    (`in_slots`): a row value where the reduced extent is 1, is copied into an array too."""
+    phases = [element_level(needs, structure.axes) for needs in structure.phases]
+    last = len(phases) - 1
+    computed: dict[Key, int] = {}
+    computes: list[Needs] = []
+    uses: list[list[Key]] = []
+    for q, needs in enumerate(phases):
+        todo: Needs = {}
+        for value, maps in needs.items():
+            fresh = [m for m in maps if (value, m) not in computed]
+            if fresh and not _is_input(structure, value):
+                todo[value] = fresh
+                for m in fresh:
+                    computed[value, m] = q
+        used: list[Key] = []
+
+        def use(key: Key, q: int = q, used: list[Key] = used) -> None:
+            if computed.get(key, q) < q and key not in used:
+                used.append(key)
+
+        for value, maps in todo.items():
+            op = value.owner
+            assert isinstance(op, Operation)
+            for m in maps:
+                for operand, om in zip(op.operands, operand_maps(op, m), strict=True):
+                    if om is not None:
+                        use((operand, om))
+        for key in _roots(structure, q, q == last):
+            use(key)
+        computes.append(todo)
+        uses.append(used)
+    result = []
+    copied: set[Key] = set()
+    for p in range(len(phases)):
+        later = {k for q in range(p + 1, len(phases)) for k in uses[q]}
+        roots = _roots(structure, p, p == last)
+        keep = [
+            (value, m)
+            for value, maps in computes[p].items()
+            for m in maps
+            if (value, m) in later or (value, m) in roots
+        ]
+        for key in roots:
+            if key not in computed and key not in copied and not in_slots(key):
+                keep.append(key)
+                copied.add(key)
+        result.append(_SlotPhase(computes[p], uses[p], keep))
+    return result
+
+
+def _roots(structure: Structure, phase: int, last: bool) -> list[Key]:
+    """The per-slot values a phase hands on: its stage's reduction inputs, and the full-shape
+    outputs after the last phase."""
+    stage = structure.stages[phase] if phase < len(structure.stages) else []
+    roots = [(reduction_input(op), structure.input_maps[op]) for op in stage]
+    if last:
+        roots.extend(key for _, key in full_output_keys(structure))
+    return roots
 
 
 def _emit(parts: KernelParts, p: PersistentParams) -> None:
@@ -269,67 +372,100 @@ def _emit(parts: KernelParts, p: PersistentParams) -> None:
     invariant: Arrays = {}
     for plan in layout.reads:
         if plan.reduced == NONE:
-            kernel.CommentOp("load (once per row)")
+            comment("load (once per row)")
             invariant[plan.param, plan.map] = (parts.load(plan, row_chunk, kept[id(plan)]), False)
     first = kb.mul(tx, v)
-    chunks: list[Chunk] = []
-    for c in range(p.chunks):
-        column = kb.add(first, c * bdx * v)
+
+    def chunk_at(c: Index) -> Chunk:
+        """Chunk c of the thread: its slots start at column `first + c * blockDim.x * v`."""
+        column = kb.add(first, kb.mul(c, bdx * v))
         valid = named(kb.cmp("slt", named(column, "col"), end), "valid")
-        chunks.append(Chunk(row, column, v, True, valid))
-    arrays: list[Arrays] = [dict(invariant) for _ in chunks]
-    envs: list[list[dict[Key, SSAValue]]] = [[{} for _ in range(v)] for _ in chunks]
+        return Chunk(row, column, v, True, valid)
+
+    slots = Slots(kb, p.chunks, v, lambda c: chunk_at(c).valid)
+    arrays: Arrays = dict(invariant)
     env_row: dict[Key, SSAValue] = {}
     read_row = parts.reader(invariant, 0)
     fusion_inputs = structure.fusion.inputs
     axes = structure.axes
-    lower = _RowLowering(env_row).lower
+    lowering = _RowLowering(env_row)
+    full = full_output_keys(structure)
+    plans = _slot_phases(
+        structure,
+        lambda key: any(
+            (fusion_inputs[r.param], r.map) == key and r.reduced != NONE for r in layout.reads
+        ),
+    )
+    # per-slot values kept in a register array from the phase computing them to later ones
+    kept_values: dict[Key, SSAValue] = {}
 
-    for phase, needs in enumerate(structure.phases):
+    def slot_array(key: Key) -> tuple[SSAValue, bool]:
+        """The array holding `key` per slot (its input's loaded array, or its kept array) and
+        whether it varies along the slots."""
+        if key in kept_values or not _is_input(structure, key[0]):
+            return kept_values[key], True
+        return arrays[cast(BlockArgument, key[0]).index, key[1]]
+
+    def value_at(key: Key) -> Callable[[Index], SSAValue]:
+        """Slot s's value of `key`."""
+        array, varies = slot_array(key)
+        return lambda s: parts.element(array, varies, s, kb)
+
+    for phase, (needs, plan) in enumerate(zip(structure.phases, plans, strict=True)):
         # 1. the reads this phase needs first
-        for plan in layout.reads:
-            if plan.reduced == NONE:
+        for read in layout.reads:
+            if read.reduced == NONE:
                 continue
-            key = (fusion_inputs[plan.param], plan.map)
+            key = (fusion_inputs[read.param], read.map)
             if structure.first_phase(key) != phase:
                 continue
-            kernel.CommentOp(f"load {key[0].name_hint or f'input #{plan.param}'}")
-            for c, chunk in enumerate(chunks):
-                array = parts.load(plan, chunk, kept[id(plan)])
-                arrays[c][plan.param, plan.map] = (array, True)
-        # 2. the phase's values: per row once, then per slot
+            comment(f"load {key[0].name_hint or f'input #{read.param}'}")
+            array = parts.load_slots(read, slots, chunk_at, kept[id(read)])
+            arrays[read.param, read.map] = (array, True)
+        # 2. the phase's values: per row once, then per slot (one loop over the slots)
         parts.compute(row_level(needs, axes), env_row, read_row)
-        per_slot = element_level(needs, axes)
-        for c in range(len(chunks)):
-            for j in range(v):
-                env = envs[c][j]
-                env.update(env_row)
-                parts.compute(per_slot, env, parts.reader(arrays[c], j), lower)
+        for key in plan.keep:
+            name = f"{key[0].name_hint or 'value'}_slots"
+            kept_values[key] = slots.array(fu.element_type(key[0].type), name)
+        with slots.loop(slots.count, "s") as s:
+            lowering.anchor = _loop_op(s)
+            env = dict(env_row)
+            for key in plan.uses:
+                env[key] = kernel.ArrayLoadOp(kept_values[key], kb.value(s)).result
+                env[key].name_hint = key[0].name_hint
+            compute_element(
+                structure.pointwise, plan.computes, parts.reader(arrays, s), env, lowering.lower
+            )
+            read_slot = parts.reader(arrays, s)
+            for key in plan.keep:
+                value = env[key] if key in env else read_slot(*key)
+                kernel.ArrayStoreOp(value, kept_values[key], kb.value(s))
+        lowering.anchor = None
         # 3. the stage's reductions
         if phase < len(structure.stages):
             for op in structure.stages[phase]:
                 key = (reduction_input(op), structure.input_maps[op])
-                kernel.CommentOp(f"reduce {op.name} {key[0].name_hint or ''}".rstrip())
-                groups = [
-                    (chunk.valid, [envs[c][j][key] for j in range(v)])
-                    for c, chunk in enumerate(chunks)
-                ]
+                comment(f"reduce {op.name} {key[0].name_hint or ''}".rstrip())
                 if is_welford(op):
                     count = parts.reduced_count(fu.element_type(key[0].type))
                     state = two_pass_welford(
-                        groups, count, kernel.Dimension.X, bdx, parts.final_mean
+                        slots, value_at(key), count, kernel.Dimension.X, bdx, parts.final_mean
                     )
                 else:
-                    state = cooperate(op, partial_state(op, groups), kernel.Dimension.X, bdx)
+                    state = cooperate(
+                        op, slot_state(op, slots, value_at(key)), kernel.Dimension.X, bdx
+                    )
                 env_row.update(parts.results(op, state))
     # the full-shape outputs (computed in the last phase)
-    for o, key in full_output_keys(structure):
-        for c, chunk in enumerate(chunks):
-            values = [envs[c][j][key] for j in range(v)]
-            parts.store_full(o, chunk, values, kept[id(parts.output_plans[o])])
+    for o, key in full:
+        output = parts.output_plans[o]
+        comment(f"store output #{o}")
+        array, _ = slot_array(key)
+        with slots.loop(slots.chunks, "c") as c:
+            parts.store_full_slots(o, chunk_at(c), array, kb.mul(c, v), kept[id(output)])
     # the reduced outputs
     if structure.reduced_outputs:
-        kernel.CommentOp("epilogue")
+        comment("epilogue")
         parts.compute(structure.reduced_needs, env_row, read_row)
         head = kb.cmp("eq", tx, 0) if bdx > 1 else None
         with kb.if_(kb.all_of([c for c in (head, row_ok) if c is not None])):

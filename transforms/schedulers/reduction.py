@@ -52,7 +52,7 @@ from fuser.transforms.schedulers.base import (
 )
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.iteration_space import DimMap
-from fuser.transforms.schedulers.kernel_builder import Index
+from fuser.transforms.schedulers.kernel_builder import Index, comment
 from fuser.transforms.schedulers.reduction_layout import (
     NONE,
     Chunk,
@@ -245,7 +245,7 @@ def _stream_chunks(
     element_plans = [p for p in parts.layout.reads if p.reduced != NONE]
     loaded: list[Arrays] = []
     for chunk in chunks:
-        kernel.CommentOp("load")
+        comment("load")
         arrays: Arrays = dict(invariant)
         for plan in element_plans:
             array = parts.load(plan, chunk, kept[id(plan)])
@@ -274,7 +274,7 @@ def _stream_chunks(
     new: list[list[State]] = []
     along_reduced = chunks[0].along_reduced
     for r, op in enumerate(structure.reductions):
-        kernel.CommentOp(f"reduce {op.name} {reduction_input(op).name_hint or ''}".rstrip())
+        comment(f"reduce {op.name} {reduction_input(op).name_hint or ''}".rstrip())
         if along_reduced:
             groups = [
                 (chunk.valid, [values[c][j][r] for j in range(chunk.width)])
@@ -321,7 +321,7 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
     invariant: Arrays = {}
     for plan in layout.reads:
         if plan.reduced == NONE:
-            kernel.CommentOp("load (once per row)")
+            comment("load (once per row)")
             invariant[plan.param, plan.map] = (parts.load(plan, row_chunk, kept[id(plan)]), False)
     states0 = [identity_state(op, _reduction_type(op)) for op in structure.reductions]
     for s in states0:
@@ -343,11 +343,11 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
     states = _unflatten(list(final), states0)
     env: dict[Key, SSAValue] = {}
     for op, state in zip(structure.reductions, states, strict=True):
-        kernel.CommentOp(f"combine {op.name} across the row's threads")
+        comment(f"combine {op.name} across the row's threads")
         count = parts.reduced_count(state[0].type) if len(state) == 3 and bdx > 1 else None
         env.update(parts.results(op, cooperate(op, state, kernel.Dimension.X, bdx, count)))
     if structure.reduced_needs:
-        kernel.CommentOp("epilogue")
+        comment("epilogue")
     parts.compute(structure.reduced_needs, env, parts.reader(invariant, 0))
     first = kb.cmp("eq", tx, 0) if bdx > 1 else None
     with kb.if_(kb.all_of([c for c in (first, row_ok) if c is not None])):
@@ -376,7 +376,7 @@ def _emit_outer(parts: KernelParts, p: ReductionParams) -> None:
     invariant: Arrays = {}
     for plan in layout.reads:
         if plan.reduced == NONE:
-            kernel.CommentOp("load (once per column)")
+            comment("load (once per column)")
             array = parts.load(plan, column_chunk, kept[id(plan)])
             invariant[plan.param, plan.map] = (array, parts.varies(plan, False))
     states0 = [
@@ -406,7 +406,7 @@ def _emit_outer(parts: KernelParts, p: ReductionParams) -> None:
     for j in range(v):
         env: dict[Key, SSAValue] = {}
         for r, op in enumerate(structure.reductions):
-            kernel.CommentOp(f"combine {op.name} across the column's threads")
+            comment(f"combine {op.name} across the column's threads")
             state = flat[r * v + j]
             count = parts.reduced_count(state[0].type) if len(state) == 3 and bdy > 1 else None
             state = cooperate(op, state, kernel.Dimension.Y, bdy, count)

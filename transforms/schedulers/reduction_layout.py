@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import cast
@@ -79,6 +80,7 @@ from fuser.transforms.schedulers.iteration_space import (
 from fuser.transforms.schedulers.kernel_builder import (
     Index,
     KernelBuilder,
+    comment,
     compute_element,
     value_name,
 )
@@ -765,8 +767,101 @@ def cooperate_kind(
     return kernel.BlockReduceOp(kind, value, along).result
 
 
+@dataclass
+class Slots:
+    """A thread's element slots in register arrays: `chunks` chunks of `width` adjacent slots
+    (slot s is element s % width of chunk s // width), each chunk all valid or none (`valid(c)`:
+    an i1 for chunk c, or None for always).
+
+    Code over the slots is a loop marked for full unrolling (`#pragma unroll`) that indexes
+    local arrays by its induction variable: unrolled, every index is a constant and the arrays
+    live in registers, as if each slot were its own scalar, while the IR holds one copy of the
+    loop body rather than one per slot.
+    """
+
+    kb: KernelBuilder
+    chunks: int
+    width: int
+    valid: Callable[[Index], SSAValue | None]
+
+    @property
+    def count(self) -> int:
+        """The number of slots."""
+        return self.chunks * self.width
+
+    def loop(self, trip_count: int, name: str) -> AbstractContextManager[Index]:
+        """A fully unrolled loop from 0 to `trip_count` (no loop, index 0, for one trip)."""
+        if trip_count == 1:
+            return nullcontext(0)
+        return self.kb.loop(0, trip_count, unroll=True, name=name)
+
+    def array(
+        self, t: Attribute, name: str, size: int | None = None, zeroed: bool = False
+    ) -> SSAValue:
+        """A local array of `size` (default: one per slot) elements of type `t`, all zero if
+        `zeroed`."""
+        size = self.count if size is None else size
+        array = kernel.AllocOp(kernel.ArrayType(size, t, kernel.MemorySpace.LOCAL), zeroed).result
+        array.name_hint = name
+        return array
+
+    def tree(
+        self,
+        t: Attribute,
+        value_at: Callable[[Index], SSAValue],
+        comb: Callable[[SSAValue, SSAValue], SSAValue],
+        identity: SSAValue,
+    ) -> SSAValue:
+        """`comb` over the valid slots' `value_at(s)`: the same balanced tree as `tree` over
+        each chunk's slots, the chunk's result where it is valid and `identity` where not, then
+        over the chunks. A tree is a scratch array halved level by level, one loop a level; a
+        chunk's slots are computed and combined before the next chunk's (as few values live
+        at once as in straight-line code)."""
+        kb = self.kb
+        partials = self.array(t, "partial", self.chunks)
+        with self.loop(self.chunks, "c") as c:
+            lane = self.array(t, "lane", self.width)
+            with self.loop(self.width, "j") as j:
+                s = kb.add(kb.mul(c, self.width), j)
+                kernel.ArrayStoreOp(value_at(s), lane, kb.value(j))
+            _halve(kb, lane, self.width, comb, self.loop)
+            value = kernel.ArrayLoadOp(lane, kb.value(0)).result
+            kernel.ArrayStoreOp(_select(self.valid(c), value, identity), partials, kb.value(c))
+        _halve(kb, partials, self.chunks, comb, self.loop)
+        return kernel.ArrayLoadOp(partials, kb.value(0)).result
+
+
+def _halve(
+    kb: KernelBuilder,
+    array: SSAValue,
+    size: int,
+    comb: Callable[[SSAValue, SSAValue], SSAValue],
+    loop: Callable[[int, str], AbstractContextManager[Index]],
+) -> None:
+    """Combines the first `size` elements of `array` into element 0 as `tree` does: pairs of
+    neighbours level by level (an odd last element moves up unchanged)."""
+    m = size
+    while m > 1:
+        with loop(m // 2, "k") as k:
+            a = kernel.ArrayLoadOp(array, kb.value(kb.mul(k, 2))).result
+            b = kernel.ArrayLoadOp(array, kb.value(kb.add(kb.mul(k, 2), 1))).result
+            kernel.ArrayStoreOp(comb(a, b), array, kb.value(k))
+        if m % 2:
+            last = kernel.ArrayLoadOp(array, kb.value(m - 1)).result
+            kernel.ArrayStoreOp(last, array, kb.value(m // 2))
+        m = (m + 1) // 2
+
+
+def slot_state(op: Operation, slots: Slots, value_at: Callable[[Index], SSAValue]) -> State:
+    """The state of a sum, max or min over the valid slots (`value_at(s)`: slot s's input)."""
+    kind = _KINDS[type(op)]
+    t = fu.element_type(reduction_input(op).type)
+    return (slots.tree(t, value_at, lambda a, b: combine(kind, a, b), neutral(kind, t)),)
+
+
 def two_pass_welford(
-    groups: Groups,
+    slots: Slots,
+    value_at: Callable[[Index], SSAValue],
     count: SSAValue,
     along: kernel.Dimension,
     threads: int,
@@ -779,19 +874,17 @@ def two_pass_welford(
     kernels use it, as their rows stay in registers between the passes. The deviations are
     taken from `finalize(mean)` (`KernelParts.final_mean`), the mean result itself, so that
     `x - mean` computed again later (layer norm) is the same expression and is computed once."""
-    t = groups[0][1][0].type
+    t = count.type
     zero = constant(0.0, t)
-    local = tree([_select(valid, tree(vs, _addf), zero) for valid, vs in groups], _addf)
+    local = slots.tree(t, value_at, _addf, zero)
     total = cooperate_kind(kernel.ReduceKind.SUM, local, along, threads)
     mean = finalize(arith.DivfOp(total, arith.MaximumfOp(count, constant(1.0, t))).result)
-    parts = []
-    for valid, vs in groups:
-        squares = []
-        for v in vs:
-            d = arith.SubfOp(v, mean).result
-            squares.append(arith.MulfOp(d, d).result)
-        parts.append(_select(valid, tree(squares, _addf), zero))
-    m2 = cooperate_kind(kernel.ReduceKind.SUM, tree(parts, _addf), along, threads)
+
+    def square(s: Index) -> SSAValue:
+        d = arith.SubfOp(value_at(s), mean).result
+        return arith.MulfOp(d, d).result
+
+    m2 = cooperate_kind(kernel.ReduceKind.SUM, slots.tree(t, square, _addf, zero), along, threads)
     return (mean, m2, count)
 
 
@@ -948,12 +1041,43 @@ class KernelParts:
                     kernel.ArrayStoreOp(kernel.LoadOp(tensor, off).result, array, kb.value(j))
         return array
 
+    def load_slots(
+        self,
+        plan: AccessPlan,
+        slots: Slots,
+        chunk_at: Callable[[Index], Chunk],
+        kept: Sequence[Index],
+    ) -> SSAValue:
+        """A local array of one element of `plan` per slot (the chunks walk the reduced group,
+        `chunk_at(c)` is chunk c), each chunk loaded if it is valid, zeros otherwise."""
+        kb = self.kb
+        t = self.element_type(plan)
+        array = slots.array(t, f"{self.params[plan.param].name_hint}_buf", zeroed=True)
+        tensor = self.params[plan.param]
+        width = slots.width
+        with slots.loop(slots.chunks, "c") as c:
+            chunk = chunk_at(c)
+            base = kb.mul(c, width)
+            vector = plan.vector and width > 1
+            offsets = [
+                self.chunk_offset(plan, chunk, j, kept) for j in range(1 if vector else width)
+            ]
+            with kb.if_(chunk.valid):
+                if vector:
+                    loaded = kernel.LoadOp(tensor, offsets[0], VectorType(t, [width])).result
+                    kernel.ArrayStoreOp(loaded, array, kb.value(base))
+                else:
+                    for j, off in enumerate(offsets):
+                        loaded = kernel.LoadOp(tensor, off).result
+                        kernel.ArrayStoreOp(loaded, array, kb.value(kb.add(base, j)))
+        return array
+
     @staticmethod
-    def element(array: SSAValue, varies: bool, j: int, kb: KernelBuilder) -> SSAValue:
+    def element(array: SSAValue, varies: bool, j: Index, kb: KernelBuilder) -> SSAValue:
         return kernel.ArrayLoadOp(array, kb.value(j if varies else 0)).result
 
     def reader(
-        self, arrays: dict[tuple[int, DimMap], tuple[SSAValue, bool]], j: int
+        self, arrays: dict[tuple[int, DimMap], tuple[SSAValue, bool]], j: Index
     ) -> Callable[[SSAValue, DimMap], SSAValue]:
         """`compute_element`'s `read` for slot j: a scalar parameter, or the slot's element
         of the array loaded for (input, map)."""
@@ -1050,7 +1174,7 @@ class KernelParts:
         outputs = self.structure.fusion.output_op.values
         for o, m in self.structure.reduced_outputs:
             plan = self.output_plans[o]
-            kernel.CommentOp(f"store output #{o}")
+            comment(f"store output #{o}")
             offset = self.group_offset(plan, True, kept)
             kernel.StoreOp(env[outputs[o], m], self.kb.outputs[o], self.kb.value(offset))
 
@@ -1062,7 +1186,7 @@ class KernelParts:
         for o, m in self.structure.reduced_outputs:
             plan = self.output_plans[o]
             values = [env[outputs[o], m] for env in envs]
-            kernel.CommentOp(f"store output #{o}")
+            comment(f"store output #{o}")
             if plan.vector and len(values) > 1:
                 t = self.element_type(plan)
                 array = kernel.AllocOp(kernel.ArrayType(len(values), t, kernel.MemorySpace.LOCAL))
@@ -1085,7 +1209,7 @@ class KernelParts:
         kb = self.kb
         plan = self.output_plans[o]
         tensor = self.kb.outputs[o]
-        kernel.CommentOp(f"store output #{o}")
+        comment(f"store output #{o}")
         if plan.vector and chunk.width > 1:
             t = self.element_type(plan)
             array = kernel.AllocOp(kernel.ArrayType(chunk.width, t, kernel.MemorySpace.LOCAL))
@@ -1098,6 +1222,29 @@ class KernelParts:
                 kernel.StoreOp(vec, tensor, offset)
             return
         offsets = [self.chunk_offset(plan, chunk, j, kept) for j in range(len(values))]
+        with kb.if_(chunk.valid):
+            for v, off in zip(values, offsets, strict=True):
+                kernel.StoreOp(v, tensor, off)
+
+    def store_full_slots(
+        self, o: int, chunk: Chunk, array: SSAValue, base: Index, kept: Sequence[Index]
+    ) -> None:
+        """Stores full-shape output #o at the chunk's slots (if the chunk is valid) from the
+        chunk's elements of the local array `array`, from index `base` (one vector where the
+        output is contiguous along them)."""
+        kb = self.kb
+        plan = self.output_plans[o]
+        tensor = kb.outputs[o]
+        width = chunk.width
+        if plan.vector and width > 1:
+            t = self.element_type(plan)
+            vec = kernel.ArrayLoadOp(array, kb.value(base), VectorType(t, [width])).result
+            offset = self.chunk_offset(plan, chunk, 0, kept)
+            with kb.if_(chunk.valid):
+                kernel.StoreOp(vec, tensor, offset)
+            return
+        values = [kernel.ArrayLoadOp(array, kb.value(kb.add(base, j))).result for j in range(width)]
+        offsets = [self.chunk_offset(plan, chunk, j, kept) for j in range(width)]
         with kb.if_(chunk.valid):
             for v, off in zip(values, offsets, strict=True):
                 kernel.StoreOp(v, tensor, off)

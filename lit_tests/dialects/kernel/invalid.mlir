@@ -203,6 +203,11 @@ kernel.array_store %v, %a[%i] : f32, !kernel.array<8xf32, local>, i32
 
 // -----
 
+// expected-error @+1 {{'kernel.alloc' zeroed needs a local array, got shared: a shared array is one per block, and its threads would race to clear it}}
+%a = kernel.alloc zeroed : !kernel.array<8xf32, shared>
+
+// -----
+
 %a = kernel.alloc : !kernel.array<8xi32, local>
 %i = "test.op"() : () -> i64
 // expected-error @+1 {{'kernel.array_load' result type i64 does not match element type i32}}

@@ -93,6 +93,8 @@ kernel.func @vector_widths(%h: !kernel.tensor<bf16, 1>, %d: !kernel.tensor<f64, 
   %a = kernel.alloc : !kernel.array<6xbf16, local>
   %i = arith.constant 4 : i32
   kernel.array_store %h2, %a[%i] : vector<2xbf16>, !kernel.array<6xbf16, local>, i32
+  %zeros = kernel.alloc zeroed : !kernel.array<16xbf16, local>
+  kernel.array_store %h8, %zeros[%i] : vector<8xbf16>, !kernel.array<16xbf16, local>, i32
   kernel.return
 }
 
@@ -107,3 +109,6 @@ kernel.func @vector_widths(%h: !kernel.tensor<bf16, 1>, %d: !kernel.tensor<f64, 
 // CHECK-NEXT:   %a = kernel.alloc : !kernel.array<6xbf16, local>
 // CHECK-NEXT:   %i = arith.constant 4 : i32
 // CHECK-NEXT:   kernel.array_store %h2, %a[%i] : vector<2xbf16>, !kernel.array<6xbf16, local>, i32
+// CHECK-NEXT:   %zeros = kernel.alloc zeroed : !kernel.array<16xbf16, local>
+// CHECK-NEXT:   kernel.array_store %h8, %zeros[%i] : vector<8xbf16>, !kernel.array<16xbf16, local>, i32
+// CHECK-GENERIC:      %zeros = "kernel.alloc"() <{zeroed}> : () -> !kernel.array<16xbf16, local>

@@ -1,8 +1,10 @@
 // softmax(-1) of a bf16 [32768, 1024] tensor (the benchmark shape): the persistent scheduler.
 // Each row is read once, as four 16-byte vectors (8 bf16) per thread, a warp per row and 4 rows
-// per block; the 32 values of a thread stay SSA scalars (registers) through the max, the sum of
-// exp(x - max) and the division (a product with the sum's reciprocal), and are stored as four
-// vectors.
+// per block; the 32 values of a thread are local arrays indexed by the induction variables of
+// `{unroll}` loops (fully unrolled by nvcc, so they are registers) through the max, the sum of
+// exp(x - max) and the division (a product with the sum's reciprocal, computed once before the
+// loop), and are stored as four vectors. A value is kept in an array only where a later phase
+// uses it (e, not x - max).
 // RUN: fuser-opt %s -p 'fuser-schedule{shapes="32768x1024"}' | filecheck %s
 // A row of 100000 f32 elements does not fit in registers: no scheduler takes the fusion, and the
 // error says why for each.
@@ -27,37 +29,50 @@ fusion.fusion @softmax(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>) {
 // CHECK-SAME: fuser.params = "PersistentParams(block=(32, 4, 1), layout=Layout(inner=True
 // CHECK-SAME: vector_width=8, index_bits=32), chunks=4)"
 // CHECK-SAME: fuser.launch = "grid=[8192, 1, 1] block=[32, 4, 1] smem=0"
-// CHECK-NOT:  scf.for
 // CHECK:      %row = arith.addi %{{.*}}, %thread_id_y : i32
-// CHECK:      %col = arith.muli %thread_id_x, %{{.*}} : i32
-// CHECK:      %valid = arith.cmpi slt, %col, %end : i32
-// CHECK:      %valid_3 = arith.cmpi slt, %col_3, %end : i32
+// CHECK:      %[[FIRST:.*]] = arith.muli %thread_id_x, %{{.*}} : i32
 // CHECK:      kernel.comment "load x"
-// CHECK:      scf.if %valid {
-// CHECK-NEXT:   %{{.*}} = kernel.load %x[%{{.*}}] : !kernel.tensor<bf16, 2>, i32 -> vector<8xbf16>
-// CHECK:      scf.if %valid_3 {
-// CHECK-NEXT:   %{{.*}} = kernel.load %x[%{{.*}}] : !kernel.tensor<bf16, 2>, i32 -> vector<8xbf16>
-// CHECK:      %xf_31 = arith.extf %{{.*}} : bf16 to f32
+// CHECK-NEXT: %x_buf = kernel.alloc zeroed : !kernel.array<32xbf16, local>
+// CHECK-NEXT: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
+// CHECK-NEXT:   %[[STEP:.*]] = arith.muli %[[C]], %{{.*}} : i32
+// CHECK-NEXT:   %col = arith.addi %[[FIRST]], %[[STEP]] : i32
+// CHECK-NEXT:   %valid = arith.cmpi slt, %col, %end : i32
+// CHECK:        scf.if %valid {
+// CHECK-NEXT:     %[[V:.*]] = kernel.load %x[%{{.*}}] : !kernel.tensor<bf16, 2>, i32 -> vector<8xbf16>
+// CHECK-NEXT:     kernel.array_store %[[V]], %x_buf[%{{.*}}] : vector<8xbf16>, !kernel.array<32xbf16, local>, i32
+// CHECK-NEXT:   }
+// CHECK-NEXT: } {unroll}
+// CHECK-NEXT: %xf_slots = kernel.alloc : !kernel.array<32xf32, local>
+// CHECK-NEXT: scf.for %[[S:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
+// CHECK:        %xf = arith.extf %{{.*}} : bf16 to f32
+// CHECK-NEXT:   kernel.array_store %xf, %xf_slots[%[[S]]] : f32, !kernel.array<32xf32, local>, i32
+// CHECK-NEXT: } {unroll}
 // CHECK:      kernel.comment "reduce fusion.max xf"
-//               masked chunks give -inf; a warp holds the row: warp shuffles, no block reduction
 // CHECK:      %[[NEG:.*]] = arith.constant 0xff800000 : f32
-// CHECK:      arith.select %valid, %{{.*}}, %[[NEG]] : f32
+// CHECK:      arith.maximumf
+// CHECK:      arith.select %{{.*}}, %{{.*}}, %[[NEG]] : f32
 // CHECK:      %m = kernel.warp_reduce max %{{.*}} : f32
-// CHECK:      %c_31 = arith.subf %xf_31, %m : f32
-// CHECK:      %e_31 = math.exp %c_31 : f32
+// CHECK-NEXT: %e_slots = kernel.alloc : !kernel.array<32xf32, local>
+// CHECK-NEXT: scf.for
+// CHECK:        %[[C2:.*]] = arith.subf %{{.*}}, %m : f32
+// CHECK:        %e = math.exp %[[C2]] : f32
+// CHECK-NEXT:   kernel.array_store %e, %e_slots
+// CHECK-NEXT: } {unroll}
 // CHECK:      kernel.comment "reduce fusion.sum e"
-// CHECK:      %s = kernel.warp_reduce sum %{{.*}} : f32
-//               the division by the row's sum: one reciprocal per row, a product per element
-// CHECK:      %inv_s = arith.divf %{{.*}}, %s : f32
-// CHECK-NEXT: %y = arith.mulf %e, %inv_s : f32
-// CHECK:      %y_31 = arith.mulf %e_31, %inv_s : f32
-// CHECK-NOT:  arith.divf
-// CHECK:      %yo_buf = kernel.alloc : !kernel.array<8xbf16, local>
-// CHECK:      %[[V:.*]] = kernel.array_load %yo_buf[%{{.*}}] : !kernel.array<8xbf16, local>, i32 -> vector<8xbf16>
-// CHECK:      scf.if %valid {
-// CHECK-NEXT:   kernel.store %[[V]], %yo[%{{.*}}] : vector<8xbf16>, !kernel.tensor<bf16, 2>, i32
-// CHECK:      scf.if %valid_3 {
-// CHECK-NEXT:   kernel.store %{{.*}}, %yo[%{{.*}}] : vector<8xbf16>, !kernel.tensor<bf16, 2>, i32
+// CHECK:      %s_{{.*}} = kernel.warp_reduce sum %{{.*}} : f32
+// CHECK-NEXT: %yo_slots = kernel.alloc : !kernel.array<32xbf16, local>
+// CHECK:      %inv_s = arith.divf %{{.*}}, %s_{{.*}} : f32
+// CHECK-NEXT: scf.for
+// CHECK:        %y = arith.mulf %{{.*}}, %inv_s : f32
+// CHECK-NOT:    arith.divf
+// CHECK:      } {unroll}
+// CHECK-NEXT: kernel.comment "store output #0"
+// CHECK-NEXT: scf.for
+// CHECK:        %[[Y:.*]] = kernel.array_load %yo_slots[%{{.*}}] : !kernel.array<32xbf16, local>, i32 -> vector<8xbf16>
+// CHECK:        scf.if %valid_{{.*}} {
+// CHECK-NEXT:     kernel.store %[[Y]], %yo[%{{.*}}] : vector<8xbf16>, !kernel.tensor<bf16, 2>, i32
+// CHECK-NEXT:   }
+// CHECK-NEXT: } {unroll}
 // CHECK-NOT:  kernel.store
 
 // LONG:      fuser-opt: error: no scheduler accepts fusion @softmax:
