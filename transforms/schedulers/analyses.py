@@ -35,6 +35,13 @@ class AnalysisCache:
             result = self._results[kind, key] = compute()
             return result
 
+    def lookup(self, kind: str, key: Hashable) -> Any:
+        """The result kept under (kind, key), or None."""
+        return self._results.get((kind, key))
+
+    def put(self, kind: str, key: Hashable, value: Any) -> None:
+        self._results[kind, key] = value
+
     def __len__(self) -> int:
         return len(self._results)
 
@@ -51,6 +58,11 @@ def cached_analyses(cache: AnalysisCache) -> Iterator[AnalysisCache]:
         yield cache
     finally:
         _ACTIVE.reset(token)
+
+
+def active() -> AnalysisCache | None:
+    """The open cache, or None: for analyses worth precomputing only when they are kept."""
+    return _ACTIVE.get()
 
 
 def memoized(kind: str, key: Hashable, compute: Callable[[], T]) -> T:
