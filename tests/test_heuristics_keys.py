@@ -313,3 +313,18 @@ def test_a_program_segments_each_new_shape_once_without_cloning(
     assert cloned == []
     assert len(calls) == 3
     assert fd.cache_info()["programs"] == 1
+
+
+def test_scheduling_a_kernel_analyses_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`accepts` analyses the fusion; `heuristics`, `emit` and `launch_config` reuse that
+    analysis (they each derived it again), also outside the compiler (`schedule_fusion`)."""
+    from fuser.transforms.schedule import schedule_fusion
+    from fuser.transforms.schedulers import persistent
+
+    analysed: list[Any] = []
+    original = persistent._analyze
+    monkeypatch.setattr(persistent, "_analyze", lambda *a: analysed.append(a) or original(*a))
+    fusion = layer_norm().fusion
+    scheduled = schedule_fusion(fusion, contiguous((1024, 4096), (4096,)))
+    assert scheduled.scheduler.name == "persistent"
+    assert len(analysed) == 1
