@@ -20,12 +20,14 @@ device placement is checked while reading), builds a `FusionInfo` and finds what
    `auto`; the decision is logged as `segmenter_log`); step 3 decides per segment. The
    schedulers' analyses of the fusion and its two-pass copy (never rewritten) are kept in the
    compiler's `AnalysisCache` (`transforms.schedulers.analyses`): a new shape builds no
-   `Structure`, and each layout and sizing once.
+   `Structure`, takes the layout of an earlier shape of its class, and its heuristics and
+   Welford decision once per heuristics key (`Scheduler.heuristics_key`, `decision_key`).
 2. **A compiled program whose heuristics still hold.** Otherwise each program compiled before is
    asked whether it fits the new signature: every segment's scheduler must still accept the
    segment, with heuristics equal to those it was compiled with (nvFuser's
    `getMaybeHeuristicsFor`). The first that fits is reused: only its launch configurations are
-   recomputed, by the segments' executors.
+   recomputed, by the segments' executors. Each program keeps the analyses of its segments
+   (cloned and verified once) for the new shapes it is asked about.
 3. **A new program.** Else the fusion is segmented (`transforms.segment`), lowered to a
    `host.program` and one `kernel.func` per segment (`transforms.lower_to_host`), its
    stream-parallel loops are spread over `streams` CUDA streams
@@ -98,7 +100,7 @@ from fuser.runtime.host_evaluator import (
     Specialization,
 )
 from fuser.transforms.lower_stream_parallel import has_stream_parallel_ops, lower_stream_parallel
-from fuser.transforms.lower_to_host import HostLowering, lower_fusion
+from fuser.transforms.lower_to_host import HostLowering, LoweredSegment, lower_fusion
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
 from fuser.transforms.schedulers.base import (
@@ -922,7 +924,7 @@ class FusionCompiler:
         )
 
 
-def _launch_config(analyses: AnalysisCache, seg: Any, info: FusionInfo) -> LaunchConfig:
+def _launch_config(analyses: AnalysisCache, seg: LoweredSegment, info: FusionInfo) -> LaunchConfig:
     """A program segment's launch for `info`, with the program's kept analyses."""
     with cached_analyses(analyses):
         return seg.scheduler.launch_config(seg.fusion, seg.params, info)

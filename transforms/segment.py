@@ -223,7 +223,9 @@ def segment_as_fusion(segment: fu.SegmentOp, name: str) -> fu.FusionOp:
 def segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> list[SegmentCall]:
     """For a segmented fusion and the metadata of its inputs: each segment's standalone fusion
     (`<fusion>_s<k>`), `FusionInfo` (fusion inputs keep their metadata, segment results are
-    contiguous, 16-byte aligned tensors) and output shapes, in order."""
+    contiguous, 16-byte aligned tensors) and output shapes, in order. While an analysis cache is
+    open (the compiler's program keeps one: its segmented fusion is final), they are computed
+    once per `info`, on standalone segments cloned and verified once."""
     return list(memoized("segment_calls", (fusion, info), lambda: _segment_calls(fusion, info)))
 
 

@@ -24,7 +24,9 @@ or needs the group index delinearized into dims (`general`, the correct slow pat
 reduction over dims {0, 2} of a 3-D tensor); and whether it moves `vector_width` consecutive
 elements per 16-byte (at most) access. Dims a read broadcasts at run time (extent 1 against a
 larger space extent) are dropped from its map. All of it is part of the parameters, so a kernel
-is reused only for inputs that give the same plans.
+is reused only for inputs that give the same plans. A new shape whose extents, strides and
+alignments relate as those of a shape seen before (`layout_class`: a new row count, most new
+hidden sizes) takes that shape's layout while an analysis cache is open.
 
 **Kernel pieces.** `KernelParts` wraps a `KernelBuilder` with the group extents and offsets of
 a plan, predicated loads into local arrays (a chunk of `width` slots: all valid or none, as the
