@@ -4,8 +4,10 @@
 # cuda-toolkit[nvrtc,cudart,crt]==13.5.0"`) and fuser in place, run the
 # GPU tests, then the benchmarks. Logs go to $OUT (default ./gpu-out).
 #   bash benchmarks/gpu_check.sh [pytest args...]      # e.g. -k pointwise; BENCH=0 skips benchmarks
-# TESTS=0 skips the tests; EXTRA="matmul streams welford host_breakdown cold_start" runs those scripts
-# too (each writes to $OUT/<name>/).
+# TESTS=0 skips the tests; EXTRA="matmul streams welford host_breakdown cold_start new_shape" runs
+# those scripts too (each writes to $OUT/<name>/; new_shape times nvFuser beside fuser where
+# nvfuser_direct imports, see benchmarks/new_shape.py). EXTRA_PYTHONPATH is put after the
+# installed wheels on PYTHONPATH (a folder nvFuser was installed into with --target, say).
 # FUZZ=N runs N programs of the differential fuzzer on the GPU in FUZZ_JOBS processes (default 16;
 # FUZZ_SEED picks the seed, default a fresh one) after the tests: $OUT/fuzz.log.
 # SANITIZE=1 then reruns the GPU tests (SANITIZE_TESTS, default all of tests/, less those marked
@@ -29,7 +31,7 @@ python3 -m pip install -q --no-index --no-deps --target "$SITE" "${wheels[@]}" |
 if ls .whl/nvidia_cuda_nvrtc-*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps .whl/nvidia_cuda_*.whl || exit 1
 fi
-export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
+export PYTHONPATH=$SITE${EXTRA_PYTHONPATH:+:$EXTRA_PYTHONPATH} PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
 if [ "${TESTS:-1}" = "1" ]; then

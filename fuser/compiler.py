@@ -21,12 +21,14 @@ device placement is checked while reading), builds a `FusionInfo` and finds what
    `auto`; the decision is logged as `segmenter_log`); step 3 decides per segment. The
    schedulers' analyses of the fusion and its two-pass copy (never rewritten) are kept in the
    compiler's `AnalysisCache` (`transforms.schedulers.analyses`): a new shape builds no
-   `Structure`, and each layout and sizing once.
+   `Structure`, takes the layout of an earlier shape of its class, and its heuristics and
+   Welford decision once per heuristics key (`Scheduler.heuristics_key`, `decision_key`).
 2. **A compiled program whose heuristics still hold.** Otherwise each program compiled before is
    asked whether it fits the new signature: every segment's scheduler must still accept the
    segment, with heuristics equal to those it was compiled with (nvFuser's
    `getMaybeHeuristicsFor`). The first that fits is reused: only its launch configurations are
-   recomputed, by the segments' executors.
+   recomputed, by the segments' executors. Each program keeps the analyses of its segments
+   (cloned and verified once) for the new shapes it is asked about.
 3. **A new program.** Else the fusion is segmented (`transforms.segment`), lowered to a
    `host.program` and one `kernel.func` per segment (`transforms.lower_to_host`), its
    stream-parallel loops are spread over `streams` CUDA streams
@@ -55,7 +57,8 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from io import StringIO
 from typing import Any, NamedTuple
@@ -95,18 +98,30 @@ from fuser.runtime.signature import (
     decode_signature,
 )
 from fuser.transforms.lower_stream_parallel import has_stream_parallel_ops, lower_stream_parallel
-from fuser.transforms.lower_to_host import HostLowering, lower_fusion
+from fuser.transforms.lower_to_host import HostLowering, LoweredSegment, lower_fusion
 from fuser.transforms.plan_memory import plan_memory
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
-from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
+from fuser.transforms.schedulers.base import (
+    LaunchConfig,
+    Params,
+    Scheduler,
+    SchedulingError,
+    cached_heuristics,
+)
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
 from fuser.transforms.schedulers.kernel_builder import kernel_comments
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls, segment_fusion
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import apply_split_k, plan_split_k
-from fuser.transforms.translate_welford import Decision, decide, translated, welford_ops
+from fuser.transforms.translate_welford import (
+    Decision,
+    decide,
+    decision_key,
+    translated,
+    welford_ops,
+)
 
 # --------------------------------------------------------------------------------------------
 # What a compilation produced
@@ -255,8 +270,11 @@ class _Program:
         device: DeviceInfo,
         split_factors: tuple[int, ...] = (),
         streams: int = DEFAULT_STREAMS,
+        analyses: AnalysisCache | None = None,
     ) -> None:
         self.segmented = segmented
+        # the analyses of its segments (standalone fusions, never rewritten) for new shapes
+        self.analyses = AnalysisCache() if analyses is None else analyses
         self.split_factors = split_factors
         self.lowering = lowering
         self.executors = tuple(executors)
@@ -276,18 +294,23 @@ class _Program:
         return self.device.arch
 
     def segment_infos(self, info: FusionInfo) -> list[FusionInfo]:
-        """Each segment's FusionInfo for the fusion's input metadata `info`."""
-        return [c.info for c in segment_calls(self.segmented, info)]
+        """Each segment's FusionInfo for the fusion's input metadata `info` (once per `info`:
+        the segments are cloned and verified once per program, see `segment_calls`)."""
+        with cached_analyses(self.analyses):
+            return [c.info for c in segment_calls(self.segmented, info)]
 
     def heuristics_hold(self, info: FusionInfo) -> bool:
-        """Whether each segment's scheduler accepts it for `info` with unchanged heuristics."""
+        """Whether each segment's scheduler accepts it for `info` with unchanged heuristics
+        (computed once per heuristics key, on the segments the kernels were emitted from)."""
         if info.device.arch != self.arch:
             return False
-        for seg, seg_info in zip(self.lowering.segments, self.segment_infos(info), strict=True):
-            if not seg.scheduler.accepts(seg.fusion, seg_info):
-                return False
-            if seg.scheduler.heuristics(seg.fusion, seg_info) != seg.params:
-                return False
+        seg_infos = self.segment_infos(info)
+        with cached_analyses(self.analyses):
+            for seg, seg_info in zip(self.lowering.segments, seg_infos, strict=True):
+                if not seg.scheduler.accepts(seg.fusion, seg_info):
+                    return False
+                if cached_heuristics(seg.scheduler, seg.fusion, seg_info) != seg.params:
+                    return False
         return True
 
     def segments(self) -> list[SegmentSummary]:
@@ -366,7 +389,8 @@ class FusionCompiler:
         check_options("FusionCompiler", streams=streams, welford=welford, split_k=split_k)
         self.welford = welford
         self._two_pass: FusionOp | None = None
-        self._welford_decisions: dict[FusionInfo, Decision] = {}
+        self._welford_decisions: dict[Hashable, Decision] = {}  # by `decision_key`
+        self._has_welford = bool(welford_ops(fusion.body))
         # the schedulers' analyses of `fusion` and its two-pass copy, which are never rewritten:
         # a new shape analyses each once (the segmenter's copies are rewritten: not kept)
         self._analyses = AnalysisCache()
@@ -466,10 +490,10 @@ class FusionCompiler:
     def _plan(self, info: FusionInfo) -> tuple[_Variant | _Program, bool]:
         """What runs a new signature, and whether it was compiled for another one (see the
         module docstring). Call with the lock held."""
-        self.output_shapes(info)  # reports clashing shapes as an InputError before scheduling
-        factors = self._split_factors(info)
-        if not self._always_segment and not _splits_any(factors):
-            with cached_analyses(self._analyses):
+        with cached_analyses(self._analyses):
+            self.output_shapes(info)  # reports clashing shapes as an InputError first
+            factors = self._split_factors(info)
+            if not self._always_segment and not _splits_any(factors):
                 fusion = self._single_kernel_fusion(info)
                 try:
                     proposal = propose(fusion, info)
@@ -500,14 +524,15 @@ class FusionCompiler:
         decision on the whole fusion as its one segment; logged as `segmenter_log`)."""
         if self.welford == "never" or self.should_merge is not None:
             return self.fusion
-        if not welford_ops(self.fusion.body):
+        if not self._has_welford:
             return self.fusion
-        decision = self._welford_decisions.get(info)
+        if self._two_pass is None:
+            self._two_pass = translated(self.fusion)
+        key = decision_key(self.fusion, info, self.welford, self._two_pass)
+        decision = self._welford_decisions.get(key)
         if decision is None:
-            if self._two_pass is None:
-                self._two_pass = translated(self.fusion)
             decision = decide(self.fusion, info, self.welford, self._two_pass)
-            self._welford_decisions[info] = decision
+            self._welford_decisions[key] = decision
             dump.dump(
                 "segmenter_log", f"@{self.layout.fusion_name}", f"whole fusion, welford: {decision}"
             )
@@ -577,7 +602,9 @@ class FusionCompiler:
             dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(log))
         dump.dump("segments", f"@{name}", lambda: _print(segmented))
         prefix = f"{self._base_name}_p{len(self._programs)}"
-        with kernel_comments(dump.enabled("kernel_ir") or dump.enabled("cuda")):
+        analyses = AnalysisCache()  # `segmented` is final: its segments are analysed once
+        comments = dump.enabled("kernel_ir") or dump.enabled("cuda")
+        with kernel_comments(comments), cached_analyses(analyses):
             lowering = lower_fusion(segmented, info, kernel_prefix=prefix)
         lower_stream_parallel(lowering.program, self.streams)  # its marked loops, if any
         plan_memory(lowering.program)  # intermediates in one workspace (one-stream programs)
@@ -595,11 +622,17 @@ class FusionCompiler:
                 KernelExecutor(
                     compiled,
                     kernel_params(seg.func, seg.fusion),
-                    self._planner(seg.fusion, seg.scheduler, seg.params, info.device),
+                    self._planner(seg.fusion, seg.scheduler, seg.params, info.device, analyses),
                 )
             )
         program = _Program(
-            segmented, lowering, executors, info.device, factors, streams=self.streams
+            segmented,
+            lowering,
+            executors,
+            info.device,
+            factors,
+            streams=self.streams,
+            analyses=analyses,
         )
         dump.dump("host_ir", f"@{name}", program.host_ir)
         program.evaluator.compile_kernels()  # in parallel: NVRTC releases the GIL
@@ -625,14 +658,10 @@ class FusionCompiler:
             # the launch is for the device the signature names (the heuristics stay those
             # the kernel was compiled with)
             info = self._info_of(metas, device_info(device) if driver.gpu_available() else dev)
-            if analyses is None:
+            with cached_analyses(analyses) if analyses is not None else nullcontext():
                 launch = scheduler.launch_config(fusion, params, info)
-            else:
-                with cached_analyses(analyses):
-                    launch = scheduler.launch_config(fusion, params, info)
-            return LaunchPlan(
-                launch.grid, launch.block, launch.shared_bytes, _output_shapes(fusion, info, name)
-            )
+                shapes = _output_shapes(fusion, info, name)
+            return LaunchPlan(launch.grid, launch.block, launch.shared_bytes, shapes)
 
         return plan
 
@@ -700,8 +729,9 @@ class FusionCompiler:
             )
             return CompiledFusion(self.layout.fusion_name, dev.arch, (summary,))
         summaries = []
+        seg_infos = choice.segment_infos(info)
         for seg, executor, seg_info in zip(
-            choice.lowering.segments, choice.executors, choice.segment_infos(info), strict=True
+            choice.lowering.segments, choice.executors, seg_infos, strict=True
         ):
             summaries.append(
                 KernelSummary(
@@ -710,7 +740,7 @@ class FusionCompiler:
                     heuristics=seg.params,
                     source=executor.kernel.source,
                     cubin_size=executor.kernel.cubin_size,
-                    launch=seg.scheduler.launch_config(seg.fusion, seg.params, seg_info),
+                    launch=_launch_config(choice.analyses, seg, seg_info),
                     arch=executor.kernel.arch,
                 )
             )
@@ -821,6 +851,12 @@ class FusionCompiler:
             f"{self.kernels_compiled} kernel(s), {len(self._programs)} program(s), "
             f"hits={self.hits}, misses={self.misses})"
         )
+
+
+def _launch_config(analyses: AnalysisCache, seg: LoweredSegment, info: FusionInfo) -> LaunchConfig:
+    """A program segment's launch for `info`, with the program's kept analyses."""
+    with cached_analyses(analyses):
+        return seg.scheduler.launch_config(seg.fusion, seg.params, info)
 
 
 def _splits_any(factors: tuple[int, ...]) -> bool:

@@ -71,7 +71,14 @@ from fuser.transforms.schedule import (
     schedule_fusion,
 )
 from fuser.transforms.schedulers import get_scheduler
-from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler, SchedulingError
+from fuser.transforms.schedulers.analyses import analysis_scope
+from fuser.transforms.schedulers.base import (
+    LaunchConfig,
+    Params,
+    Scheduler,
+    SchedulingError,
+    cached_heuristics,
+)
 from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls
@@ -179,15 +186,16 @@ def _schedule(piece: _Piece, name: str) -> ScheduledKernel:
         scheduled.func.sym_name = StringAttr(f"{name}_{scheduled.scheduler.name}")
         return scheduled
     scheduler = get_scheduler(piece.label)
-    verdict = scheduler.accepts(piece.fusion, piece.info)
-    if not verdict:
-        raise SchedulingError(
-            f"segment @{piece.fusion.sym_name.data} names scheduler '{piece.label}', which "
-            f"rejects it: {verdict.reason}"
-        )
-    params = scheduler.heuristics(piece.fusion, piece.info)
-    func = scheduler.emit(piece.fusion, params, f"{name}_{scheduler.name}")
-    launch = scheduler.launch_config(piece.fusion, params, piece.info)
+    with analysis_scope():  # accepts' analysis serves heuristics, emit and the launch
+        verdict = scheduler.accepts(piece.fusion, piece.info)
+        if not verdict:
+            raise SchedulingError(
+                f"segment @{piece.fusion.sym_name.data} names scheduler '{piece.label}', which "
+                f"rejects it: {verdict.reason}"
+            )
+        params = cached_heuristics(scheduler, piece.fusion, piece.info)
+        func = scheduler.emit(piece.fusion, params, f"{name}_{scheduler.name}")
+        launch = scheduler.launch_config(piece.fusion, params, piece.info)
     func.attributes["fuser.scheduler"] = StringAttr(scheduler.name)
     func.attributes["fuser.params"] = StringAttr(repr(params))
     func.attributes["fuser.launch"] = StringAttr(format_launch(launch))

@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from fuser.dialects import kernel
 from fuser.dialects.fusion import FusionOp, format_shape
 from fuser.transforms.schedulers import propose
+from fuser.transforms.schedulers.analyses import analysis_scope
 from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler
 from fuser.transforms.schedulers.info import (
     DEFAULT_ARCH,
@@ -79,11 +80,12 @@ def schedule_fusion(
     """Schedules `fusion` for `info`: the kernel is `kernel_name`, by default
     `<fusion>_<scheduler>`, with `kernel.comment` ops if `comments` (None: as the caller's
     `kernel_comments` says). Raises SchedulingError when no scheduler accepts it."""
-    scheduler, params = propose(fusion, info)
-    name = kernel_name or f"{fusion.sym_name.data}_{scheduler.name}"
-    with kernel_comments(comments):
-        func = scheduler.emit(fusion, params, name)
-    launch = scheduler.launch_config(fusion, params, info)
+    with analysis_scope():  # accepts' analysis serves heuristics, emit and the launch
+        scheduler, params = propose(fusion, info)
+        name = kernel_name or f"{fusion.sym_name.data}_{scheduler.name}"
+        with kernel_comments(comments):
+            func = scheduler.emit(fusion, params, name)
+        launch = scheduler.launch_config(fusion, params, info)
     func.attributes["fuser.scheduler"] = StringAttr(scheduler.name)
     func.attributes["fuser.params"] = StringAttr(repr(params))
     func.attributes["fuser.launch"] = StringAttr(format_launch(launch))

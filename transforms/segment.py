@@ -93,6 +93,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, StringAttr, TensorType, i64
@@ -114,6 +115,7 @@ from fuser.transforms.schedule import (
     renamed_option_error,
 )
 from fuser.transforms.schedulers import SCHEDULERS
+from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.info import (
     DEFAULT_ARCH,
     DEFAULT_SM_COUNT,
@@ -221,22 +223,63 @@ def segment_as_fusion(segment: fu.SegmentOp, name: str) -> fu.FusionOp:
 def segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> list[SegmentCall]:
     """For a segmented fusion and the metadata of its inputs: each segment's standalone fusion
     (`<fusion>_s<k>`), `FusionInfo` (fusion inputs keep their metadata, segment results are
-    contiguous, 16-byte aligned tensors) and output shapes, in order."""
+    contiguous, 16-byte aligned tensors) and output shapes, in order. While an analysis cache is
+    open (the compiler's program keeps one: its segmented fusion is final), they are computed
+    once per `info`, on standalone segments cloned and verified once."""
+    return list(memoized("segment_calls", (fusion, info), lambda: _segment_calls(fusion, info)))
+
+
+def _segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> tuple[SegmentCall, ...]:
     metas: dict[SSAValue, TensorMeta | None] = dict(zip(fusion.inputs, info.inputs, strict=True))
     calls: list[SegmentCall] = []
-    for k, segment in enumerate(s for s in fusion.body.block.ops if isinstance(s, fu.SegmentOp)):
-        seg_fusion = segment_as_fusion(segment, f"{fusion.sym_name.data}_s{k}")
-        seg_info = FusionInfo(tuple(metas[a] for a in segment.args), info.device)
+    for standalone in _standalone_segments(fusion):
+        segment, seg_fusion, stream = standalone.segment, standalone.fusion, standalone.stream
+        seg_info = FusionInfo(tuple(metas[a] for a in standalone.args), info.device)
         env = value_shapes(seg_fusion, seg_info.input_shapes)
         shapes = tuple(_tuple_shape(env[v]) for v in seg_fusion.output_op.values)
-        for result, shape in zip(segment.outputs, shapes, strict=True):
+        for result, shape in zip(standalone.outputs, shapes, strict=True):
             metas[result] = TensorMeta.contiguous(shape)
-        stream = slice_fusion(seg_fusion)
         if stream is not None:  # scheduled on one slice
             seg_fusion, seg_info = stream.sliced, stream.slice_info(seg_info)
             shapes = stream.slice_shapes(shapes)
         calls.append(SegmentCall(segment, seg_fusion, seg_info, shapes, stream))
-    return calls
+    return tuple(calls)
+
+
+class _Standalone(NamedTuple):
+    """A segment as a fusion of its own (and its slicing), with the segment's operands and
+    results read from the IR once."""
+
+    segment: fu.SegmentOp
+    fusion: fu.FusionOp
+    stream: StreamSlicing | None
+    args: tuple[SSAValue, ...] = ()
+    outputs: tuple[SSAValue, ...] = ()
+
+
+def _standalone_segments(fusion: fu.FusionOp) -> tuple[_Standalone, ...]:
+    """Each segment of a segmented fusion as a verified fusion of its own, and how it is
+    sliced: they depend on the IR alone, so under an open analysis cache (whose caller vouches
+    that `fusion` is not rewritten) they are cloned and verified once, and every new shape is
+    scheduled on the same standalone fusions (and their kept analyses)."""
+
+    def build() -> tuple[_Standalone, ...]:
+        found = []
+        segments = (s for s in fusion.body.block.ops if isinstance(s, fu.SegmentOp))
+        for k, segment in enumerate(segments):
+            seg_fusion = segment_as_fusion(segment, f"{fusion.sym_name.data}_s{k}")
+            found.append(
+                _Standalone(
+                    segment,
+                    seg_fusion,
+                    slice_fusion(seg_fusion),
+                    tuple(segment.args),
+                    tuple(segment.outputs),
+                )
+            )
+        return tuple(found)
+
+    return memoized("standalone_segments", fusion, build)
 
 
 def _tuple_shape(shape: tuple[int, ...] | int | None) -> tuple[int, ...]:

@@ -27,7 +27,8 @@ measurable for layer norm f32 [8192, 8192] (182.9 us with the count as a scalar 
 parameter, 183.0 us with the sum of ones) and about 3% for bf16 [16384, 4096] (104.8 vs 107.6
 us). `_element_count` is the one place to change once an extent can be a number in the kernels.
 
-**When** (`decide`, nvFuser's `wouldTranslateToPersistent`): with `mode=auto` a fusion (or a
+**When** (`decide`, nvFuser's `wouldTranslateToPersistent`; `decision_key` says which shapes
+share a decision): with `mode=auto` a fusion (or a
 segment, in `fuser-segment`) is translated only if the persistent scheduler accepts the
 translated form for the given shapes (its rows fit in registers) and it reduces over the innermost
 dims; a row that does not fit, or a reduction over outer dims, would need the reduction split
@@ -48,7 +49,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -81,6 +82,7 @@ __all__ = [
     "TranslateWelfordPass",
     "check_mode",
     "decide",
+    "decision_key",
     "translate_region",
     "translated",
     "welford_ops",
@@ -383,11 +385,30 @@ class Decision:
         return ("translated: " if self.translate else "kept: ") + self.reason
 
 
+_PERSISTENT = PersistentScheduler()
+
+
 def _untranslated_scheduler(fusion: fu.FusionOp, info: FusionInfo) -> str | None:
     for scheduler in SCHEDULERS:
         if scheduler.accepts(fusion, info):
             return scheduler.name
     return None
+
+
+def decision_key(
+    fusion: fu.FusionOp, info: FusionInfo, mode: str, two_pass: fu.FusionOp
+) -> Hashable:
+    """A small value from which `decide(fusion, info, mode, two_pass)` follows: the heuristics
+    key (`Scheduler.heuristics_key`) of the persistent scheduler on the two-pass form, and of
+    every scheduler on the Welford form, which say who accepts each. A new row count or hidden
+    size of a layer norm that keeps these keys keeps the decision, without deciding again."""
+    if mode != "auto":
+        return (mode,)
+    return (
+        mode,
+        _PERSISTENT.heuristics_key(two_pass, info),
+        tuple(s.heuristics_key(fusion, info) for s in SCHEDULERS),
+    )
 
 
 def decide(
@@ -424,7 +445,7 @@ def decide(
             "the reduced dims are not the innermost: two passes over columns would keep them "
             "on chip across blocks (a grid reduction), and the persistent scheduler takes rows",
         )
-    verdict = PersistentScheduler().accepts(two_pass, info)
+    verdict = _PERSISTENT.accepts(two_pass, info)
     if not verdict:
         return Decision(
             False,

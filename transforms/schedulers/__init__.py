@@ -19,7 +19,12 @@ accepts runs better on an earlier one:
 from __future__ import annotations
 
 from fuser.dialects.fusion import FusionOp
-from fuser.transforms.schedulers.base import Params, Scheduler, SchedulingError
+from fuser.transforms.schedulers.base import (
+    Params,
+    Scheduler,
+    SchedulingError,
+    cached_heuristics,
+)
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.matmul import MatmulScheduler
 from fuser.transforms.schedulers.persistent import PersistentScheduler
@@ -46,13 +51,14 @@ def get_scheduler(name: str) -> Scheduler:
 def propose(fusion: FusionOp, info: FusionInfo) -> tuple[Scheduler, Params]:
     """The first scheduler that accepts `fusion` for `info`, with its parameters.
 
-    Raises SchedulingError listing every scheduler's reason when none accepts.
+    Raises SchedulingError listing every scheduler's reason when none accepts. The parameters
+    are computed once per heuristics key while an analysis cache is open (`cached_heuristics`).
     """
     reasons: list[str] = []
     for scheduler in SCHEDULERS:
         verdict = scheduler.accepts(fusion, info)
         if verdict:
-            return scheduler, scheduler.heuristics(fusion, info)
+            return scheduler, cached_heuristics(scheduler, fusion, info)
         reasons.append(f"  {scheduler.name}: {verdict.reason}")
     raise SchedulingError(
         f"no scheduler accepts fusion @{fusion.sym_name.data}:\n" + "\n".join(reasons)

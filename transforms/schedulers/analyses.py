@@ -14,7 +14,7 @@ computes each analysis once per key and returns the same (immutable) result afte
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -35,6 +35,13 @@ class AnalysisCache:
             result = self._results[kind, key] = compute()
             return result
 
+    def lookup(self, kind: str, key: Hashable) -> Any:
+        """The result kept under (kind, key), or None."""
+        return self._results.get((kind, key))
+
+    def put(self, kind: str, key: Hashable, value: Any) -> None:
+        self._results[kind, key] = value
+
     def __len__(self) -> int:
         return len(self._results)
 
@@ -51,6 +58,19 @@ def cached_analyses(cache: AnalysisCache) -> Iterator[AnalysisCache]:
         yield cache
     finally:
         _ACTIVE.reset(token)
+
+
+def analysis_scope() -> AbstractContextManager[AnalysisCache | None]:
+    """For the questions about one fusion that is not rewritten meanwhile (`accepts`, then
+    `heuristics`, `emit` and `launch_config` of one kernel): the open cache if there is one,
+    else a fresh one kept for the block, so that the analysis `accepts` made is reused by the
+    others."""
+    return nullcontext() if _ACTIVE.get() is not None else cached_analyses(AnalysisCache())
+
+
+def active() -> AnalysisCache | None:
+    """The open cache, or None: for analyses worth precomputing only when they are kept."""
+    return _ACTIVE.get()
 
 
 def memoized(kind: str, key: Hashable, compute: Callable[[], T]) -> T:

@@ -5,11 +5,18 @@ that `FUSER_DUMP=segmenter_log` shows), `heuristics` picks the template's parame
 `FusionInfo` (a frozen dataclass, so it prints in the IR and compares by value), `emit` builds the
 `kernel.func` from the template and the scalar lowering, and `launch_config` computes the grid and
 block for concrete input shapes.
+
+`heuristics_key` is what a new shape is compared by: a small value (the layout class, the row
+length class, the rows per block, ...) from which the verdict and the heuristics follow, so that
+`cached_heuristics` computes the parameters once per key, not once per shape, as nvFuser's
+heuristics reuse does. Equal keys must give equal parameters; a key may be finer than the
+parameters (two keys, one kernel) but never coarser.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,6 +26,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from fuser.dialects import kernel
 from fuser.dialects.fusion import FusionOp
 from fuser.errors import CompilationError
+from fuser.transforms.schedulers.analyses import active, memoized
 from fuser.transforms.schedulers.info import FusionInfo
 
 
@@ -92,6 +100,12 @@ class Scheduler(ABC):
     @abstractmethod
     def heuristics(self, fusion: FusionOp, info: FusionInfo) -> Params: ...
 
+    def heuristics_key(self, fusion: FusionOp, info: FusionInfo) -> Hashable:
+        """A small value that decides `accepts` and `heuristics` of `fusion` for `info`: two
+        infos with equal keys get the same verdict and equal heuristics (see the module
+        docstring). This default is `info` itself: every shape is its own class."""
+        return info
+
     @abstractmethod
     def emit(self, fusion: FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
         """The kernel for `fusion`: parameters are the fusion's inputs then its outputs."""
@@ -99,6 +113,17 @@ class Scheduler(ABC):
     @abstractmethod
     def launch_config(self, fusion: FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         """The launch of the kernel `emit` built from `params` for the shapes of `info`."""
+
+
+def cached_heuristics(scheduler: Scheduler, fusion: FusionOp, info: FusionInfo) -> Params:
+    """`scheduler.heuristics(fusion, info)` (the scheduler must accept), computed once per
+    `heuristics_key` while an analysis cache is open, and every time otherwise."""
+    if active() is None:
+        return scheduler.heuristics(fusion, info)
+    key = scheduler.heuristics_key(fusion, info)
+    return memoized(
+        "params", (scheduler.name, fusion, key), lambda: scheduler.heuristics(fusion, info)
+    )
 
 
 def info_mismatch(fusion: FusionOp, info: FusionInfo) -> str | None:

@@ -52,6 +52,7 @@ addresses its operands in 64 bits.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import cast
 
@@ -242,13 +243,18 @@ class _Problem:
         return math.prod(self.shape[:-2])
 
 
+def _structure_of(fusion: fu.FusionOp) -> _Structure | str:
+    """`_structure(fusion)`, once per fusion under an open analysis cache."""
+    return memoized("matmul_structure", fusion, lambda: _structure(fusion))
+
+
 def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
     """Once per (fusion, info) under an open analysis cache."""
     return memoized("matmul", (fusion, info), lambda: _analysis(fusion, info))
 
 
 def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
-    structure = _structure(fusion)
+    structure = _structure_of(fusion)
     if isinstance(structure, str):
         return structure
     if (problem := info_mismatch(fusion, info)) is not None:
@@ -368,6 +374,18 @@ class MatmulScheduler(Scheduler):
                 f"device's {info.device.max_shared_memory_per_block}"
             )
         return ACCEPT
+
+    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
+        """The parameters themselves (tile, stages, loads, index width: a few numbers that
+        follow from M, N, K and the operands' layouts with little work); a fusion that is not
+        one matmul is refused alike for every shape."""
+        problem = _analyze(fusion, info)
+        if isinstance(problem, str):
+            structural = isinstance(_structure_of(fusion), str)
+            return ("refused", problem if structural else info)
+        if not self.accepts(fusion, info):
+            return ("refused", info)
+        return self._params(fusion, info, problem)
 
     def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> MatmulParams:
         problem = _analyze(fusion, info)

@@ -41,7 +41,7 @@ its size, e.g. "row of 100000 f32 elements does not fit in registers".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -79,13 +79,14 @@ from fuser.transforms.schedulers.reduction_layout import (
     element_level,
     full_output_keys,
     is_welford,
+    kept_points,
     named,
     plan_layout,
     pow2_ceil,
     reduction_input,
+    refusal_key,
     row_level,
     slot_state,
-    space_shape,
     structure_of,
     two_pass_welford,
 )
@@ -174,6 +175,15 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem,
     return structure, problem, sizing
 
 
+def _rows_per_block(sizing: _Sizing, problem: Problem, info: FusionInfo) -> int:
+    """Rows per block: BLOCK_THREADS threads, halved while the grid would fill fewer than two
+    waves of one block per SM."""
+    bdy = max(1, BLOCK_THREADS // sizing.bdx)
+    while bdy > 1 and ceil_div(problem.kept, bdy) < 2 * info.device.sm_count:
+        bdy //= 2
+    return bdy
+
+
 class PersistentScheduler(Scheduler):
     """Inner normalizations (softmax, layer norm, RMS norm): one read, rows in registers."""
 
@@ -183,6 +193,16 @@ class PersistentScheduler(Scheduler):
         result = analyze(fusion, info)
         return reject(result) if isinstance(result, str) else ACCEPT
 
+    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
+        """The layout (per `layout_class`), the row's sizing (threads per row and chunks per
+        thread: the row length class) and the rows per block (the waves class)."""
+        result = analyze(fusion, info)
+        if isinstance(result, str):
+            return refusal_key(structure_of(fusion), info, result)
+        _, problem, sizing = result
+        bdy = _rows_per_block(sizing, problem, info)
+        return (problem.layout, sizing.bdx, sizing.chunks, bdy)
+
     def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PersistentParams:
         result = analyze(fusion, info)
         if isinstance(result, str):
@@ -190,19 +210,14 @@ class PersistentScheduler(Scheduler):
                 f"persistent scheduler cannot schedule @{fusion.sym_name.data}: {result}"
             )
         _, problem, sizing = result
-        bdy = max(1, BLOCK_THREADS // sizing.bdx)
-        while bdy > 1 and ceil_div(problem.kept, bdy) < 2 * info.device.sm_count:
-            bdy //= 2
+        bdy = _rows_per_block(sizing, problem, info)
         return PersistentParams(
             block=(sizing.bdx, bdy, 1), layout=problem.layout, chunks=sizing.chunks
         )
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         p = cast(PersistentParams, params)
-        space = space_shape(structure_of(fusion), info)
-        rows = 1
-        for d in p.layout.kept_dims:
-            rows *= space[d]
+        rows = kept_points(structure_of(fusion), p.layout, info)
         blocks = ceil_div(rows, p.block[1])
         grid = (max(1, blocks), 1, 1)
         check_grid(fusion, "persistent", grid)

@@ -18,7 +18,7 @@ i32 unless an extent or offset needs i64.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import cast
@@ -112,8 +112,13 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
     return memoized("pointwise", (fusion, info), lambda: _analysis(fusion, info))
 
 
-def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
-    """The iteration space for `info`'s shapes, or why this template cannot handle them."""
+def _structure_problem(fusion: fu.FusionOp) -> str | None:
+    """Why the fusion's ops alone keep it from this template, or None (once per fusion under
+    an open analysis cache)."""
+    return memoized("pointwise_structure", fusion, lambda: _ops_problem(fusion))
+
+
+def _ops_problem(fusion: fu.FusionOp) -> str | None:
     for op in body_ops(fusion):
         if isinstance(op, fu.SegmentSetOp):
             return (
@@ -126,6 +131,13 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
             return f"{_op_label(op)} is a matmul"
         if not (is_pointwise(op) or isinstance(op, fu.DimOp)):
             return f"{_op_label(op)} is not a pointwise op"
+    return None
+
+
+def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
+    """The iteration space for `info`'s shapes, or why this template cannot handle them."""
+    if (problem := _structure_problem(fusion)) is not None:
+        return problem
     if (problem := info_mismatch(fusion, info)) is not None:
         return problem
     if not fusion.output_op.values:
@@ -138,10 +150,9 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
     # the largest output; of equal ones (empty outputs, extent-1 dims) the one of highest rank,
     # which the others are broadcasts of
     reference = max(range(len(outputs)), key=lambda i: (math.prod(outputs[i]), len(outputs[i])))
-    try:
-        space = iteration_space(fusion, reference)
-    except MappingError as e:
-        return str(e)
+    space = memoized("pointwise_space", (fusion, reference), lambda: _space(fusion, reference))
+    if isinstance(space, str):
+        return space
     extents = outputs[reference]
     accesses = [
         (f"input #{i}", m, cast(TensorMeta, info.inputs[i]).shape) for i, m in space.reads(fusion)
@@ -155,6 +166,13 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
                     f"(extent {extents[e]}) of the iteration space {list(extents)}"
                 )
     return _Analysis(reference, space, extents, outputs)
+
+
+def _space(fusion: fu.FusionOp, reference: int) -> Space | str:
+    try:
+        return iteration_space(fusion, reference)
+    except MappingError as e:
+        return str(e)
 
 
 def _contiguous(meta: TensorMeta) -> bool:
@@ -180,6 +198,16 @@ class PointwiseScheduler(Scheduler):
         return reject(analysis) if isinstance(analysis, str) else ACCEPT
 
     # --- heuristics ------------------------------------------------------------------------
+
+    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
+        """The parameters themselves: a handful of numbers and flags (vector width, unroll,
+        threads, 2-D grid, index width, dense accesses) that follow from the shapes with
+        little work once the iteration space is known."""
+        analysis = _analyze(fusion, info)
+        if isinstance(analysis, str):
+            structural = _structure_problem(fusion) is not None
+            return ("refused", analysis if structural else info)
+        return self.heuristics(fusion, info)
 
     def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PointwiseParams:
         analysis = _analyze(fusion, info)

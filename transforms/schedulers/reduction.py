@@ -32,6 +32,7 @@ inputs and outputs, so a few very long rows (or a few columns over many rows) us
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import cast
 
@@ -67,13 +68,14 @@ from fuser.transforms.schedulers.reduction_layout import (
     cooperate,
     full_output_keys,
     identity_state,
+    kept_points,
     merge_states,
     named,
     partial_state,
     plan_layout,
     pow2_ceil,
     reduction_input,
-    space_shape,
+    refusal_key,
     structure_of,
 )
 
@@ -130,6 +132,39 @@ def _unroll(layout: Layout, chunks: int, most: int = 4) -> int:
     return next(u for u in (16, 8, 4, 2, 1) if u == 1 or (u <= min(cap, most) and u <= chunks))
 
 
+def _sizes(problem: Problem, info: FusionInfo) -> tuple[int, int, int]:
+    """Threads along the vectorized group and the other, and the unroll, for `problem`."""
+    layout = problem.layout
+    sms = info.device.sm_count
+    v = layout.vector_width
+    if layout.inner:
+        chunks = ceil_div(problem.reduced, v)
+        unroll = _unroll(layout, chunks)
+        iterations = ceil_div(chunks, unroll)
+        rows = problem.kept
+        # Threads per row: enough for two loop iterations each, at most 512 (1024 when
+        # there are too few rows to fill the GPU).
+        limit = 512 if rows >= 2 * sms else MAX_THREADS
+        bdx = min(limit, pow2_ceil(ceil_div(iterations, 2)))
+        bdy = max(1, BLOCK_THREADS // bdx)
+        while bdy > 1 and ceil_div(rows, bdy) < 2 * sms:
+            bdy //= 2
+        return bdx, bdy, unroll
+    columns = ceil_div(problem.kept, v)
+    bdx = min(32, pow2_ceil(columns))
+    # narrow blocks (8 threads: 128-byte row segments) so that more of them fill the GPU
+    while bdx > 8 and ceil_div(columns, bdx) < 2 * sms:
+        bdx //= 2
+    unroll = _unroll(layout, problem.reduced, OUTER_UNROLL)
+    # few columns: the whole block goes down the rows (no grid reduction, see above)
+    threads = OUTER_BLOCK_THREADS if ceil_div(columns, bdx) >= sms else MAX_THREADS
+    bdy = min(max(1, threads // bdx), pow2_ceil(ceil_div(problem.reduced, unroll)))
+    # few rows: wider blocks rather than tiny ones, while the grid still fills the GPU
+    while bdx * bdy < OUTER_BLOCK_THREADS and ceil_div(columns, 2 * bdx) >= 2 * sms:
+        bdx *= 2
+    return bdx, bdy, unroll
+
+
 class ReductionScheduler(Scheduler):
     """Reductions without persistent buffers, as one streaming kernel (inner or outer)."""
 
@@ -139,6 +174,14 @@ class ReductionScheduler(Scheduler):
         result = analyze(fusion, info)
         return reject(result) if isinstance(result, str) else ACCEPT
 
+    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
+        """The layout (per `layout_class`) and the block and unroll its sizes give (inner: the
+        row length and rows per block classes; outer: the column and row classes)."""
+        result = analyze(fusion, info)
+        if isinstance(result, str):
+            return refusal_key(structure_of(fusion), info, result)
+        return (result[1].layout, *_sizes(result[1], info))
+
     def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> ReductionParams:
         result = analyze(fusion, info)
         if isinstance(result, str):
@@ -146,43 +189,12 @@ class ReductionScheduler(Scheduler):
                 f"reduction scheduler cannot schedule @{fusion.sym_name.data}: {result}"
             )
         _, problem = result
-        layout = problem.layout
-        sms = info.device.sm_count
-        v = layout.vector_width
-        if layout.inner:
-            chunks = ceil_div(problem.reduced, v)
-            unroll = _unroll(layout, chunks)
-            iterations = ceil_div(chunks, unroll)
-            rows = problem.kept
-            # Threads per row: enough for two loop iterations each, at most 512 (1024 when
-            # there are too few rows to fill the GPU).
-            limit = 512 if rows >= 2 * sms else MAX_THREADS
-            bdx = min(limit, pow2_ceil(ceil_div(iterations, 2)))
-            bdy = max(1, BLOCK_THREADS // bdx)
-            while bdy > 1 and ceil_div(rows, bdy) < 2 * sms:
-                bdy //= 2
-            return ReductionParams(block=(bdx, bdy, 1), layout=layout, unroll=unroll)
-        columns = ceil_div(problem.kept, v)
-        bdx = min(32, pow2_ceil(columns))
-        # narrow blocks (8 threads: 128-byte row segments) so that more of them fill the GPU
-        while bdx > 8 and ceil_div(columns, bdx) < 2 * sms:
-            bdx //= 2
-        unroll = _unroll(layout, problem.reduced, OUTER_UNROLL)
-        # few columns: the whole block goes down the rows (no grid reduction, see above)
-        threads = OUTER_BLOCK_THREADS if ceil_div(columns, bdx) >= sms else MAX_THREADS
-        bdy = min(max(1, threads // bdx), pow2_ceil(ceil_div(problem.reduced, unroll)))
-        # few rows: wider blocks rather than tiny ones, while the grid still fills the GPU
-        while bdx * bdy < OUTER_BLOCK_THREADS and ceil_div(columns, 2 * bdx) >= 2 * sms:
-            bdx *= 2
-        return ReductionParams(block=(bdx, bdy, 1), layout=layout, unroll=unroll)
+        bdx, bdy, unroll = _sizes(problem, info)
+        return ReductionParams(block=(bdx, bdy, 1), layout=problem.layout, unroll=unroll)
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         p = cast(ReductionParams, params)
-        structure = structure_of(fusion)
-        space = space_shape(structure, info)
-        kept = 1
-        for d in p.layout.kept_dims:
-            kept *= space[d]
+        kept = kept_points(structure_of(fusion), p.layout, info)
         bdx, bdy, _ = p.block
         if p.layout.inner:
             blocks = ceil_div(kept, bdy)

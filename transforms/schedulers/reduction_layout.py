@@ -24,7 +24,9 @@ or needs the group index delinearized into dims (`general`, the correct slow pat
 reduction over dims {0, 2} of a 3-D tensor); and whether it moves `vector_width` consecutive
 elements per 16-byte (at most) access. Dims a read broadcasts at run time (extent 1 against a
 larger space extent) are dropped from its map. All of it is part of the parameters, so a kernel
-is reused only for inputs that give the same plans.
+is reused only for inputs that give the same plans. A new shape whose extents, strides and
+alignments relate as those of a shape seen before (`layout_class`: a new row count, most new
+hidden sizes) takes that shape's layout while an analysis cache is open.
 
 **Kernel pieces.** `KernelParts` wraps a `KernelBuilder` with the group extents and offsets of
 a plan, predicated loads into local arrays (a chunk of `width` slots: all valid or none, as the
@@ -45,7 +47,7 @@ zero elements is NaN, as in the reference.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from itertools import pairwise
@@ -66,7 +68,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
-from fuser.transforms.schedulers.analyses import memoized
+from fuser.transforms.schedulers.analyses import active, memoized
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
     DimMap,
@@ -303,7 +305,11 @@ class Structure:
 
     def slot_registers(self) -> int:
         """32-bit registers per row element that stay live from the phase that computes them
-        into a later phase that uses them (at least 1): the persistent buffers per element."""
+        into a later phase that uses them (at least 1): the persistent buffers per element
+        (once per structure under an open analysis cache: it depends on the types only)."""
+        return memoized("slot_registers", self, self._slot_registers)
+
+    def _slot_registers(self) -> int:
         defined: dict[Key, int] = {}
         last_use: dict[Key, int] = {}
         roots: list[list[Key]] = [
@@ -416,12 +422,132 @@ def structure_of(fusion: fu.FusionOp) -> Structure:
 
 def plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int = 8) -> Problem | str:
     """The normalized problem of `structure` for `info`'s inputs, or why it has none (once per
-    (structure, info) under an open analysis cache)."""
+    (structure, info) under an open analysis cache, and its layout once per `layout_class`)."""
     return memoized(
         "layout",
         (structure, info, max_vector_width),
-        lambda: _plan_layout(structure, info, max_vector_width),
+        lambda: _classed_layout(structure, info, max_vector_width),
     )
+
+
+def _classed_layout(structure: Structure, info: FusionInfo, max_vector_width: int) -> Problem | str:
+    """`_plan_layout`, with the layout taken from an earlier shape of the same `layout_class`
+    where the open analysis cache has one."""
+    cache = active()
+    found = None if cache is None else _shape_class(structure, info)
+    if cache is None or found is None:
+        return _plan_layout(structure, info, max_vector_width)
+    shape_key, space = found
+    inner = cache.lookup("layout_inner", (structure, shape_key))
+    known = None
+    if inner is not None:
+        key = (shape_key, _along_class(structure, space, inner), max_vector_width)
+        known = cache.lookup("layout_of_class", (structure, key))
+    if known is None:
+        problem = _plan_layout(structure, info, max_vector_width)
+        if not isinstance(problem, str):  # (refusals are per shape: their messages name extents)
+            inner = problem.layout.inner
+            cache.put("layout_inner", (structure, shape_key), inner)
+            key = (shape_key, _along_class(structure, space, inner), max_vector_width)
+            cache.put("layout_of_class", (structure, key), (problem.layout, problem.element_bytes))
+        return problem
+    layout, element_bytes = known
+    kept = math.prod(space[d] for d in layout.kept_dims)
+    reduced = math.prod(space[d] for d in layout.reduced_dims)
+    return Problem(layout, kept, reduced, element_bytes)
+
+
+def static_extents(fusion: fu.FusionOp) -> frozenset[int]:
+    """Every static extent of a tensor type in `fusion` (once per fusion under an open
+    analysis cache)."""
+
+    def compute() -> frozenset[int]:
+        found: set[int] = set()
+        values = [*fusion.inputs, *(r for op in fusion.body.walk() for r in op.results)]
+        for v in values:
+            if isinstance(v.type, TensorType):
+                found.update(e for e in v.type.get_shape() if e != DYNAMIC_INDEX)
+        return frozenset(found)
+
+    return memoized("static_extents", fusion, compute)
+
+
+CLASS_DIVISOR = 16
+"""Strides and extent products enter a layout class as their greatest common divisor with this:
+the layout's only divisibility tests are by the vector widths 2, 4 and 8."""
+
+
+def layout_class(structure: Structure, info: FusionInfo) -> Hashable | None:
+    """A key such that every `info` with the same key gets the same `Layout` (and element size)
+    from `plan_layout`; None where the input shapes do not fit. Only for tests and logs:
+    `plan_layout` finds the inner/outer choice of a class from its first layout."""
+    found = _shape_class(structure, info)
+    if found is None:
+        return None
+    shape_key, space = found
+    problem = plan_layout(structure, info)
+    if isinstance(problem, str):
+        return None
+    return (shape_key, _along_class(structure, space, problem.layout.inner))
+
+
+def _shape_class(structure: Structure, info: FusionInfo) -> tuple[Hashable, tuple[int, ...]] | None:
+    """The shape part of a `layout_class`, and the space shape (None where the shapes do not
+    fit).
+
+    A layout depends on the shapes only through: which extents are 0 or 1, which extents are
+    equal (to each other or to a static extent of the fusion), the divisibility by 2, 4 and 8
+    of the strides (those of contiguous inputs and outputs are products of their inner extents:
+    a row count is never one of them) and of the extent of the vectorized group (added by
+    `_along_class`), the order of the inputs' sizes (the largest input picks inner or outer),
+    each input's pointer alignment, and whether 32-bit indices reach every element. So a new
+    row count or hidden size of a layer norm usually has the class of one seen before. A
+    strided (non-contiguous) input enters with its exact shape and strides.
+    """
+    fusion = structure.fusion
+    try:
+        env = value_shapes(fusion, info.input_shapes)
+    except ShapeMismatch:
+        return None
+    statics = static_extents(fusion)
+    first_of: dict[int, int] = {}
+    inputs: list[Hashable] = []
+    spans: list[int] = []
+    numels: list[int] = []
+    for meta in info.inputs:
+        if meta is None:
+            inputs.append(None)
+            continue
+        extents = tuple(
+            e if e <= 1 or e in statics else -1 - first_of.setdefault(e, len(first_of))
+            for e in meta.shape
+        )
+        contiguous = TensorMeta.contiguous(meta.shape).strides
+        dense = all(
+            e == 1 or s == c for e, s, c in zip(meta.shape, meta.strides, contiguous, strict=True)
+        )
+        if dense:
+            strides: Hashable = tuple(math.gcd(c, CLASS_DIVISOR) for c in contiguous)
+        else:
+            strides = (meta.shape, meta.strides)
+        inputs.append((extents, strides, meta.alignment))
+        spans.append(_span(meta))
+        numels.append(math.prod(meta.shape))
+    order = tuple((a > b) - (a < b) for i, a in enumerate(numels) for b in numels[i + 1 :])
+    space = cast(tuple[int, ...], env[reduction_input(structure.reductions[0])])
+    outputs = [cast(tuple[int, ...], env[v]) for v in fusion.output_op.values]
+    output_strides = tuple(
+        tuple(math.gcd(c, CLASS_DIVISOR) for c in TensorMeta.contiguous(shape).strides)
+        for shape in outputs
+    )
+    reach = 4 * max([math.prod(space), *spans, *(math.prod(s) for s in outputs), 1])
+    return (tuple(inputs), output_strides, order, reach > INT32_MAX), space
+
+
+def _along_class(structure: Structure, space: tuple[int, ...], inner: bool) -> int:
+    """The divisibility class of the extent of the group the vectors run along."""
+    along = structure.axes if inner else structure.kept_axes
+    return math.gcd(math.prod(space[d] for d in along), CLASS_DIVISOR)
 
 
 def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) -> Problem | str:
@@ -584,6 +710,27 @@ def space_shape(structure: Structure, info: FusionInfo) -> tuple[int, ...]:
     """The run-time shape of the reductions' input."""
     env = value_shapes(structure.fusion, info.input_shapes)
     return cast(tuple[int, ...], env[reduction_input(structure.reductions[0])])
+
+
+def kept_points(structure: Structure, layout: Layout, info: FusionInfo) -> int:
+    """The kept points (rows, or columns) of `info` for a kernel of `layout`: from the problem
+    the open analysis cache holds for `info` (what `accepts` computed) where it has this
+    layout, else from the space shape."""
+    if active() is not None:
+        problem = plan_layout(structure, info)
+        if not isinstance(problem, str) and problem.layout == layout:
+            return problem.kept
+    space = space_shape(structure, info)
+    return math.prod(space[d] for d in layout.kept_dims)
+
+
+def refusal_key(structure: Structure, info: FusionInfo, reason: str) -> Hashable:
+    """The `heuristics_key` of a fusion a template refuses for `info`: the reason where the
+    structure alone refuses (every shape is refused alike), else the exact `info`."""
+    structural = [structure.error, structure.persistent_reason]
+    if any(r is not None and reason.endswith(r) for r in structural):
+        return ("refused", reason)
+    return ("refused", info)
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -2,16 +2,25 @@
 
 Schedulers size their loops and the runtime sizes its outputs with this; it walks the fusion once
 and never touches data. Index values (`fusion.dim`) evaluate to their extents.
+
+A new shape of a seen fusion asks for its value shapes several times (the output shapes, each
+scheduler's layout, the launch), and most of a walk is reading the ops' operands and properties
+through xDSL. Under an open analysis cache (`analyses.cached_analyses`) the walk is therefore
+compiled once per fusion into `_ShapeSteps`, plain tuples of value numbers and the static facts
+of each op; a step that finds shapes that do not fit hands the fusion to the op-by-op walk,
+which raises the `ShapeMismatch` naming the op, so results and messages are those of the walk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from fuser.dialects import fusion as fu
+from fuser.transforms.schedulers.analyses import active, memoized
 
 
 class ShapeMismatch(ValueError):
@@ -22,6 +31,18 @@ def value_shapes(
     fusion: fu.FusionOp, input_shapes: Sequence[tuple[int, ...] | None]
 ) -> dict[SSAValue, tuple[int, ...] | int | None]:
     """Maps each value to its shape (tensors), its extent (`fusion.dim`) or None (scalars)."""
+    if active() is not None:
+        steps = memoized("shape_steps", fusion, lambda: _ShapeSteps(fusion))
+        env = steps.run(input_shapes)
+        if env is not None:
+            return env
+    return _walk(fusion, input_shapes)
+
+
+def _walk(
+    fusion: fu.FusionOp, input_shapes: Sequence[tuple[int, ...] | None]
+) -> dict[SSAValue, tuple[int, ...] | int | None]:
+    """`value_shapes` op by op (raises the ShapeMismatch naming the op)."""
     env: dict[SSAValue, tuple[int, ...] | int | None] = {}
     for arg, shape in zip(fusion.inputs, input_shapes, strict=True):
         env[arg] = None if shape is None else tuple(shape)
@@ -88,3 +109,97 @@ def _broadcast_shape(op: fu.BroadcastInDimOp, env: dict) -> tuple[int, ...]:
             )
         shape.append(extent)
     return tuple(shape)
+
+
+_DIM, _NONE, _BROADCAST, _REDUCE, _SAME, _OTHER = range(6)
+
+
+class _ShapeSteps:
+    """`value_shapes` of one fusion as steps over numbered values (see the module docstring):
+    each op's operands, properties and static result extents are read from the IR once."""
+
+    def __init__(self, fusion: fu.FusionOp) -> None:
+        self.fusion = fusion
+        self.values: list[SSAValue] = list(fusion.inputs)
+        self.n_inputs = len(self.values)
+        number = {v: i for i, v in enumerate(self.values)}
+        self.steps: list[tuple[int, tuple[int, ...], Any, Operation]] = []
+        for op in fusion.body.block.ops:
+            if isinstance(op, fu.OutputOp):
+                break
+            operands = tuple(number[o] for o in op.operands)
+            data: Any = None
+            if isinstance(op, fu.DimOp):
+                kind, data = _DIM, op.axis.value.data
+            elif isinstance(op, fu.ConstantOp):
+                kind = _NONE
+            elif isinstance(op, fu.BroadcastInDimOp):
+                out_type = fu.shape_of(op.result.type) or ()
+                sized = dict(zip(op.sized_dims(), (number[s] for s in op.sizes), strict=True))
+                source = {d: i for i, d in enumerate(op.dims)}
+                kind, data = _BROADCAST, (tuple(out_type), sized, source)
+            elif isinstance(op, fu.ReductionOp):
+                kind = _REDUCE
+                data = (op.reduction_axes, op.keepdim is not None, 1)
+            elif isinstance(op, fu.WelfordOp):
+                kind, data = _REDUCE, (tuple(op.axes.get_values()), False, 3)
+            elif isinstance(op, fu.VarMeanOp):
+                kind = _REDUCE
+                data = (tuple(op.axes.get_values()), op.keepdim is not None, 2)
+            elif isinstance(op, fu.MatmulOp) or len(op.results) != 1:
+                kind = _OTHER
+            else:
+                kind = _SAME
+            for r in op.results:
+                number[r] = len(self.values)
+                self.values.append(r)
+            self.steps.append((kind, operands, data, op))
+
+    def run(
+        self, input_shapes: Sequence[tuple[int, ...] | None]
+    ) -> dict[SSAValue, tuple[int, ...] | int | None] | None:
+        """The shapes, or None where shapes do not fit (the walk then names the op)."""
+        if len(input_shapes) != self.n_inputs:
+            return None
+        shapes: list[Any] = [None if s is None else tuple(s) for s in input_shapes]
+        for kind, operands, data, op in self.steps:
+            if kind == _SAME:
+                shape = None
+                for o in operands:
+                    s = shapes[o]
+                    if isinstance(s, tuple):
+                        if shape is None:
+                            shape = s
+                        elif s != shape:
+                            return None
+                shapes.append(shape)
+            elif kind == _DIM:
+                shapes.append(shapes[operands[0]][data])
+            elif kind == _BROADCAST:
+                in_shape = shapes[operands[0]] or ()
+                out_type, sized, source = data
+                out = []
+                for d, static in enumerate(out_type):
+                    if d in sized:
+                        extent = shapes[sized[d]]
+                    elif static != DYNAMIC_INDEX:
+                        extent = static
+                    else:
+                        extent = in_shape[source[d]]
+                    if d in source and in_shape[source[d]] not in (1, extent):
+                        return None
+                    out.append(extent)
+                shapes.append(tuple(out))
+            elif kind == _REDUCE:
+                axes, keep, n = data
+                shape = fu.reduced_shape(shapes[operands[0]], axes, keep)
+                shapes.extend([shape] * n)
+            elif kind == _NONE:
+                shapes.append(None)
+            else:
+                env = dict(zip(self.values, shapes, strict=False))
+                try:
+                    shapes.extend(_op_shapes(op, env))
+                except ShapeMismatch:
+                    return None
+        return dict(zip(self.values, shapes, strict=True))
