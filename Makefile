@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 WHEELS ?= .whl
 
-.PHONY: demo test lint pytest lit wheel-check wheelhouse clean
+.PHONY: demo test lint typecheck pytest lit wheel-check wheelhouse clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ test: lint pytest lit wheel-check
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# pyright, as [tool.pyright] in pyproject.toml sets it; .ci/typecheck-paths first lays out the
+# package `fuser` as links (its subpackages are other top-level folders), for pyright to import.
+typecheck: $(STAMP)
+	$(BIN)/python .ci/typecheck-paths
+	$(BIN)/pyright
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q
@@ -45,4 +51,4 @@ wheelhouse:
 	if [ "$(WHEEL_REQS)" = "." ]; then $(PYTHON) -m pip wheel -q --no-deps -w $(WHEELS) .; fi
 
 clean:
-	rm -rf $(VENV) build *.egg-info lit_tests/**/Output
+	rm -rf $(VENV) build .typecheck *.egg-info lit_tests/**/Output

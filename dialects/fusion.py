@@ -477,8 +477,9 @@ def _parse_pointwise(
     attrs = parser.parse_optional_attr_dict()
     parser.parse_punctuation(":")
     start = parser.pos
+    result: Attribute
     if parser.parse_optional_punctuation("(") is not None:
-        types = [parser.parse_type()]
+        types: list[Attribute] = [parser.parse_type()]
         while parser.parse_optional_punctuation(",") is not None:
             types.append(parser.parse_type())
         parser.parse_punctuation(")")
@@ -491,7 +492,9 @@ def _parse_pointwise(
     else:
         result = parser.parse_type()
         types = [result] * arity
-    operands = [parser.resolve_operand(u, t) for u, t in zip(unresolved, types, strict=True)]
+    operands: list[SSAValue] = [
+        parser.resolve_operand(u, t) for u, t in zip(unresolved, types, strict=True)
+    ]
     return operands, result, attrs
 
 
@@ -1064,7 +1067,10 @@ def _check_same_element(op: IRDLOperation, result: SSAValue) -> None:
 
 
 def _check_reduced_result(
-    op: IRDLOperation, shape: Sequence[int], result_t: Attribute, keepdim: bool
+    op: ReductionOp | WelfordOp | VarMeanOp,
+    shape: Sequence[int],
+    result_t: Attribute,
+    keepdim: bool,
 ) -> None:
     """`result_t` has the shape a reduction of `shape` over `op.axes` leaves."""
     expected = reduced_shape(shape, tuple(op.axes.get_values()), keepdim)
@@ -1262,7 +1268,10 @@ class MatmulOp(IRDLOperation):
                 )
             )
             raise VerifyException(f"'{self.name}' {what}, got {el}, {rel} -> {resl}")
-        a, b, r = (shape_of(v.type) or () for v in (self.lhs, self.rhs, self.result))
+        shapes: list[tuple[int, ...]] = [
+            shape_of(v.type) or () for v in (self.lhs, self.rhs, self.result)
+        ]
+        a, b, r = shapes
         if len(a) < 2 or len(a) != len(b):
             raise VerifyException(
                 f"'{self.name}' needs operands of one rank >= 2, got ranks {len(a)} and {len(b)}"

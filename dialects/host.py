@@ -23,7 +23,6 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseArrayBase,
-    FlatSymbolRefAttr,
     IndexType,
     IntegerAttr,
     SymbolRefAttr,
@@ -430,7 +429,7 @@ class GridOp(IRDLOperation):
 
     def __init__(self, kernel: str | SymbolRefAttr, ins: Sequence[SSAValue]):
         if isinstance(kernel, str):
-            kernel = FlatSymbolRefAttr(kernel)
+            kernel = SymbolRefAttr(kernel)  # FlatSymbolRefAttr is a type alias; this is its class
         super().__init__(
             operands=[ins],
             result_types=[IndexType(), IndexType(), IndexType()],
@@ -506,7 +505,7 @@ class LaunchOp(IRDLOperation):
         stream: SSAValue | None = None,
     ):
         if isinstance(kernel, str):
-            kernel = FlatSymbolRefAttr(kernel)
+            kernel = SymbolRefAttr(kernel)  # FlatSymbolRefAttr is a type alias; this is its class
         gx, gy, gz = grid
         super().__init__(
             operands=[gx, gy, gz, ins, outs, [] if stream is None else [stream]],

@@ -50,6 +50,7 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from fuser.codegen import get_all_targets
@@ -77,7 +78,7 @@ class CommandLineError(FuserError):
 # Located diagnostics
 
 
-def format_located(span: Span | None, message: str) -> str:
+def format_located(span: Span[str] | Span[bytes] | None, message: str) -> str:
     """`file:line:col: error: message`, the source line and a caret under the span's start
     (`error: message` without a span)."""
     if span is None:
@@ -331,8 +332,8 @@ def _option_text(value: object) -> str:
     return str(value)
 
 
-def _pass_summary(pass_class: type[ModulePass]) -> str:
-    """`name{option=default ...}`, then the first sentence of the pass's docstring."""
+def _pass_summary(pass_class: type[ModulePass] | type[Target]) -> str:
+    """`name{option=default ...}`, then the first sentence of the pass's (or target's) docstring."""
     options = " ".join(
         f"{f.name.replace('_', '-')}={_option_text(f.default)}"
         for f in dataclasses.fields(pass_class)

@@ -564,9 +564,10 @@ class FusionOps:
         for d in items:
             if isinstance(d, bool) or not isinstance(d, numbers.Integral):
                 _fail(op, f"argument '{arg}' must hold ints, got {d!r}")
-            if not -rank <= d < rank:
+            dim = int(d)  # an Integral (a numpy integer too) as a Python int
+            if not -rank <= dim < rank:
                 _fail(op, f"argument '{arg}' has dim {d}, out of range for rank {rank}")
-            n = int(d) % rank
+            n = dim % rank
             if n in out:
                 _fail(op, f"argument '{arg}' names dim {n} twice")
             out.append(n)

@@ -220,7 +220,7 @@ def _array_at(ptr: int, shape: Sequence[int], strides: Sequence[int], dtype: np.
     if 0 in shape:
         return np.zeros(shape, dtype)
     span = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
-    buffer = (ctypes.c_char * max(span * dtype.itemsize, 1)).from_address(ptr)
+    buffer = memoryview((ctypes.c_char * max(span * dtype.itemsize, 1)).from_address(ptr))
     return np.ndarray(
         tuple(shape), dtype, buffer=buffer, strides=tuple(s * dtype.itemsize for s in strides)
     )
@@ -239,14 +239,22 @@ class _ReferenceKernel:
         return (1, 1, 1)  # the reference evaluates the whole segment at once
 
     def bind(
-        self, name: str, ins: Any, outs: Any, grid: Any, block: Any, shared: int, device: int
+        self,
+        name: str,
+        ins: Any,
+        outs: Any,
+        grid: Any,
+        block: Any,
+        shared_bytes: int,  # the name KernelBinding.bind gives it
+        device: int,
     ) -> Any:
         params = [*ins, *outs]
         fusion, n = self.fusion, len(self.fusion.inputs)
 
         class Launch:
             def __init__(self) -> None:
-                self.name, self.grid, self.block, self.shared_bytes = name, grid, block, shared
+                self.name, self.grid, self.block = name, grid, block
+                self.shared_bytes = shared_bytes
 
             def __call__(self, args: list[Any], grid: Any, stream: int) -> None:
                 from fuser.runtime.reference import evaluate
@@ -476,7 +484,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
 
 
 def _torch_of(array: np.ndarray) -> Any:
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
     dense = np.array(array, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
     if array.dtype == NUMPY_DTYPES["bf16"]:
@@ -487,7 +495,7 @@ def _torch_of(array: np.ndarray) -> Any:
 
 
 def _numpy_of(tensor: Any) -> np.ndarray:
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
     if tensor.dtype == torch.bfloat16:
         return tensor.view(torch.int16).cpu().numpy().view(NUMPY_DTYPES["bf16"])
@@ -509,7 +517,7 @@ def torch_inputs(program: Program) -> list[Any]:
 def run_on_gpu(fd: FusionDefinition, program: Program) -> list[np.ndarray]:
     """`fd.execute` on fresh torch inputs; the caching allocator's memory is filled with NaN
     bytes first, so an output element the kernels never write shows up."""
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
     poison = torch.full((1 << 22,), -1, dtype=torch.int32, device="cuda")
     del poison  # its block returns to torch's cache, NaN-filled, for the outputs to reuse
@@ -768,7 +776,7 @@ def run(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m fuser.fuzz.differential",
-        description=__doc__.split("\n\n")[0],
+        description=(__doc__ or "").split("\n\n")[0],  # None under python -OO
         epilog="never drawn: " + "; ".join(f"{k} ({v})" for k, v in AVOIDED.items()),
     )
     parser.add_argument("--seed", type=int, default=0)

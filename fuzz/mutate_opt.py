@@ -365,7 +365,8 @@ def save(case: Case, out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    summary = (__doc__ or "").split("\n\n", 1)[0]  # __doc__ is None under python -OO
+    parser = argparse.ArgumentParser(description=summary)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--out", type=Path, help="a folder for the inputs of failing cases")

@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.special
@@ -523,8 +523,9 @@ class Oracle:
     def op_matmul(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
         a, b = deps
         data = np.matmul(a.data, b.data)
-        rows = None if a.shaky is None else a.shaky.any(axis=-1)[..., :, None]
-        cols = None if b.shaky is None else b.shaky.any(axis=-2)[..., None, :]
+        # matmul operands have rank >= 2, so `any` over one axis leaves an array, not a scalar
+        rows = None if a.shaky is None else cast(np.ndarray, a.shaky.any(axis=-1))[..., :, None]
+        cols = None if b.shaky is None else cast(np.ndarray, b.shaky.any(axis=-2))[..., None, :]
         masks = [np.broadcast_to(m, data.shape) for m in (rows, cols) if m is not None]
         shaky = np.logical_or.reduce(masks) if masks else None
         return [self._value(store(data, a.dtype), a.dtype, True, deps, shaky, False)]

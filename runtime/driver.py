@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from cuda.bindings import driver as cu
+import cuda.bindings.driver as cu  # (the `from` form hides a compiled module from pyright)
 
 from fuser.errors import CudaError
 
@@ -177,8 +177,9 @@ class Device:
     @property
     def name(self) -> str:
         if self._name is None:
-            raw = check(cu.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
-            self._name = raw.split(b"\0", 1)[0].decode()
+            raw: bytes = check(cu.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
+            name = self._name = raw.split(b"\0", 1)[0].decode()
+            return name
         return self._name
 
     @property

@@ -440,5 +440,6 @@ class PreparedLaunch:
 def relaunch(entry: Entry, stream: int) -> None:
     """A launch that failed, retried with the entry's device made current (another library may
     have switched this thread's context behind our back)."""
+    assert entry.func is not None, "relaunch() of an entry that was never loaded"
     driver.get_device(entry.device).make_current()
     driver.launch(entry.func, entry.grid, entry.block, entry.shared_bytes, stream, entry.address)

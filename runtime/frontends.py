@@ -80,18 +80,19 @@ class _TorchFrontend(Frontend):
         return code
 
     def _setup(self) -> None:
-        import torch
+        import torch  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
         for code, dtype in DTYPES_BY_CODE.items():
             self.dtypes[dtype] = getattr(torch, dtype.name)
             self.codes[self.dtypes[dtype]] = code
         self.dtypes[np.dtype(np.uint8)] = torch.uint8  # raw bytes (a program's workspace)
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        raw: Callable[[int], int] | None = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         if raw is None:  # a torch without it: the public (slower) query
 
-            def raw(device: int) -> int:
+            def public_stream(device: int) -> int:
                 return torch.cuda.current_stream(device).cuda_stream
 
+            raw = public_stream
         self.raw_stream = raw
         self.empty = torch.empty
 
@@ -121,7 +122,7 @@ class _TorchFrontend(Frontend):
     ) -> tuple[Any, tuple[tuple[tuple[Any, ...], Any], ...]]:
         """What a fast path allocates outputs with: the torch device, and per output the
         positional sizes (`torch_sizes`) and torch dtype for `torch.empty`."""
-        import torch
+        import torch  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
         if not self.dtypes:
             self._setup()
@@ -136,14 +137,14 @@ class _CupyFrontend(Frontend):
     cupy has no bfloat16)."""
 
     def stream_for(self, first: Any) -> int:
-        import cupy
+        import cupy  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
         return int(cupy.cuda.get_current_stream().ptr)
 
     def allocate(
         self, shapes: Shapes, dtypes: Sequence[np.dtype], device: int, stream: int
     ) -> tuple[list[Any], list[int]]:
-        import cupy
+        import cupy  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
         outs: list[Any] = []
         ptrs: list[int] = []

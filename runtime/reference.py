@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.special
@@ -284,7 +284,8 @@ class FusionFunctions(InterpreterFunctions):
             rounded = round_to_float(np.float64(value), declared)
         else:
             rounded = np.asarray(value).astype(declared)
-        return rounded.astype(self.held_dtype(t))[()]
+        # `rounded` is 0-d (from one number), so `[()]` gives a numpy scalar, not an array
+        return cast(np.generic, rounded.astype(self.held_dtype(t))[()])
 
     def convert(self, x: Any, src: Attribute, dst: Attribute) -> Any:
         """`fusion.cast` of a value of element type `src` to `dst` (see the module docstring)."""

@@ -313,9 +313,9 @@ def _build_slice(
     block = fusion.body.block
     new_block = Block(arg_types=[_drop_axis(a.type, axis_of.get(a)) for a in block.args])
     mapping: dict[SSAValue, SSAValue] = {}
-    for old, new in zip(block.args, new_block.args, strict=True):
-        mapping[old] = new
-        new.name_hint = old.name_hint
+    for old_arg, new_arg in zip(block.args, new_block.args, strict=True):
+        mapping[old_arg] = new_arg
+        new_arg.name_hint = old_arg.name_hint
     stream_extents: set[SSAValue] = set()  # `fusion.dim`s of a stream axis: not in a slice
     name = f"@{fusion.sym_name.data}"
 

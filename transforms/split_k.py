@@ -279,7 +279,7 @@ def apply_split_k(fusion: fu.FusionOp, factors: Sequence[int]) -> int:
         )
     if any(f < 1 for f in factors):
         raise ValueError(f"apply_split_k: split factors must be >= 1, got {list(factors)}")
-    chosen = {op: f for op, f in zip(matmuls, factors, strict=True) if f > 1}
+    chosen: dict[Operation, int] = {op: f for op, f in zip(matmuls, factors, strict=True) if f > 1}
     if chosen:
         walker = PatternRewriteWalker(SplitMatmul(chosen), apply_recursively=False)
         walker.rewrite_region(fusion.body)
