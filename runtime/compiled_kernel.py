@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
+import importlib.util
 import os
 import re
 import struct
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,6 +61,42 @@ def cuda_include_dir() -> str:
             "cannot find the CUDA headers (cuda_fp16.h): install cuda-toolkit[cudart,crt]"
         )
     return str(path)
+
+
+@functools.cache
+def fuser_include_dir() -> str:
+    """The folder holding fuser's kernel headers (`fuser/core.cuh`, ...): package data of
+    `fuser.codegen`, found without importing the emitter."""
+    spec = importlib.util.find_spec("fuser.codegen")
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    for folder in folders:
+        if (Path(folder) / "include" / "fuser" / "core.cuh").is_file():
+            return str(Path(folder) / "include")
+    raise CompilationError(
+        "cannot find fuser's kernel headers (fuser/codegen/include/fuser/core.cuh): reinstall fuser"
+    )
+
+
+_CUDA_HEADERS = ("cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h", "cuda_bf16.hpp")
+
+
+@functools.cache
+def header_digest() -> str:
+    """A digest of the text of every header a generated kernel may include: fuser's (all of
+    `fuser_include_dir()`) and CUDA's f16/bf16 headers. Part of every kernel-cache key, so that
+    an edited or upgraded header is never served an old cubin."""
+    h = hashlib.sha256()
+    root = Path(fuser_include_dir())
+    files = [(p.relative_to(root).as_posix(), p) for p in sorted(root.rglob("*.cuh"))]
+    files += [(name, Path(cuda_include_dir()) / name) for name in _CUDA_HEADERS]
+    for name, path in files:
+        try:
+            text = path.read_bytes()
+        except OSError:
+            text = b"(unreadable)"
+        h.update(f"{name}\0{len(text)}\0".encode())
+        h.update(text)
+    return h.hexdigest()
 
 
 @functools.cache
@@ -138,6 +177,7 @@ def compile_options(
     options = [
         "--std=c++17",
         f"--gpu-architecture={sass_target(arch)}",
+        f"-I{fuser_include_dir()}",
         f"-I{cuda_include_dir()}",
         "-default-device",
         "--fmad=true",
@@ -275,7 +315,7 @@ class CompiledKernel:
         process compiled the same kernel (`kernel_cache`), else with NVRTC (and kept there)."""
         if self.cubin is None:
             key = kernel_cache.cache_key(
-                self.source, self.kernel_name, self.options, nvrtc_version()
+                self.source, self.kernel_name, self.options, nvrtc_version(), header_digest()
             )
             cubin = kernel_cache.load(key)
             if cubin is not None:

@@ -52,11 +52,17 @@ def cache_dir() -> Path | None:
 
 
 def cache_key(
-    source: str, name: str, options: Sequence[str], nvrtc_version: tuple[int, int]
+    source: str,
+    name: str,
+    options: Sequence[str],
+    nvrtc_version: tuple[int, int],
+    headers: str = "",
 ) -> str:
-    """The file name of a kernel's cubin: a digest of everything the cubin depends on."""
+    """The file name of a cubin: a digest of everything it depends on. `name` names its kernels,
+    `headers` is a digest of the text of the headers the source may include."""
     h = hashlib.sha256()
-    for part in (f"nvrtc {nvrtc_version[0]}.{nvrtc_version[1]}", name, *options, source):
+    parts = (f"nvrtc {nvrtc_version[0]}.{nvrtc_version[1]}", f"headers {headers}", name)
+    for part in (*parts, *options, source):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
