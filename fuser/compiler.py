@@ -70,7 +70,7 @@ from fuser.dialects.fusion import I1, FusionOp, SegmentSetOp, element_type, form
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
 from fuser.options import DEFAULT_STREAMS, check_options
 from fuser.runtime import driver
-from fuser.runtime.compiled_kernel import CompiledKernel, check_arch
+from fuser.runtime.compiled_kernel import CompiledKernel, check_arch, preload_nvrtc
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import (
     SCALAR_BOOL,
@@ -494,6 +494,7 @@ class FusionCompiler:
     def _plan(self, info: FusionInfo) -> tuple[_Variant | _Program, bool]:
         """What runs a new signature, and whether it was compiled for another one (see the
         module docstring). Call with the lock held."""
+        preload_nvrtc()  # NVRTC loads on a thread while the fusion is scheduled
         self.output_shapes(info)  # reports clashing shapes as an InputError before scheduling
         factors = self._split_factors(info)
         if not self._always_segment and not _splits_any(factors):

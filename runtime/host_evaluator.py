@@ -65,6 +65,7 @@ from fuser.dialects import host
 from fuser.errors import CompilationError, CudaError, InputError
 
 from . import driver
+from .compiled_kernel import compile_together
 from .dtypes import numpy_dtype
 from .executor import (
     ALIGNMENT,
@@ -571,8 +572,10 @@ class HostEvaluator:
         self.last_planned = max((e for _, e in self.planned.values()), default=-1)
 
     def compile_kernels(self, max_workers: int | None = None) -> None:
-        """Compile every kernel, in parallel on a thread pool (NVRTC releases the GIL)."""
+        """Compile every kernel: those with the same options as one NVRTC program
+        (`compile_together`), any others in parallel on a thread pool (NVRTC releases the GIL)."""
         bindings = list(self.kernels.values())
+        compile_together([b.executor.kernel for b in bindings if isinstance(b, ExecutorKernel)])
         if len(bindings) <= 1:
             for b in bindings:
                 b.compile()
