@@ -11,11 +11,11 @@ A first call in a new process spends most of its time in NVRTC, so three things 
 - **Joint compiles.** `compile_together` compiles the kernels of one program that share their
   options as one NVRTC program (one cubin holding every function): the headers are parsed once,
   not once a kernel. Kernels with different options (`--maxrregcount`) cannot share a program.
-- **Precompiled headers.** After the first compile of a kernel's `#include` prefix in a process,
-  later kernels with that prefix load NVRTC's precompiled header of it (`nvrtc_pch`); writing
-  one is `_write_pch`.
-- **Loading NVRTC early.** `preload_nvrtc()` loads the library and runs a tiny compile on a
-  thread while the fusion is scheduled; the first compile waits until the library is loaded.
+- **Precompiled headers.** Once a kernel's `#include` prefix recurs in a process, later kernels
+  with that prefix load NVRTC's precompiled header of it (`nvrtc_pch`); writing one is
+  `_write_pch`.
+- **Loading NVRTC early.** `preload_nvrtc()` loads the library on a thread while the fusion is
+  scheduled; the first compile waits until it is loaded.
 
 Kernels are looked up by name, so a kernel must be declared `extern "C" __global__`.
 """
@@ -61,7 +61,6 @@ _ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
 _preload: threading.Thread | None = None
 _preload_lock = threading.Lock()
 _loaded = threading.Event()  # set once the background thread has loaded NVRTC (or failed to)
-_WARM_UP = b'extern "C" __global__ void fuser_warm_up() {}'
 
 
 @functools.cache
@@ -80,29 +79,18 @@ def _nvrtc() -> ModuleType:
     return _bindings()
 
 
-def _warm_up() -> None:
-    """Load NVRTC, then compile an empty kernel: the first compile of a process pays for
-    initializing the compiler, and this one pays it off the caller's path (a compile that
-    starts meanwhile runs beside it)."""
+def _load_nvrtc() -> None:
+    """Load NVRTC (import the bindings, open the library) and read the headers' digest. Only
+    that: a warm-up compile here would run beside the first real compile when scheduling is
+    quick, and NVRTC work beside a compile slows it down more than the warm-up saves."""
     try:
-        nvrtc = _bindings()
+        _bindings()
         nvrtc_version()
+        header_digest()
     except Exception:  # the compile that needs NVRTC reports any problem
         return
     finally:
         _loaded.set()
-    try:
-        prog = _nvrtc_check(
-            nvrtc.nvrtcCreateProgram(_WARM_UP, b"fuser_warm_up.cu", 0, [], []),
-            "nvrtcCreateProgram",
-        )
-        try:
-            opts = [b"-default-device"]
-            _nvrtc_check(nvrtc.nvrtcCompileProgram(prog, len(opts), opts), "nvrtcCompileProgram")
-        finally:
-            _nvrtc_check(nvrtc.nvrtcDestroyProgram(prog), "nvrtcDestroyProgram")
-    except Exception:  # only a warm-up: a real compile reports any problem
-        return
 
 
 def preload_nvrtc() -> None:
@@ -112,7 +100,7 @@ def preload_nvrtc() -> None:
     global _preload
     with _preload_lock:
         if _preload is None:
-            _preload = threading.Thread(target=_warm_up, name="fuser-nvrtc-load", daemon=True)
+            _preload = threading.Thread(target=_load_nvrtc, name="fuser-nvrtc-load", daemon=True)
             _preload.start()
 
 

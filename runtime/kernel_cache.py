@@ -91,29 +91,27 @@ def cache_key(
 #: A left-behind PCH folder (its process died) older than this is removed.
 STALE_PCH_SECONDS = 24 * 3600
 _pch_lock = threading.Lock()
-_pch_folders: dict[int, Path | None] = {}  # pid -> this process's folder (None: unusable)
+_pch_folders: dict[tuple[int, Path], Path | None] = {}  # (pid, base) -> folder, None: unusable
 
 
 def pch_folder() -> Path | None:
-    """This process's private folder for NVRTC's precompiled headers (made on first call,
-    removed at exit), or None: PCH off (`FUSER_PCH=0` or the cache off) or no folder could be
-    made (then never, silently: precompiled headers only save time)."""
+    """This process's private folder for NVRTC's precompiled headers (made on first call for
+    the cache folder in use, removed at exit), or None: PCH off (`FUSER_PCH=0` or the cache
+    off) or no folder could be made (then silently: precompiled headers only save time)."""
     if _off("FUSER_PCH"):
         return None
-    pid = os.getpid()  # a forked child makes its own
-    if pid in _pch_folders:
-        return _pch_folders[pid]
-    with _pch_lock:
-        if pid not in _pch_folders:
-            _pch_folders[pid] = _make_pch_folder()
-        return _pch_folders[pid]
-
-
-def _make_pch_folder() -> Path | None:
     base = _base_dir()
     if base is None:
         return None
-    root = base / "pch"
+    key = (os.getpid(), base)  # a forked child makes its own
+    if key not in _pch_folders:
+        with _pch_lock:
+            if key not in _pch_folders:
+                _pch_folders[key] = _make_pch_folder(base / "pch")
+    return _pch_folders[key]
+
+
+def _make_pch_folder(root: Path) -> Path | None:
     try:
         root.mkdir(parents=True, exist_ok=True)
         _remove_stale(root)

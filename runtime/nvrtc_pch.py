@@ -1,11 +1,12 @@
 """NVRTC's precompiled headers (PCH) for the kernels of this process: which to write, which to use.
 
 A generated kernel's source starts with its `#include` lines (`fuser.codegen.preamble` prints
-them sorted, so kernels that use the same headers share the same prefix). After the first compile
-of a prefix that includes a CUDA header (`cuda_bf16.h`, ...), a thread writes NVRTC's PCH of the
-prefix, and later compiles of the prefix load it: they skip parsing those headers (about a
-quarter of a bf16 pointwise kernel's compile). Writing starts after that first compile, never
-beside it, because NVRTC work running beside a compile slows it down; fuser's own headers get
+them sorted, so kernels that use the same headers share the same prefix). Once a prefix that
+includes a CUDA header (`cuda_bf16.h`, ...) has been compiled `WRITE_AFTER` times in a process,
+a thread writes NVRTC's PCH of the prefix, and later compiles of the prefix load it: they skip
+parsing those headers (about a quarter of a bf16 pointwise kernel's compile). Writing costs about
+as much as one such kernel's compile and slows down any compile running beside it, so it waits
+for a prefix that recurs, and starts after a compile, never before one; fuser's own headers get
 no PCH, they parse in less time than a PCH takes to load.
 
 What NVRTC does with PCH files decides the rest:
@@ -38,6 +39,8 @@ from . import kernel_cache
 #: NVRTC options of every compile that writes or uses a PCH: no log line for a PCH used or
 #: written, and a log line saying why when NVRTC refuses a file.
 PCH_LOG_OPTIONS = ("--pch-messages=false", "--pch-verbose=true")
+#: Compiles of a prefix without a PCH after which its PCH is written.
+WRITE_AFTER = 2
 _INCLUDE_LINE = re.compile(r"#include\s+[<\"][^>\"\n]+[>\"][ \t]*\n?")
 
 #: Writes the PCH of the `#include` lines `prefix` compiled with `options` to `path`; True when
@@ -71,12 +74,13 @@ class PchUse:
 @dataclass
 class PchCache:
     """This process's precompiled headers, by key (a digest of the prefix, the options and
-    `salt`: NVRTC's version and the headers' text). `files` holds each written file with its
-    (size, mtime, inode) when written, `pending` the keys being written, `refused` those that
-    could not be written or used."""
+    `salt`: NVRTC's version and the headers' text). `compiled` counts the compiles of each key
+    without a PCH, `files` holds each written file with its (size, mtime, inode) when written,
+    `pending` the keys being written, `refused` those that could not be written or used."""
 
     heap: threading.Lock = field(default_factory=threading.Lock)
     state: threading.Lock = field(default_factory=threading.Lock)
+    compiled: dict[str, int] = field(default_factory=dict)
     files: dict[str, tuple[Path, tuple[int, int, int]]] = field(default_factory=dict)
     pending: dict[str, threading.Thread] = field(default_factory=dict)
     refused: set[str] = field(default_factory=set)
@@ -112,14 +116,18 @@ class PchCache:
             self.files.pop(key, None)
 
     def start_writing(self, source: str, options: Sequence[str], salt: str, write: Writer) -> None:
-        """After `source` compiled without a PCH: write the PCH of its prefix on a thread,
-        unless it is written, being written or refused."""
+        """After `source` compiled without a PCH: write the PCH of its prefix on a thread if
+        this was its `WRITE_AFTER`th such compile, unless it is written, being written or
+        refused."""
         found = _prefix_key(source, options, salt)
         if found is None:
             return
         key, prefix, folder = found
         with self.state:
             if key in self.files or key in self.pending or key in self.refused:
+                return
+            self.compiled[key] = self.compiled.get(key, 0) + 1
+            if self.compiled[key] < WRITE_AFTER:
                 return
             writer = threading.Thread(
                 target=self._write,

@@ -25,7 +25,7 @@ from fuser.runtime.compiled_kernel import (
     nvrtc_compile,
     preload_nvrtc,
 )
-from fuser.runtime.nvrtc_pch import PCH, split_includes
+from fuser.runtime.nvrtc_pch import PCH, WRITE_AFTER, split_includes
 
 
 def source(name: str, value: str = "1.0f", half: bool = True) -> str:
@@ -206,28 +206,37 @@ def _pch_files(folder: Path) -> list[Path]:
     return list((folder / "pch").glob("*/*.pch"))
 
 
-def test_a_pch_is_written_after_the_first_compile_then_used_with_the_same_cubin(
+def _compile_until_written(name: str, opts: list[str]) -> bytes:
+    """Compile `source(name)` until its prefix's PCH is written; the cubin."""
+    for _ in range(WRITE_AFTER):
+        cubin, _ = nvrtc_compile(source(name), name, "sm_90", opts)
+    PCH.wait()
+    return cubin
+
+
+def test_a_recurring_prefix_gets_a_pch_that_gives_the_same_cubin(
     rng: np.random.Generator, cache_on: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opts = [_shift(rng)]
     monkeypatch.setenv("FUSER_PCH", "0")
-    plain = nvrtc_compile(source("second"), "second", "sm_90", opts)[0]
+    plain = nvrtc_compile(source("other"), "other", "sm_90", opts)[0]
     monkeypatch.setenv("FUSER_PCH", "1")
     used = _spy_pch(monkeypatch)
-    nvrtc_compile(source("first"), "first", "sm_90", opts)
-    PCH.wait()
+    for n in range(1, WRITE_AFTER + 1):
+        nvrtc_compile(source("first"), "first", "sm_90", opts)
+        PCH.wait()
+        assert len(_pch_files(cache_on)) == (n == WRITE_AFTER)  # for a prefix that recurs
     (pch,) = _pch_files(cache_on)
     assert pch.parent.stat().st_mode & 0o777 == 0o700  # this process's own folder
-    cubin, log = nvrtc_compile(source("second"), "second", "sm_90", opts)
-    assert used == [False, True] and cubin == plain and "precompiled" not in log
+    cubin, log = nvrtc_compile(source("other"), "other", "sm_90", opts)
+    assert used == [False] * WRITE_AFTER + [True] and cubin == plain and "precompiled" not in log
 
 
 def test_a_damaged_pch_is_never_used(
     rng: np.random.Generator, cache_on: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opts = [_shift(rng)]
-    plain = nvrtc_compile(source("k"), "k", "sm_90", opts)[0]
-    PCH.wait()
+    plain = _compile_until_written("k", opts)
     (pch,) = _pch_files(cache_on)
     used = _spy_pch(monkeypatch)
     with open(pch, "r+b") as f:  # cut short: NVRTC would crash on it, so it is not handed over
@@ -240,8 +249,7 @@ def test_a_pch_nvrtc_refuses_is_dropped_and_the_kernel_compiles(
     rng: np.random.Generator, cache_on: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opts = [_shift(rng)]
-    plain = nvrtc_compile(source("k"), "k", "sm_90", opts)[0]
-    PCH.wait()
+    plain = _compile_until_written("k", opts)
     (pch,) = _pch_files(cache_on)
     info = pch.stat()
     with open(pch, "r+b") as f:  # a damaged header, same size and time: NVRTC refuses it
@@ -271,11 +279,11 @@ def test_without_a_usable_pch_folder_kernels_still_compile(
         assert folder is not None
         shutil.rmtree(folder)  # the PCH cannot be written there
     used = _spy_pch(monkeypatch)
-    for name in ("a", "b"):
+    for name in ("a", "b", "c"):
         cubin, _ = nvrtc_compile(source(name), name, "sm_90", opts)
         assert cubin[:4] == b"\x7fELF"
         PCH.wait()
-    assert used == [False, False]
+    assert used == [False, False, False]
     assert how != "no folder" or kernel_cache.pch_folder() is None
 
 
@@ -283,13 +291,27 @@ def test_a_rejected_kernel_is_a_compilation_error_with_a_pch(
     rng: np.random.Generator, cache_on: Path
 ) -> None:
     opts = [_shift(rng)]
-    nvrtc_compile(source("ok"), "ok", "sm_90", opts)
-    PCH.wait()
+    _compile_until_written("ok", opts)
     bad = CompiledKernel(source("broken", value="1.0f +"), "broken", arch="sm_90")
     bad.extra_options = tuple(opts)
     with pytest.raises(CompilationError, match=r"kernel 'broken'.*\n.*error") as info:
         bad.compile()
     assert "source written to" in str(info.value)
+
+
+def test_the_pch_folder_follows_the_cache_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FUSER_PCH", raising=False)
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "0")
+    assert kernel_cache.pch_folder() is None
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "1")  # turned on later in the process
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    folder = kernel_cache.pch_folder()
+    assert folder is not None and folder.parent == tmp_path / "pch"
+    assert kernel_cache.pch_folder() == folder  # one per process and cache folder
+    monkeypatch.setenv("FUSER_PCH", "0")
+    assert kernel_cache.pch_folder() is None
 
 
 def test_stale_pch_folders_are_removed(cache_on: Path) -> None:
@@ -312,13 +334,13 @@ def test_preload_starts_one_thread_and_compiles_join_it(monkeypatch: pytest.Monk
     monkeypatch.setattr(compiled_kernel, "_preload", None)
     monkeypatch.setattr(compiled_kernel, "_loaded", threading.Event())
     started: list[Callable[[], None]] = []
-    real = compiled_kernel._warm_up
+    real = compiled_kernel._load_nvrtc
 
-    def warm() -> None:
-        started.append(warm)
+    def load() -> None:
+        started.append(load)
         real()
 
-    monkeypatch.setattr(compiled_kernel, "_warm_up", warm)
+    monkeypatch.setattr(compiled_kernel, "_load_nvrtc", load)
     preload_nvrtc()
     thread = compiled_kernel._preload
     preload_nvrtc()
@@ -326,4 +348,4 @@ def test_preload_starts_one_thread_and_compiles_join_it(monkeypatch: pytest.Monk
     cubin, _ = nvrtc_compile(source("after_preload", half=False), "after_preload", "sm_80")
     assert compiled_kernel._loaded.is_set() and cubin[:4] == b"\x7fELF"
     thread.join()
-    assert started == [warm]
+    assert started == [load]
