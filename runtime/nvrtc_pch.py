@@ -18,10 +18,12 @@ What NVRTC does with PCH files decides the rest:
   only if this process wrote it and its size, modification time and inode are unchanged since.
 - The heap is process-wide: one compile at a time writes or uses a PCH (`heap`); a compile that
   finds it taken goes without one.
+- Writing a PCH takes a core beside the compiles: `kernel_cache.pch_folder()` turns PCH off by
+  default on machines with few CPUs.
 - Anything that goes wrong (no folder, a failed write, a file NVRTC refuses) means compiling
   without PCH for that prefix from then on, which gives the same cubin; it never fails a compile.
 
-The NVRTC calls themselves (`write` below) are `fuser.runtime.compiled_kernel`'s.
+The NVRTC calls themselves (the `Writer`) are `fuser.runtime.compiled_kernel`'s.
 """
 
 from __future__ import annotations

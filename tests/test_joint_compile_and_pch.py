@@ -302,7 +302,7 @@ def test_a_rejected_kernel_is_a_compilation_error_with_a_pch(
 def test_the_pch_folder_follows_the_cache_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("FUSER_PCH", raising=False)
+    monkeypatch.setenv("FUSER_PCH", "1")
     monkeypatch.setenv("FUSER_KERNEL_CACHE", "0")
     assert kernel_cache.pch_folder() is None
     monkeypatch.setenv("FUSER_KERNEL_CACHE", "1")  # turned on later in the process
@@ -312,6 +312,17 @@ def test_the_pch_folder_follows_the_cache_settings(
     assert kernel_cache.pch_folder() == folder  # one per process and cache folder
     monkeypatch.setenv("FUSER_PCH", "0")
     assert kernel_cache.pch_folder() is None
+
+
+@pytest.mark.parametrize(("cpus", "on"), [(2, False), (kernel_cache.PCH_MIN_CPUS, True)])
+def test_pch_is_on_by_default_only_with_cpus_to_spare(
+    cpus: int, on: bool, cache_on: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FUSER_PCH")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    assert (kernel_cache.pch_folder() is not None) == on
+    monkeypatch.setenv("FUSER_PCH", "1")  # asked for: on whatever the CPUs
+    assert kernel_cache.pch_folder() is not None
 
 
 def test_stale_pch_folders_are_removed(cache_on: Path) -> None:
