@@ -66,7 +66,7 @@ _loaded = threading.Event()  # set once the background thread has loaded NVRTC (
 @functools.cache
 def _bindings() -> ModuleType:
     """cuda-python's NVRTC bindings (importing them does not load the library yet)."""
-    from cuda.bindings import nvrtc
+    import cuda.bindings.nvrtc as nvrtc  # (the `from` form hides a compiled module from pyright)
 
     return nvrtc
 
