@@ -76,7 +76,7 @@ from fuser.errors import CompilationError, CudaError, DefinitionError, InputErro
 from fuser.options import DEFAULT_STREAMS, check_options
 from fuser.runtime import driver
 from fuser.runtime.calls import Call, InputLayout, read_inputs
-from fuser.runtime.compiled_kernel import CompiledKernel, check_arch
+from fuser.runtime.compiled_kernel import CompiledKernel, check_arch, preload_nvrtc
 from fuser.runtime.dispatch import Runnable, SignatureCache
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import (
@@ -490,6 +490,7 @@ class FusionCompiler:
     def _plan(self, info: FusionInfo) -> tuple[_Variant | _Program, bool]:
         """What runs a new signature, and whether it was compiled for another one (see the
         module docstring). Call with the lock held."""
+        preload_nvrtc()  # NVRTC loads on a thread while the fusion is scheduled
         with cached_analyses(self._analyses):
             self.output_shapes(info)  # reports clashing shapes as an InputError first
             factors = self._split_factors(info)
