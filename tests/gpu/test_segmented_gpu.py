@@ -322,9 +322,10 @@ host.program @rows(%x: tensor<?x?xf32>, %a: f32) -> tensor<?x?xf32> {
     %xi = host.alias_select %x[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
     %yi = host.alias_select %y[%i] axis 0 : tensor<?x?xf32> -> tensor<?xf32>
     %t = host.allocate(%d) : tensor<?xf32>
-    host.launch @scale_row grid(%c1, %c1, %c1) block [128, 1, 1] smem 0
+    %gx, %gy, %gz = host.grid @scale_row ins(%xi, %a : tensor<?xf32>, f32)
+    host.launch @scale_row grid(%gx, %gy, %gz) block [128, 1, 1] smem 0
         ins(%xi, %a : tensor<?xf32>, f32) outs(%t : tensor<?xf32>)
-    host.launch @scale_row grid(%c1, %c1, %c1) block [128, 1, 1] smem 0
+    host.launch @scale_row grid(%gx, %gy, %gz) block [128, 1, 1] smem 0
         ins(%t, %a : tensor<?xf32>, f32) outs(%yi : tensor<?xf32>)
     host.deallocate %t : tensor<?xf32>
   }

@@ -152,6 +152,10 @@ class TimedKernel:
     def compile(self) -> None:
         self.inner.compile()
 
+    def grid(self, *args: Any) -> tuple[int, int, int]:
+        """The inner binding's grid (`KernelBinding.grid`'s)."""
+        return self.inner.grid(*args)
+
     def bind(self, *args: Any) -> _TimedLauncher:
         """The inner binding's launcher for these arguments (`KernelBinding.bind`'s), timed."""
         return _TimedLauncher(self.inner.bind(*args), self.timeline)

@@ -19,13 +19,13 @@ Every test here is marked `gpu` and skipped (see conftest.py) where no device is
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
 from gpu_helpers import assert_close
 
-from fuser import DataType, FusionDefinition
+from fuser import DataType, FusionDefinition, dump
 from fuser.compiler import FusionCompiler
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
 
@@ -69,6 +69,17 @@ def normal(
     rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, mean: float, std: float
 ) -> np.ndarray:
     return round_to_float(mean + std * rng.standard_normal(shape), dtype)
+
+
+@pytest.fixture(autouse=True)
+def commented_kernels() -> Iterator[None]:
+    """The runtime compiler's kernels with their `kernel.comment`s, which `run_both_paths` reads
+    to tell a Welford reduction from a translated one: it builds them only for a kernel dump."""
+    dump.configure("cuda")
+    try:
+        yield
+    finally:
+        dump.configure("")
 
 
 def run_both_paths(
