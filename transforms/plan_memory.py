@@ -98,7 +98,7 @@ class _Builder:
 
     def binary(
         self,
-        make: type[Operation],
+        make: Callable[[SSAValue, SSAValue], Operation],
         fold: Callable[[int, int], int],
         a: SSAValue,
         b: SSAValue,

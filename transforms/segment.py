@@ -1065,9 +1065,12 @@ class SegmentFusionPass(ModulePass):
             try:
                 info = fusion_info(fusion, given, device)
             except ScheduleOptionError as e:
-                if predicate is None or shapes is not None:
+                # A merge rule can segment without shapes, but not against shapes given (the
+                # option, or a record on the fusion) that do not fit it.
+                if predicate is None or given is not None:
                     raise renamed_option_error(e, self.name, SegmentOptionError) from None
                 info = None
             segment_fusion(fusion, info, should_merge=predicate, welford=self.welford)
-            if given is not None:  # so that fuser-lower-host needs no `shapes` of its own
+            # so that fuser-lower-host needs no `shapes` of its own (info is None only without)
+            if given is not None and info is not None:
                 fusion.attributes[RECORDED_SHAPES] = StringAttr(format_shapes(info))

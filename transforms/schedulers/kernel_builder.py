@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
 
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, TensorType, UnitAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType, UnitAttr
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import fusion as fu
@@ -35,6 +36,9 @@ from fuser.transforms.schedulers.scalar_lowering import lower_pointwise
 
 Index = SSAValue | int
 """An index: a value of the kernel's index type, or a Python int that folds until used."""
+
+IndexT = TypeVar("IndexT", bound=Index)
+"""An `Index` whose kind (value or int) a helper keeps (see `named`)."""
 
 
 _COMMENTS: ContextVar[bool] = ContextVar("fuser_kernel_comments", default=True)
@@ -77,7 +81,8 @@ def value_name(value: SSAValue) -> str:
     if value.name_hint is not None:
         return f"%{value.name_hint}"
     owner = value.owner
-    return f"%{owner.name if isinstance(owner, Operation) else 'arg'}#{value.index}"
+    index = value.index if isinstance(value, OpResult | BlockArgument) else "?"
+    return f"%{owner.name if isinstance(owner, Operation) else 'arg'}#{index}"
 
 
 def op_text(op: Operation) -> str:
@@ -91,12 +96,12 @@ class KernelBuilder:
     def __init__(
         self, fusion: fu.FusionOp, name: str, index_type: Attribute, max_threads: int
     ) -> None:
-        assert index_type in kernel.INDEX_TYPES
+        assert isinstance(index_type, IntegerType) and index_type in kernel.INDEX_TYPES
         values = [*fusion.inputs, *fusion.output_op.values]
         self.func = kernel.FuncOp(
             name, [param_type(v.type) for v in values], max_threads=max_threads
         )
-        self.index_type = index_type
+        self.index_type: IntegerType = index_type
         block = self.func.body.block
         for arg, value, kind in zip(
             block.args,
@@ -281,7 +286,7 @@ class KernelBuilder:
             scf.YieldOp()
 
 
-def named(x: Index, name: str) -> Index:
+def named(x: IndexT, name: str) -> IndexT:
     """`x`, with the name hint `name` if it is a value that has none yet."""
     if isinstance(x, SSAValue) and x.name_hint is None:
         x.name_hint = name

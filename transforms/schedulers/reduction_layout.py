@@ -86,7 +86,12 @@ from fuser.transforms.schedulers.kernel_builder import (
     compute_element,
     value_name,
 )
-from fuser.transforms.schedulers.scalar_lowering import constant, is_pointwise, lower_pointwise
+from fuser.transforms.schedulers.scalar_lowering import (
+    constant,
+    is_float,
+    is_pointwise,
+    lower_pointwise,
+)
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
 REDUCTION_OPS = (fu.ReductionOp, fu.WelfordOp, fu.VarMeanOp)
@@ -1265,6 +1270,7 @@ class KernelParts:
         rn = self.reduced_extent
         if isinstance(rn, int):
             return constant(float(rn), t)
+        assert is_float(t), f"a reduced count of type {t}"
         return arith.SIToFPOp(self.kb.value(rn), t).result
 
     def final_mean(self, avg: SSAValue) -> SSAValue:
@@ -1306,6 +1312,7 @@ class KernelParts:
                 divisor = constant(float(max(rn - correction, 0)), t)
             else:
                 dof = arith.MaxSIOp(kb.value(kb.add(rn, -correction)), kb.value(0)).result
+                assert is_float(t), f"a var_mean state of type {t}"
                 divisor = arith.SIToFPOp(dof, t).result
             values = [arith.DivfOp(m2, divisor).result, mean]
         return {
@@ -1407,13 +1414,6 @@ class KernelParts:
         else:
             off_k = kept[j] if len(kept) > 1 else kept[0]
         return self.kb.value(self.kb.add(off_k, self.group_offset(plan, False, r)))
-
-
-def named(value: Index, name: str) -> Index:
-    """`value`, given the name hint `name` if it is a value without one."""
-    if isinstance(value, SSAValue) and value.name_hint is None:
-        value.name_hint = name
-    return value
 
 
 def _named(value: SSAValue, like: SSAValue) -> SSAValue:
