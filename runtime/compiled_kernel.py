@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+import cuda.bindings.nvrtc as nvrtc  # (the `from` form hides a compiled module from pyright)
 import numpy as np
-from cuda.bindings import nvrtc
 
 from fuser.errors import CompilationError
 
