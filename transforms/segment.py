@@ -264,7 +264,7 @@ def _standalone_segments(fusion: fu.FusionOp) -> tuple[_Standalone, ...]:
     scheduled on the same standalone fusions (and their kept analyses)."""
 
     def build() -> tuple[_Standalone, ...]:
-        found = []
+        found: list[_Standalone] = []
         segments = (s for s in fusion.body.block.ops if isinstance(s, fu.SegmentOp))
         for k, segment in enumerate(segments):
             seg_fusion = segment_as_fusion(segment, f"{fusion.sym_name.data}_s{k}")

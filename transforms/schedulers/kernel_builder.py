@@ -18,7 +18,7 @@ it) every op created is inserted at the current point.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
@@ -45,7 +45,7 @@ _COMMENTS: ContextVar[bool] = ContextVar("fuser_kernel_comments", default=True)
 
 
 @contextmanager
-def kernel_comments(enabled: bool | None) -> Iterator[None]:
+def kernel_comments(enabled: bool | None) -> Generator[None, None, None]:
     """Within it, `comment` emits `kernel.comment` ops only if `enabled` (None: as outside)."""
     if enabled is None:
         yield
@@ -118,7 +118,7 @@ class KernelBuilder:
         self._hoisted: dict[Hashable, SSAValue] = {}
 
     @contextmanager
-    def build(self) -> Iterator[None]:
+    def build(self) -> Generator[None, None, None]:
         """Creates ops at the end of the body (before its `kernel.return`)."""
         with ImplicitBuilder(Builder(InsertPoint.before(self._return))):
             yield
@@ -261,7 +261,7 @@ class KernelBuilder:
     @contextmanager
     def loop(
         self, lower: Index, upper: Index, step: Index = 1, unroll: bool = False, name: str = "i"
-    ) -> Iterator[SSAValue]:
+    ) -> Generator[SSAValue, None, None]:
         """`scf.for` over the index type; yields the induction variable (named `name`).
         `unroll` marks a loop of constant trip count for full unrolling (`#pragma unroll`)."""
         body = Block(arg_types=[self.index_type])
@@ -274,7 +274,7 @@ class KernelBuilder:
             scf.YieldOp()
 
     @contextmanager
-    def if_(self, condition: SSAValue | None) -> Iterator[None]:
+    def if_(self, condition: SSAValue | None) -> Generator[None, None, None]:
         """`scf.if` without results; a None condition means always (no branch)."""
         if condition is None:
             yield

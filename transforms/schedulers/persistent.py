@@ -336,7 +336,7 @@ def _slot_phases(structure: Structure, in_slots: Callable[[Key], bool]) -> list[
             use(key)
         computes.append(todo)
         uses.append(used)
-    result = []
+    result: list[_SlotPhase] = []
     copied: set[Key] = set()
     for p in range(len(phases)):
         later = {k for q in range(p + 1, len(phases)) for k in uses[q]}

@@ -341,7 +341,7 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
 
     def body(k: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
         states = [[s] for s in _unflatten(list(carried), states0)]
-        chunks = []
+        chunks: list[Chunk] = []
         for u in range(unroll):
             col = kb.add(k, u * bdx * v)
             valid = named(kb.cmp("slt", named(col, "col"), end), "valid")
@@ -402,7 +402,7 @@ def _emit_outer(parts: KernelParts, p: ReductionParams) -> None:
     def body(k: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
         flat = _unflatten(list(carried), flat0)
         states = [flat[r * v : (r + 1) * v] for r in range(len(structure.reductions))]
-        chunks = []
+        chunks: list[Chunk] = []
         for u in range(unroll):
             r = kb.add(k, u * bdy)
             valid = named(kb.cmp("slt", named(r, "row"), end), "valid")

@@ -662,7 +662,7 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
     def plans(
         accesses: list[tuple[int, DimMap, DimMap, tuple[int, ...], int, int, int]], width: int
     ) -> list[AccessPlan]:
-        result = []
+        result: list[AccessPlan] = []
         for p, m, dims, strides, alignment, el, _ in accesses:
             kept = _mode(dims, strides, kept_dims, space)
             red = _mode(dims, strides, reduced_dims, space)
@@ -688,7 +688,7 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
             w //= 2
     kept = math.prod(space[d] for d in kept_dims)
     reduced = math.prod(space[d] for d in reduced_dims)
-    spans = [_span(cast(TensorMeta, m)) for m in info.inputs if m is not None]
+    spans = [_span(m) for m in info.inputs if m is not None]
     # offsets of masked-off points may overshoot the tensors: keep a margin of 4x
     reach = 4 * max([kept * reduced, *spans, *(a[6] for a in outputs_raw), 1])
     layout = Layout(
@@ -826,9 +826,9 @@ def partial_state(op: Operation, groups: Groups) -> State:
         mean = arith.DivfOp(
             total, arith.MaximumfOp(count, constant(1.0, t)), flags=COUNT_DIVISION
         ).result
-        m2_parts = []
+        m2_parts: list[SSAValue] = []
         for valid, vs in groups:
-            squares = []
+            squares: list[SSAValue] = []
             for v in vs:
                 d = arith.SubfOp(v, mean).result
                 squares.append(arith.MulfOp(d, d).result)

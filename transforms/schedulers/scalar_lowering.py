@@ -252,4 +252,5 @@ def lower_pointwise(op: Operation, operands: Sequence[SSAValue]) -> SSAValue:
         case fu.BinaryOp():
             lhs, rhs = operands
             return _binary(op, lhs, rhs)
-    raise ValueError(f"'{op.name}' is not a pointwise op")
+        case _:
+            raise ValueError(f"'{op.name}' is not a pointwise op")
