@@ -6,10 +6,11 @@ output is meant to be read: one statement per op, indented by nesting, values na
 SSA name hints (`%acc` -> `acc`), `kernel.comment` as `//` lines naming the fusion op the code
 comes from. Constants are the exception to "one statement per op": they are printed as literals
 where they are used (`ty * 32`, `acc + 1.0f`), with the exact value of their type.
-`kernel.matmul_mainloop` and `kernel.matmul_frag` call the preamble's matmul tile
-(`fuser::mm::Mma<...>` or `Simt<...>`) that their `#kernel.matmul` config names.
+`kernel.matmul_mainloop` and `kernel.matmul_frag` call the matmul tile (`fuser::mm::Mma<...>`,
+`Wgmma<...>` or `Simt<...>`) that their `#kernel.matmul` config names. The support code lives in
+headers (`include/fuser/*.cuh`); a kernel includes those it uses (`fuser.codegen.preamble`).
 
-Types: `!kernel.tensor<T, N>` is the preamble's `Tensor<T, N>`, `vector<NxT>` is `Vec<T, N>`, and
+Types: `!kernel.tensor<T, N>` is core.cuh's `Tensor<T, N>`, `vector<NxT>` is `Vec<T, N>`, and
 f16, bf16, f32, f64, i32, i64, i1 are `__half`, `__nv_bfloat16`, `float`, `double`, `int`,
 `long long`, `bool`. Arithmetic on f16/bf16 values goes through float (exactly what the half
 operators do), math functions use the float (`expf`) or double (`exp`) CUDA functions.
@@ -46,7 +47,7 @@ from xdsl.utils.base_printer import BasePrinter
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from fuser.codegen.preamble import PREAMBLE
+from fuser.codegen.preamble import includes
 from fuser.dialects import kernel
 from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64
 
@@ -586,7 +587,7 @@ class CudaPrinter(BasePrinter):
 
     def _slot(self, op: Operation) -> int:
         """The scratch slot of a block reduction: 0, 1, 0, ... in program order, -1 in a loop
-        (see `block_reduce` in the preamble)."""
+        (see `block_reduce` in reduce.cuh)."""
         parent = op.parent_op()
         while parent is not None and not isinstance(parent, kernel.FuncOp):
             if isinstance(parent, scf.ForOp):
@@ -633,7 +634,7 @@ class CudaPrinter(BasePrinter):
 
     @staticmethod
     def _matmul_tile(config: kernel.MatmulConfigAttr) -> str:
-        """The preamble's C++ tile a `#kernel.matmul` config names."""
+        """The C++ matmul tile a `#kernel.matmul` config names."""
         bm, bn, bk = config.tile
         loads = (f"fuser::mm::{x.data.upper()}" for x in (config.load_a, config.load_b))
         t = c_type(config.element_type)
@@ -871,7 +872,7 @@ class CudaPrinter(BasePrinter):
         | mathd.PowFOp
         | mathd.FmaOp,
     ):
-        if isinstance(op, mathd.PowFOp):  # exact integer powers, see the preamble
+        if isinstance(op, mathd.PowFOp):  # exact integer powers, see math.cuh
             self._define_float(op, lambda x, f: f"fuser::pow({', '.join(x)})")
             return
         function = _UNARY_MATH.get(type(op)) or _BINARY_MATH.get(type(op)) or "fma"
@@ -979,22 +980,22 @@ def _kernels(root: Operation) -> list[kernel.FuncOp]:
 
 def emit_cuda(module_or_func: ModuleOp | kernel.FuncOp, *, preamble: bool = True) -> str:
     """CUDA C++ source of every `kernel.func` in `module_or_func` (or of that one kernel), after
-    the preamble unless `preamble=False`. Raises CudaEmissionError naming an unsupported op."""
+    the `#include`s of the support headers the kernels use (`fuser.codegen.preamble.includes`)
+    unless `preamble=False`. Raises CudaEmissionError naming an unsupported op."""
     out = StringIO()
     printer = CudaPrinter(out)
-    if preamble:
-        printer.print_string(PREAMBLE, indent=0)
     for i, func in enumerate(_kernels(module_or_func)):
-        if preamble or i:
+        if i:
             printer.print_string("\n", indent=0)
         printer.print_kernel(func)
-    return out.getvalue()
+    body = out.getvalue()
+    return "\n".join(includes(body)) + "\n\n" + body if preamble else body
 
 
 @dataclass(frozen=True)
 class CudaTarget(Target):
     """`fuser-opt -t cuda`: prints every `kernel.func` of the module as CUDA C++ (other ops are
-    skipped). `-t 'cuda{preamble=false}'` leaves out the support code."""
+    skipped). `-t 'cuda{preamble=false}'` leaves out the `#include`s of the support headers."""
 
     name = "cuda"
 

@@ -76,7 +76,7 @@ from fuser.errors import CompilationError, CudaError, DefinitionError, InputErro
 from fuser.options import DEFAULT_STREAMS, check_options
 from fuser.runtime import driver
 from fuser.runtime.calls import Call, InputLayout, read_inputs
-from fuser.runtime.compiled_kernel import CompiledKernel, check_arch
+from fuser.runtime.compiled_kernel import CompiledKernel, check_arch, preload_nvrtc
 from fuser.runtime.dispatch import Runnable, SignatureCache
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import (
@@ -97,9 +97,9 @@ from fuser.runtime.signature import (
     InputMeta,
     decode_signature,
 )
-from fuser.transforms.lower_stream_parallel import has_stream_parallel_ops, lower_stream_parallel
+from fuser.transforms.lower_stream_parallel import has_stream_parallel_ops
 from fuser.transforms.lower_to_host import HostLowering, LoweredSegment, lower_fusion
-from fuser.transforms.plan_memory import plan_memory
+from fuser.transforms.pipeline import Compilation, run_pipeline
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
 from fuser.transforms.schedulers.base import (
@@ -112,9 +112,9 @@ from fuser.transforms.schedulers.base import (
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
 from fuser.transforms.schedulers.kernel_builder import kernel_comments
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
-from fuser.transforms.segment import segment_calls, segment_fusion
+from fuser.transforms.segment import segment_calls
 from fuser.transforms.segment_rules import MergePredicate
-from fuser.transforms.split_k import apply_split_k, plan_split_k
+from fuser.transforms.split_k import plan_split_k
 from fuser.transforms.translate_welford import (
     Decision,
     decide,
@@ -496,6 +496,7 @@ class FusionCompiler:
     def _plan(self, info: FusionInfo) -> tuple[_Variant | _Program, bool]:
         """What runs a new signature, and whether it was compiled for another one (see the
         module docstring). Call with the lock held."""
+        preload_nvrtc()  # NVRTC loads on a thread while the fusion is scheduled
         with cached_analyses(self._analyses):
             self.output_shapes(info)  # reports clashing shapes as an InputError first
             factors = self._split_factors(info)
@@ -595,25 +596,34 @@ class FusionCompiler:
         for `info`."""
         name = self.layout.fusion_name
         dump.dump("fusion_ir", f"@{name}", lambda: _print(self.fusion))
-        segmented = self.fusion.clone()
-        log: list[str] = []
+        c = Compilation(
+            self.fusion.clone(),
+            info,
+            factors,
+            self.should_merge,
+            self.welford,
+            self.streams,
+            kernel_prefix=f"{self._base_name}_p{len(self._programs)}",
+            comments=dump.enabled("kernel_ir") or dump.enabled("cuda"),
+            analyses=AnalysisCache(),  # the final segments are analysed once, then reused
+        )
         if factors:
-            self._split_factors(info, log)  # the reasons, for the segmenter log
-            apply_split_k(segmented, factors)
+            self._split_factors(info, c.log)  # the reasons, for the segmenter log
+        logged = False
+
+        def dump_stage(stage: str, c: Compilation) -> None:
+            nonlocal logged
+            if stage == "fuser-segment":
+                logged = True
+                dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(c.log))
+                dump.dump("segments", f"@{name}", lambda: _print(c.fusion))
+
         try:
-            segment_fusion(
-                segmented, info, should_merge=self.should_merge, log=log, welford=self.welford
-            )
+            lowering = run_pipeline(c, dump_stage)  # the stages `fuser-compile` runs
         finally:
-            dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(log))
-        dump.dump("segments", f"@{name}", lambda: _print(segmented))
-        prefix = f"{self._base_name}_p{len(self._programs)}"
-        analyses = AnalysisCache()  # `segmented` is final: its segments are analysed once
-        comments = dump.enabled("kernel_ir") or dump.enabled("cuda")
-        with kernel_comments(comments), cached_analyses(analyses):
-            lowering = lower_fusion(segmented, info, kernel_prefix=prefix)
-        lower_stream_parallel(lowering.program, self.streams)  # its marked loops, if any
-        plan_memory(lowering.program)  # intermediates in one workspace (one-stream programs)
+            if not logged:  # why segmentation failed
+                dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(c.log))
+        segmented, analyses = c.fusion, c.analyses
         executors = []
         for seg in lowering.segments:
             dump.dump("kernel_ir", seg.kernel_name, lambda seg=seg: _print(seg.func))

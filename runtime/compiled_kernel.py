@@ -7,6 +7,16 @@ it lazily on the GPU; `RtcKernel` adds a convenient `launch` that packs Python a
 tests and hand-written CUDA. The code generator's kernels take every tensor as the struct
 `Tensor<T, N>` whose bytes `pack_tensor_param` produces.
 
+A first call in a new process spends most of its time in NVRTC, so three things cut it:
+- **Joint compiles.** `compile_together` compiles the kernels of one program that share their
+  options as one NVRTC program (one cubin holding every function): the headers are parsed once,
+  not once a kernel. Kernels with different options (`--maxrregcount`) cannot share a program.
+- **Precompiled headers.** Once a kernel's `#include` prefix recurs in a process, later kernels
+  with that prefix load NVRTC's precompiled header of it (`nvrtc_pch`); writing one is
+  `_write_pch`.
+- **Loading NVRTC early.** `preload_nvrtc()` loads the library on a thread while the fusion is
+  scheduled; the first compile waits until it is loaded.
+
 Kernels are looked up by name, so a kernel must be declared `extern "C" __global__`.
 """
 
@@ -14,11 +24,17 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
+import importlib.util
 import os
 import re
 import struct
 import tempfile
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import cuda.bindings.nvrtc as nvrtc  # (the `from` form hides a compiled module from pyright)
@@ -28,6 +44,7 @@ from fuser.errors import CompilationError
 
 from . import driver, kernel_cache
 from .arrays import DeviceArray, view_of
+from .nvrtc_pch import PCH, PchUse, split_includes
 
 #: Registers of one SM on every architecture fuser targets (sm_80 .. sm_120).
 DEFAULT_REGISTERS_PER_SM = 65536
@@ -38,8 +55,58 @@ _MAX_THREADS_PER_BLOCK = 1024
 _ARCH_RE = re.compile(r"^sm_(\d+)([af]?)$")
 
 
+# --------------------------------------------------------------------------------------------
+# NVRTC, loaded on first use or in the background
+# --------------------------------------------------------------------------------------------
+
+_preload: threading.Thread | None = None
+_preload_lock = threading.Lock()
+_loaded = threading.Event()  # set once the background thread has loaded NVRTC (or failed to)
+
+
+@functools.cache
+def _bindings() -> ModuleType:
+    """cuda-python's NVRTC bindings (importing them does not load the library yet)."""
+
+    return nvrtc
+
+
+def _nvrtc() -> ModuleType:
+    """The NVRTC bindings, once a background load (`preload_nvrtc`) has loaded the library."""
+    loader = _preload
+    if loader is not None and loader is not threading.current_thread():
+        _loaded.wait()
+    return _bindings()
+
+
+def _load_nvrtc() -> None:
+    """Load NVRTC (import the bindings, open the library) and read the headers' digest. Only
+    that: a warm-up compile here would run beside the first real compile when scheduling is
+    quick, and NVRTC work beside a compile slows it down more than the warm-up saves."""
+    try:
+        _bindings()
+        nvrtc_version()
+        header_digest()
+    except Exception:  # the compile that needs NVRTC reports any problem
+        return
+    finally:
+        _loaded.set()
+
+
+def preload_nvrtc() -> None:
+    """Start loading NVRTC on a thread, once per process, so that it overlaps the scheduling of
+    the first fusion; the first compile waits until the library is loaded. Does nothing after
+    the first call."""
+    global _preload
+    with _preload_lock:
+        if _preload is None:
+            _preload = threading.Thread(target=_load_nvrtc, name="fuser-nvrtc-load", daemon=True)
+            _preload.start()
+
+
 def _nvrtc_check(result: tuple[Any, ...], call: str) -> Any:
     """Check an NVRTC binding's result tuple; raise CompilationError naming the call."""
+    nvrtc = _bindings()
     err = result[0]
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         _, text = nvrtc.nvrtcGetErrorString(err)
@@ -61,14 +128,50 @@ def cuda_include_dir() -> str:
 
 
 @functools.cache
+def fuser_include_dir() -> str:
+    """The folder holding fuser's kernel headers (`fuser/core.cuh`, ...): package data of
+    `fuser.codegen`, found without importing the emitter."""
+    spec = importlib.util.find_spec("fuser.codegen")
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    for folder in folders:
+        if (Path(folder) / "include" / "fuser" / "core.cuh").is_file():
+            return str(Path(folder) / "include")
+    raise CompilationError(
+        "cannot find fuser's kernel headers (fuser/codegen/include/fuser/core.cuh): reinstall fuser"
+    )
+
+
+_CUDA_HEADERS = ("cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h", "cuda_bf16.hpp")
+
+
+@functools.cache
+def header_digest() -> str:
+    """A digest of the text of every header a generated kernel may include: fuser's (all of
+    `fuser_include_dir()`) and CUDA's f16/bf16 headers. Part of every kernel-cache key, so that
+    an edited or upgraded header is never served an old cubin."""
+    h = hashlib.sha256()
+    root = Path(fuser_include_dir())
+    files = [(p.relative_to(root).as_posix(), p) for p in sorted(root.rglob("*.cuh"))]
+    files += [(name, Path(cuda_include_dir()) / name) for name in _CUDA_HEADERS]
+    for name, path in files:
+        try:
+            text = path.read_bytes()
+        except OSError:
+            text = b"(unreadable)"
+        h.update(f"{name}\0{len(text)}\0".encode())
+        h.update(text)
+    return h.hexdigest()
+
+
+@functools.cache
 def supported_archs() -> tuple[int, ...]:
     """The compute capabilities this NVRTC can generate SASS for, e.g. (75, 80, ..., 120)."""
-    return tuple(_nvrtc_check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
+    return tuple(_nvrtc_check(_nvrtc().nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
 
 
 @functools.cache
 def nvrtc_version() -> tuple[int, int]:
-    err, major, minor = nvrtc.nvrtcVersion()
+    err, major, minor = _bindings().nvrtcVersion()
     _nvrtc_check((err,), "nvrtcVersion")
     return (major, minor)
 
@@ -138,6 +241,7 @@ def compile_options(
     options = [
         "--std=c++17",
         f"--gpu-architecture={sass_target(arch)}",
+        f"-I{fuser_include_dir()}",
         f"-I{cuda_include_dir()}",
         "-default-device",
         "--fmad=true",
@@ -158,54 +262,182 @@ def _write_failed_source(source: str, name: str) -> str:
 
 
 def _program_log(prog: Any) -> str:
+    nvrtc = _bindings()
     size = _nvrtc_check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
     buf = b" " * size
     _nvrtc_check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
     return buf.rstrip(b"\0").decode(errors="replace").strip()
 
 
-def nvrtc_compile(
-    source: str, name: str, arch: str, options: Sequence[str] = ()
-) -> tuple[bytes, str]:
-    """Compile `source` to a cubin for `arch` with fuser's options plus `options`.
+# --------------------------------------------------------------------------------------------
+# Compiling
+# --------------------------------------------------------------------------------------------
 
-    `name` is the kernel's (`extern "C"`) name: NVRTC checks it exists. Returns (cubin, log). On a
-    failure raises CompilationError holding the kernel name, the NVRTC log and the path of a file
-    the source was written to.
-    """
-    check_nvrtc()
-    check_arch(arch)
-    opts = [o.encode() for o in compile_options(arch, extra=options)]
+
+def _pch_salt() -> str:
+    """What a PCH depends on besides its prefix and options."""
+    major, minor = nvrtc_version()
+    return f"nvrtc {major}.{minor} headers {header_digest()}"
+
+
+def _write_pch(prefix: str, options: list[str], path: Path) -> bool:
+    """Compile the `#include` lines `prefix` alone with `options` (which hold
+    `--create-pch=path`): True when NVRTC wrote the PCH (not when its heap was too small)."""
+    nvrtc = _nvrtc()
     prog = _nvrtc_check(
-        nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []),
+        nvrtc.nvrtcCreateProgram(prefix.encode(), b"fuser_pch.cu", 0, [], []),
         "nvrtcCreateProgram",
     )
     try:
-        _nvrtc_check(nvrtc.nvrtcAddNameExpression(prog, name.encode()), "nvrtcAddNameExpression")
+        opts = [o.encode() for o in options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        log = _program_log(prog)
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            path = _write_failed_source(source, name)
-            _, text = nvrtc.nvrtcGetErrorString(err)
-            raise CompilationError(
-                f"NVRTC failed to compile kernel {name!r} for {arch} "
-                f"({text.decode() if text else err}); source written to {path}\n{log}"
-            )
-        lowered = _nvrtc_check(
-            nvrtc.nvrtcGetLoweredName(prog, name.encode()), "nvrtcGetLoweredName"
-        )
-        if lowered.decode() != name:
-            path = _write_failed_source(source, name)
-            raise CompilationError(
-                f'kernel {name!r} must be declared extern "C" __global__ (its symbol is '
-                f"{lowered.decode()!r}); source written to {path}"
-            )
-        size = _nvrtc_check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        _nvrtc_check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+        (status,) = nvrtc.nvrtcGetPCHCreateStatus(prog)
     finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+        _nvrtc_check(nvrtc.nvrtcDestroyProgram(prog), "nvrtcDestroyProgram")
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    return err == ok and status == ok and path.is_file()
+
+
+def _run_nvrtc(
+    source: str, names: Sequence[str], opts: Sequence[str], pch: PchUse | None
+) -> tuple[Any, str, bytes | None, list[str]]:
+    """One NVRTC compile: (result, log, cubin or None when it failed, lowered names)."""
+    nvrtc = _nvrtc()
+    options = [o.encode() for o in (*opts, *(pch.options if pch else ()))]
+    try:
+        prog = _nvrtc_check(
+            nvrtc.nvrtcCreateProgram(source.encode(), f"{names[0]}.cu".encode(), 0, [], []),
+            "nvrtcCreateProgram",
+        )
+    except BaseException:
+        if pch is not None:
+            PCH.done(pch)
+        raise
+    log, cubin, lowered = "", None, []
+    try:
+        for name in names:
+            _nvrtc_check(
+                nvrtc.nvrtcAddNameExpression(prog, name.encode()), "nvrtcAddNameExpression"
+            )
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
+        log = _program_log(prog)
+        if err == nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            lowered = [
+                _nvrtc_check(
+                    nvrtc.nvrtcGetLoweredName(prog, n.encode()), "nvrtcGetLoweredName"
+                ).decode()
+                for n in names
+            ]
+            size = _nvrtc_check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+            cubin = b" " * size
+            _nvrtc_check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+    finally:
+        destroyed = nvrtc.nvrtcDestroyProgram(prog)
+        if pch is not None:
+            PCH.done(pch)
+    _nvrtc_check(destroyed, "nvrtcDestroyProgram")
+    return err, log, cubin, lowered
+
+
+def nvrtc_compile(
+    source: str, name: str | Sequence[str], arch: str, options: Sequence[str] = ()
+) -> tuple[bytes, str]:
+    """Compile `source` to a cubin for `arch` with fuser's options plus `options`.
+
+    `name` is the kernel's (`extern "C"`) name, or the names of all the kernels the source
+    holds: NVRTC checks they exist. Returns (cubin, log). On a failure raises CompilationError
+    holding the kernel names, the NVRTC log and the path of a file the source was written to.
+    The source's `#include` prefix gets a precompiled header after its first compile in a
+    process (see the module docstring); a compile that fails with it runs again without it.
+    """
+    check_nvrtc()
+    check_arch(arch)
+    names = [name] if isinstance(name, str) else list(name)
+    opts = compile_options(arch, extra=options)
+    pch = PCH.use(source, opts, _pch_salt())
+    err, log, cubin, lowered = _run_nvrtc(source, names, opts, pch)
+    if pch is not None and (cubin is None or "precompiled header" in log):
+        # NVRTC refused the PCH (its log says why) or the compile failed with it: never
+        # again in this process, and never a failure for its sake
+        retry = _run_nvrtc(source, names, opts, None)
+        if retry[2] is not None:
+            PCH.refuse(pch.key)
+        if retry[2] is not None or cubin is None:  # both failed: the plain compile's error
+            err, log, cubin, lowered = retry
+    what = f"kernel {names[0]!r}" if len(names) == 1 else f"kernels {', '.join(names)}"
+    if cubin is not None and pch is None:
+        PCH.start_writing(source, opts, _pch_salt(), _write_pch)
+    if cubin is None:
+        path = _write_failed_source(source, names[0])
+        _, text = _bindings().nvrtcGetErrorString(err)
+        raise CompilationError(
+            f"NVRTC failed to compile {what} for {arch} "
+            f"({text.decode() if text else err}); source written to {path}\n{log}"
+        )
+    for n, symbol in zip(names, lowered, strict=True):
+        if symbol != n:
+            path = _write_failed_source(source, n)
+            raise CompilationError(
+                f'kernel {n!r} must be declared extern "C" __global__ (its symbol is '
+                f"{symbol!r}); source written to {path}"
+            )
     return cubin, log
+
+
+def joint_source(sources: Sequence[str]) -> str:
+    """One translation unit of several generated kernels: the union of their `#include` lines,
+    sorted (as `fuser.codegen.preamble` prints them), then each kernel's code in order."""
+    includes: set[str] = set()
+    bodies: list[str] = []
+    for source in sources:
+        prefix, body = split_includes(source)
+        includes.update(line.strip() for line in prefix.splitlines() if line.strip())
+        bodies.append(body.strip("\n") + "\n")
+    return "\n".join(sorted(includes)) + "\n\n" + "\n".join(bodies)
+
+
+def compile_together(kernels: Sequence[CompiledKernel], max_workers: int | None = None) -> None:
+    """Compile every kernel of `kernels` that has no cubin yet, each group of kernels with the
+    same architecture and options as one NVRTC program (one cubin holding all their functions,
+    kept in the kernel cache under the group's key); groups compile in parallel. A group that
+    NVRTC rejects is compiled kernel by kernel, so the error names the kernel at fault."""
+    groups: dict[tuple[str, ...], list[CompiledKernel]] = {}
+    for k in kernels:
+        if k.cubin is None:
+            groups.setdefault(tuple(k.options), []).append(k)
+    jobs = list(groups.values())
+    if len(jobs) <= 1:
+        for members in jobs:
+            _compile_group(members)
+        return
+    workers = max_workers or min(len(jobs), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fuser-nvrtc") as pool:
+        for future in [pool.submit(_compile_group, members) for members in jobs]:
+            future.result()  # re-raises a CompilationError of any group
+
+
+def _compile_group(members: Sequence[CompiledKernel]) -> None:
+    if len(members) == 1:
+        members[0].compile()
+        return
+    first = members[0]
+    names = [k.kernel_name for k in members]
+    source = joint_source([k.source for k in members])
+    key = kernel_cache.cache_key(
+        source, " ".join(names), first.options, nvrtc_version(), header_digest()
+    )
+    cubin = kernel_cache.load(key)
+    log = "cubin from the kernel cache"
+    if cubin is None:
+        try:
+            cubin, log = nvrtc_compile(source, names, first.arch, first._extra_options())
+        except CompilationError:
+            for k in members:  # the kernel at fault raises its own error
+                k.compile()
+            return
+        kernel_cache.store(key, cubin)
+    for k in members:
+        k.cubin, k.log = cubin, log
 
 
 def pack_tensor_param(ptr: int, sizes: Sequence[int], strides: Sequence[int]) -> bytes:
@@ -275,7 +507,7 @@ class CompiledKernel:
         process compiled the same kernel (`kernel_cache`), else with NVRTC (and kept there)."""
         if self.cubin is None:
             key = kernel_cache.cache_key(
-                self.source, self.kernel_name, self.options, nvrtc_version()
+                self.source, self.kernel_name, self.options, nvrtc_version(), header_digest()
             )
             cubin = kernel_cache.load(key)
             if cubin is not None:

@@ -63,6 +63,7 @@ from fuser.dialects import host
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.runtime import driver
 from fuser.runtime.calls import Call
+from fuser.runtime.compiled_kernel import compile_together
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import Entry, KernelExecutor, ScalarParam, TensorParam
 from fuser.runtime.frontends import TORCH_FRONTEND, Frontend, torch_sizes
@@ -621,8 +622,10 @@ class HostEvaluator:
                     )
 
     def compile_kernels(self, max_workers: int | None = None) -> None:
-        """Compile every kernel, in parallel on a thread pool (NVRTC releases the GIL)."""
+        """Compile every kernel: those with the same options as one NVRTC program
+        (`compile_together`), any others in parallel on a thread pool (NVRTC releases the GIL)."""
         bindings = list(self.kernels.values())
+        compile_together([b.executor.kernel for b in bindings if isinstance(b, ExecutorKernel)])
         if len(bindings) <= 1:
             for b in bindings:
                 b.compile()

@@ -86,9 +86,10 @@ def test_compile_options() -> None:
         "--maxrregcount=96",
     ):
         assert expected in opts
-    include = [o for o in opts if o.startswith("-I")]
-    assert len(include) == 1
-    assert (Path(include[0][2:]) / "cuda_bf16.h").is_file()
+    include = [Path(o[2:]) for o in opts if o.startswith("-I")]
+    assert len(include) == 2
+    assert (include[0] / "fuser" / "core.cuh").is_file()  # fuser's headers first
+    assert (include[1] / "cuda_bf16.h").is_file()
     assert not any(o.startswith("--maxrregcount") for o in compile_options("sm_90"))
 
 

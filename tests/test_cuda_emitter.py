@@ -1,7 +1,7 @@
 """The CUDA emitter: what it prints, that NVRTC compiles it, and (on a GPU) what it computes.
 
 Without a GPU: every kernel of the CUDA target's and the kernel dialect's lit files, a kernel
-built in Python for each element type, and the preamble alone compile with NVRTC; the
+built in Python for each element type, and each helper header alone compile with NVRTC; the
 exact literals, names, float and integer comparison predicates are checked by evaluating what
 the emitter prints. Tests marked `gpu` run emitted kernels (block reductions over odd block
 shapes, Welford combines, grid reductions, NaN handling) and compare them with numpy.
@@ -36,7 +36,7 @@ from fuser.codegen.cuda import (
     identifier,
     int_literal,
 )
-from fuser.codegen.preamble import PREAMBLE
+from fuser.codegen.preamble import HEADERS, INCLUDE_DIR
 from fuser.dialects import get_all_dialects, kernel
 from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64
 from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
@@ -98,7 +98,7 @@ def compile_source(source: str, name: str, arch: str = "sm_80") -> bytes:
     return cubin
 
 
-# ---- NVRTC: every lit kernel, every element type, the preamble -------------------------------
+# ---- NVRTC: every lit kernel, every element type, every header ------------------------------
 
 
 LIT_KERNELS = _lit_kernels()
@@ -124,7 +124,7 @@ def test_a_module_of_several_kernels_is_one_compilable_source() -> None:
     path = ROOT / "lit_tests/dialects/kernel/reductions.mlir"
     module = parse(path.read_text().replace("// -----", ""))
     source = emit_cuda(module)
-    assert source.count("#include <cuda_fp16.h>") == 1
+    assert source.count('#include "fuser/core.cuh"') == 1  # one include list for all
     names = ["row_sum", "all_reductions", "row_welford"]
     kernels = re.finditer(r"__global__ void (?:__launch\S+ )?(\w+)\(", source)
     assert [m.group(1) for m in kernels] == names
@@ -132,9 +132,15 @@ def test_a_module_of_several_kernels_is_one_compilable_source() -> None:
     assert all(n.encode() in cubin for n in names)
 
 
-def test_preamble_alone_compiles_and_matches_the_runtime_struct() -> None:
-    assert TENSOR_STRUCT_SOURCE in PREAMBLE  # the layout pack_tensor_param writes
-    source = PREAMBLE + 'extern "C" __global__ void nothing() {}\n'
+def test_core_header_holds_the_runtime_struct() -> None:
+    # the layout pack_tensor_param writes
+    assert TENSOR_STRUCT_SOURCE in (INCLUDE_DIR / "fuser" / "core.cuh").read_text()
+
+
+@pytest.mark.parametrize("header", [h.include for h in HEADERS])
+def test_every_header_compiles_on_its_own(header: str) -> None:
+    """Each header includes what it needs (a kernel includes only the headers it names)."""
+    source = f'#include {header}\nextern "C" __global__ void nothing() {{}}\n'
     compile_source(source, "nothing", "sm_90")
 
 
@@ -162,7 +168,7 @@ def test_every_preamble_helper_instantiates_for_every_reduce_type() -> None:
         f"Tensor<{t}, 1> w{i}" for i, t in enumerate(("float", "double", "int", "long long"))
     )
     source = (
-        PREAMBLE
+        '#include "fuser/welford.cuh"\n'
         + f'extern "C" __global__ void helpers({params}, Tensor<int, 1> sem) {{\n  '
         + "\n  ".join(body)
         + "\n}\n"
@@ -461,7 +467,7 @@ def test_target_is_registered_with_a_preamble_option() -> None:
     )
     out = StringIO()
     CudaTarget.from_spec(parse_spec("cuda")).emit(_context(), module, out)
-    assert out.getvalue() == PREAMBLE + "\n" + bare_text(module)
+    assert out.getvalue() == '#include "fuser/core.cuh"\n\n' + bare_text(module)
 
 
 def bare_text(module: ModuleOp) -> str:

@@ -33,6 +33,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerStreamParallelPass
 
+    def get_compile() -> type[ModulePass]:
+        from fuser.transforms.pipeline import CompilePass
+
+        return CompilePass
+
     def get_plan_memory() -> type[ModulePass]:
         from fuser.transforms.plan_memory import PlanMemoryPass
 
@@ -49,6 +54,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuser-lower-host": get_lower_host,
         "lower-stream-parallel": get_lower_stream_parallel,
         "fuser-plan-memory": get_plan_memory,
+        "fuser-compile": get_compile,
         "split-k": get_split_k,
         "translate-welford": get_translate_welford,
     }

@@ -1,7 +1,7 @@
-// The matmul tile ops as CUDA: `kernel.matmul_mainloop` calls the preamble's tile that its
+// The matmul tile ops as CUDA: `kernel.matmul_mainloop` calls the tile that its
 // `#kernel.matmul` config names (`fuser::mm::Mma<...>` for the tensor cores, `Simt<...>` for
 // f32/f64) with the accumulator array and the operands, `kernel.matmul_frag` its `frag_row` and
-// `frag_col`; the preamble holds both tiles and their cp.async / ldmatrix / mma.sync helpers.
+// `frag_col`; the source includes the header of each tile it uses (and f16's for `__half`).
 // RUN: fuser-opt %s -t 'cuda{preamble=false}' | filecheck %s
 // RUN: fuser-opt %s -t cuda | filecheck %s --check-prefix=PRE
 
@@ -45,11 +45,9 @@ kernel.func @simt(%a: !kernel.tensor<f64, 2>, %b: !kernel.tensor<f64, 2>) attrib
 // CHECK-NEXT:   alignas(16) double acc[16];
 // CHECK-NEXT:   fuser::mm::Simt<double, 64, 64, 8, fuser::mm::K_ELEMENTS, fuser::mm::MN_ELEMENTS>::mainloop(acc, a, 0, b, 0, 0, 0, 0, 100);
 
-// PRE:      namespace mm {
-// PRE:      enum Load { K_ASYNC = 0, MN_ASYNC = 1, K_ELEMENTS = 2, MN_ELEMENTS = 3 };
-// PRE:      cp.async.cg.shared.global [%0], [%1], 16;
-// PRE:      ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// PRE:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// PRE:      struct Mma {
-// PRE:      struct Simt {
+// PRE:      #include "fuser/core.cuh"
+// PRE-NEXT: #include "fuser/mm_mma.cuh"
+// PRE-NEXT: #include "fuser/mm_simt.cuh"
+// PRE-NEXT: #include <cuda_fp16.h>
+// PRE-EMPTY:
 // PRE:      extern "C" __global__ void __launch_bounds__(128) tile(

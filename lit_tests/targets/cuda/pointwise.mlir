@@ -43,16 +43,12 @@ kernel.func @silu_add(%x: !kernel.tensor<f16, 1>, %bias: f32, %y: !kernel.tensor
   kernel.return
 }
 
-// The preamble comes first, with the real half-precision headers and the parameter struct.
-// CHECK:      #include <cuda_fp16.h>
+// The includes come first: fuser's core header (the parameter struct) and the real
+// half-precision headers of the types the kernel uses, nothing else.
+// CHECK:      #include "fuser/core.cuh"
 // CHECK-NEXT: #include <cuda_bf16.h>
-// CHECK:      struct Tensor {
-// CHECK-NEXT:   T* data;
-// CHECK-NEXT:   long long size[N];
-// CHECK-NEXT:   long long stride[N];
-// CHECK:      struct alignas(sizeof(T) * N) Vec {
-// CHECK:      end of the fuser preamble
-
+// CHECK-NEXT: #include <cuda_fp16.h>
+// CHECK-EMPTY:
 // CHECK-LABEL: extern "C" __global__ void __launch_bounds__(128) silu_add(Tensor<__half, 1> x, float bias, Tensor<__nv_bfloat16, 1> y) {
 // CHECK-NEXT:    long long tid = (long long)threadIdx.x;
 // CHECK-NEXT:    long long bid = (long long)blockIdx.x;

@@ -1,0 +1,27 @@
+// fuser's kernel support: what every generated kernel uses (fuser/codegen/include/fuser/*.cuh).
+// The `Tensor<T, N>` parameter struct (the layout the runtime packs, see
+// `fuser.dialects.kernel.TENSOR_STRUCT_SOURCE`) and `Vec<T, N>` for 2/4/8-wide memory accesses.
+// NVRTC compiles these headers without <cstdint> (hence `long long`, never `int64_t`).
+#pragma once
+
+// A generated kernel may leave a value unused: no warning for that.
+#pragma nv_diag_suppress 177
+#pragma nv_diag_suppress 550
+
+// A tensor parameter: the data pointer, then sizes and strides in elements (rank 0: data only).
+template <typename T, int N>
+struct Tensor {
+  T* data;
+  long long size[N];
+  long long stride[N];
+};
+template <typename T>
+struct Tensor<T, 0> {
+  T* data;
+};
+
+// N consecutive elements, moved as one 32/64/128-bit memory transaction.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
