@@ -189,6 +189,9 @@ class _ShapeSteps:
                 shapes.append(shapes[operands[0]][data])
             elif kind == _BROADCAST:
                 in_shape = cast(tuple[int, ...], shapes[operands[0]] or ())  # None: a scalar
+                out_type: tuple[int, ...]
+                sized: dict[int, int]  # dim -> number of the value of its extent
+                source: dict[int, int]  # dim -> the input's axis
                 out_type, sized, source = data
                 out: list[int] = []
                 for d, static in enumerate(out_type):
