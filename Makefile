@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/layer_norm.py
 	$(BIN)/fuser-run examples/layer_norm.mlir --shapes 4096x1024,1024,1024
 
-test: lint pytest lit wheel-check
+test: lint typecheck pytest lit wheel-check
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -374,8 +374,7 @@ class FuncOp(FuncLikeOp):
         shared = sum(
             op.result.type.size_in_bytes
             for op in self.walk()
-            if isinstance(op, AllocOp)
-            and isinstance(op.result.type, ArrayType)
+            if isinstance(op, AllocOp)  # its result is an ArrayType (verified before this)
             and op.result.type.memory_space.data == MemorySpace.SHARED
         )
         if shared > MAX_STATIC_SHARED_BYTES:

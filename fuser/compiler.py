@@ -65,7 +65,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, SymbolRefAttr, TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.printer import Printer
 
 from fuser import dump
@@ -223,10 +223,8 @@ def kernel_params(func: kernel.FuncOp, fusion: FusionOp) -> KernelParams:
         else:
             params.append(ScalarParam(numpy_dtype(t)))
     expected = [*(a.type for a in fusion.inputs), *(v.type for v in fusion.output_op.values)]
-    if len(params) != len(expected) or any(
-        isinstance(p, TensorParam) != isinstance(t, TensorType)
-        or (isinstance(p, TensorParam) and p.rank != t.get_num_dims())
-        for p, t in zip(params, expected, strict=False)
+    if len(params) != len(expected) or not all(
+        _param_fits(p, t) for p, t in zip(params, expected, strict=False)
     ):
         raise CompilationError(
             f"kernel @{func.sym_name.data} has parameters ({func.function_type.inputs}) that "
@@ -234,6 +232,14 @@ def kernel_params(func: kernel.FuncOp, fusion: FusionOp) -> KernelParams:
         )
     n = len(fusion.inputs)
     return KernelParams(tuple(params[:n]), tuple(params[n:]))  # type: ignore[arg-type]
+
+
+def _param_fits(param: TensorParam | ScalarParam, t: Attribute) -> bool:
+    """Whether a kernel parameter takes a fusion value of type `t`: a tensor of its rank, or a
+    scalar."""
+    if isinstance(t, TensorType):
+        return isinstance(param, TensorParam) and param.rank == t.get_num_dims()
+    return not isinstance(param, TensorParam)
 
 
 @dataclass

@@ -27,8 +27,7 @@ import ml_dtypes
 import numpy as np
 
 from fuser.errors import InputError
-
-from . import driver
+from fuser.runtime import driver
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 

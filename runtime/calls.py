@@ -13,12 +13,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from fuser.errors import CudaError, InputError
-
-from . import driver
-from .arrays import DeviceArray, TensorView, view_of
-from .frontends import DEVICE_FRONTEND, NUMPY_FRONTEND, TORCH_FRONTEND, Frontend, frontend_of
-from .inputs import check_input_sequence
-from .signature import contiguous_strides, dtype_code, scalar_part, tensor_part
+from fuser.runtime import driver
+from fuser.runtime.arrays import DeviceArray, TensorView, view_of
+from fuser.runtime.frontends import (
+    DEVICE_FRONTEND,
+    NUMPY_FRONTEND,
+    TORCH_FRONTEND,
+    Frontend,
+    frontend_of,
+)
+from fuser.runtime.inputs import check_input_sequence
+from fuser.runtime.signature import contiguous_strides, dtype_code, scalar_part, tensor_part
 
 
 class InputLayout:

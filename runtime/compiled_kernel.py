@@ -37,6 +37,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import cuda.bindings.nvrtc as nvrtc  # (the `from` form hides a compiled module from pyright)
 import numpy as np
 
 from fuser.errors import CompilationError
@@ -66,7 +67,6 @@ _loaded = threading.Event()  # set once the background thread has loaded NVRTC (
 @functools.cache
 def _bindings() -> ModuleType:
     """cuda-python's NVRTC bindings (importing them does not load the library yet)."""
-    import cuda.bindings.nvrtc as nvrtc  # (the `from` form hides a compiled module from pyright)
 
     return nvrtc
 

@@ -26,13 +26,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from fuser.errors import CudaError
-
-from . import driver
-from .calls import Call, InputLayout, read_inputs
-from .executor import relaunch
-from .frontends import TORCH_FRONTEND
-from .generated import define
-from .signature import NAMESPACE, SCALAR_PART, TENSOR_PART
+from fuser.runtime import driver
+from fuser.runtime.calls import Call, InputLayout, read_inputs
+from fuser.runtime.executor import relaunch
+from fuser.runtime.frontends import TORCH_FRONTEND
+from fuser.runtime.generated import define
+from fuser.runtime.signature import NAMESPACE, SCALAR_PART, TENSOR_PART
 
 
 class Runnable(Protocol):

@@ -26,14 +26,13 @@ from typing import Any
 import numpy as np
 
 from fuser.errors import CudaError, InputError
-
-from . import driver
-from .arrays import BFLOAT16
-from .calls import Call, InputLayout
-from .compiled_kernel import CompiledKernel, pack_tensor_param
-from .dtypes import round_to_float
-from .frontends import TORCH_FRONTEND
-from .signature import InputMeta, contiguous_strides, decode_signature
+from fuser.runtime import driver
+from fuser.runtime.arrays import BFLOAT16
+from fuser.runtime.calls import Call, InputLayout
+from fuser.runtime.compiled_kernel import CompiledKernel, pack_tensor_param
+from fuser.runtime.dtypes import round_to_float
+from fuser.runtime.frontends import TORCH_FRONTEND
+from fuser.runtime.signature import InputMeta, contiguous_strides, decode_signature
 
 # --------------------------------------------------------------------------------------------
 # Kernel parameters and launch plans
@@ -130,6 +129,12 @@ def _scalar_setter(dtype: np.dtype) -> Callable[[Any, int, Any], None]:
 # The executor
 
 
+def _dim3(dims: Sequence[int]) -> tuple[int, int, int]:
+    """A grid or block (three extents, in any sequence) as a tuple."""
+    x, y, z = dims
+    return (x, y, z)
+
+
 class Entry:
     """What one signature needs at launch: the configuration, the outputs, the packed
     arguments, and (once launched) the function loaded on the signature's device."""
@@ -172,8 +177,8 @@ class Entry:
         self.graph: driver.LaunchGraph | None = None  # see launch()
         self.torch_device: Any = None
         self.torch_out: tuple[tuple[tuple[int, ...], int, Any], ...] | None = None
-        self.grid = tuple(plan.grid)
-        self.block = tuple(plan.block)
+        self.grid = _dim3(plan.grid)
+        self.block = _dim3(plan.block)
         self.shared_bytes = plan.shared_bytes
         self.out_shapes = tuple(tuple(s) for s in plan.output_shapes)
         # every parameter's bytes at an 8-byte aligned offset; pointers at 8-byte slots

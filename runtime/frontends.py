@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from . import driver
-from .arrays import BFLOAT16, DeviceArray
-from .signature import DTYPES_BY_CODE, TORCH_DTYPE_CODES
+from fuser.runtime import driver
+from fuser.runtime.arrays import BFLOAT16, DeviceArray
+from fuser.runtime.signature import DTYPES_BY_CODE, TORCH_DTYPE_CODES
 
 Shapes = Sequence[tuple[int, ...]]
 

@@ -52,7 +52,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 from xdsl.dialects import arith
@@ -61,15 +61,14 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import host
 from fuser.errors import CompilationError, CudaError, InputError
-
-from . import driver
-from .calls import Call
-from .compiled_kernel import compile_together
-from .dtypes import numpy_dtype
-from .executor import Entry, KernelExecutor, ScalarParam, TensorParam
-from .frontends import TORCH_FRONTEND, Frontend, torch_sizes
-from .generated import define
-from .signature import (
+from fuser.runtime import driver
+from fuser.runtime.calls import Call
+from fuser.runtime.compiled_kernel import compile_together
+from fuser.runtime.dtypes import numpy_dtype
+from fuser.runtime.executor import Entry, KernelExecutor, ScalarParam, TensorParam
+from fuser.runtime.frontends import TORCH_FRONTEND, Frontend, torch_sizes
+from fuser.runtime.generated import define
+from fuser.runtime.signature import (
     ALIGNMENT,
     DTYPE_CODES,
     contiguous_strides,
@@ -123,9 +122,8 @@ ParamInfo = TensorInfo | np.dtype
 class Launcher(Protocol):
     """One launch of a specialization, bound to its argument metadata.
 
-    A launcher may also have `on_registers(arg_regs, stream_reg)`, returning the launch as one
-    closure over a call's register file (`ExecutorKernel`'s do): the evaluator then uses that
-    closure instead of calling the launcher with a list of values."""
+    A launcher may also be a `RegisterLauncher` (`ExecutorKernel`'s are): the evaluator then
+    uses its closure over a call's register file instead of calling it with a list of values."""
 
     name: str
     grid: tuple[int, int, int] | None
@@ -136,6 +134,25 @@ class Launcher(Protocol):
         """Launch with these argument values (pointers for tensors), in parameter order;
         `grid` is the one the program computed."""
         ...
+
+
+class RegisterLauncher(Launcher, Protocol):
+    """A launcher that can also run as one closure over a call's register file."""
+
+    skip: bool
+    """Whether the launch does nothing (no output elements, or an empty grid)."""
+
+    def on_registers(
+        self, arg_regs: Sequence[int], stream_reg: int, batched: bool = False
+    ) -> Callable[[list[Any]], None]:
+        """The launch reading its arguments from registers `arg_regs` and its stream from
+        `stream_reg`; `batched`: it only writes the arguments (a graph launches it)."""
+        ...
+
+
+def _reads_registers(launcher: Launcher) -> TypeGuard[RegisterLauncher]:
+    """Whether `launcher` has `on_registers` (the rest of `RegisterLauncher` comes with it)."""
+    return getattr(launcher, "on_registers", None) is not None
 
 
 class KernelBinding(Protocol):
@@ -1282,10 +1299,9 @@ class _Builder:
         self.spec.launches.append(launcher)
         arg_regs = tuple(self.regs[v] for v in op.params)
         stream = _CUR if op.stream is None else self.regs[op.stream]
-        on_registers = getattr(launcher, "on_registers", None)
-        if on_registers is not None and grid is not None:  # it reads the registers itself
+        if _reads_registers(launcher) and grid is not None:  # it reads the registers itself
             batched = code is self.spec.code and stream == _CUR and not launcher.skip
-            fn = on_registers(arg_regs, stream, batched)
+            fn = launcher.on_registers(arg_regs, stream, batched)
             if batched:
                 self.batched[fn] = launcher
             code.append(fn)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import kernel_cache
+from fuser.runtime import kernel_cache
 
 #: NVRTC options of every compile that writes or uses a PCH: no log line for a PCH used or
 #: written, and a log line saying why when NVRTC refuses a file.

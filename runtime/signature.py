@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .dtypes import BFLOAT16, FUSION_DTYPES
+from fuser.runtime.dtypes import BFLOAT16, FUSION_DTYPES
 
 #: The dtype code of each dtype a fusion may take; every other dtype is code 0.
 DTYPE_CODES: dict[np.dtype, int] = {dtype: code for code, dtype in enumerate(FUSION_DTYPES, 1)}

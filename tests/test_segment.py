@@ -679,3 +679,17 @@ def test_pass_option_errors(spec: str, message: str) -> None:
     assert str(e.value).startswith("fuser-segment: ")
     assert message in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_pass_with_a_merge_rule_reports_recorded_shapes_that_do_not_fit() -> None:
+    """A merge rule segments without shapes, but a record on the fusion that does not fit its
+    inputs is an option error (it was an AttributeError on the missing info)."""
+    header = "(%x: tensor<?x?xf32>, %z: tensor<?x?xf32>) -> (tensor<?x?xf32>) {"
+    assert header in SUM_BROADCAST
+    text = SUM_BROADCAST.replace(
+        header, header.replace(" {", ' attributes {fuser.shapes = "3x5"} {'), 1
+    )
+    with pytest.raises(SegmentOptionError) as e:
+        run_pass(text, "fuser-segment{merge=none}")
+    assert str(e.value).startswith("fuser-segment: ")
+    assert "shapes gives 1 shape(s), but fusion @sum_div has 2" in str(e.value)

@@ -442,10 +442,10 @@ class _Accesses:
     """The tensors a loop body reads and writes: as slices at the induction variable (tensor ->
     axes), or whole."""
 
-    sliced_reads: dict[SSAValue, set[int]] = field(default_factory=dict)
-    whole_reads: set[SSAValue] = field(default_factory=set)
-    sliced_writes: dict[SSAValue, set[int]] = field(default_factory=dict)
-    whole_writes: set[SSAValue] = field(default_factory=set)
+    sliced_reads: dict[SSAValue, set[int]] = field(default_factory=dict[SSAValue, set[int]])
+    whole_reads: set[SSAValue] = field(default_factory=set[SSAValue])
+    sliced_writes: dict[SSAValue, set[int]] = field(default_factory=dict[SSAValue, set[int]])
+    whole_writes: set[SSAValue] = field(default_factory=set[SSAValue])
     understood: bool = True
     """Only alias_selects, launches and index arithmetic: what the merge rule reasons about."""
 

@@ -272,7 +272,7 @@ def _symbolic_shapes(
             if not shapes:
                 results = [None] * len(op.results)
             else:
-                dims = []
+                dims: list[_Extent] = []
                 for extents in zip(*shapes, strict=True):
                     static = [e for e in extents if isinstance(e, int)]
                     dims.append(static[0] if static else extents[0])

@@ -98,7 +98,7 @@ class _Builder:
 
     def binary(
         self,
-        make: type[Operation],
+        make: Callable[[SSAValue, SSAValue], Operation],
         fold: Callable[[int, int], int],
         a: SSAValue,
         b: SSAValue,
@@ -295,7 +295,7 @@ def plan_memory(program: host.ProgramOp) -> int:
         if b.nbytes is not None:
             planned.append(b)
             name = b.alloc.result.name_hint
-            if name and not b.nbytes.name_hint and b.nbytes.owner is not None:
+            if name and not b.nbytes.name_hint:
                 b.nbytes.name_hint = f"{name}_bytes"
     if not planned:
         return 0

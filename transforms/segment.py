@@ -264,7 +264,7 @@ def _standalone_segments(fusion: fu.FusionOp) -> tuple[_Standalone, ...]:
     scheduled on the same standalone fusions (and their kept analyses)."""
 
     def build() -> tuple[_Standalone, ...]:
-        found = []
+        found: list[_Standalone] = []
         segments = (s for s in fusion.body.block.ops if isinstance(s, fu.SegmentOp))
         for k, segment in enumerate(segments):
             seg_fusion = segment_as_fusion(segment, f"{fusion.sym_name.data}_s{k}")
@@ -1065,9 +1065,12 @@ class SegmentFusionPass(ModulePass):
             try:
                 info = fusion_info(fusion, given, device)
             except ScheduleOptionError as e:
-                if predicate is None or shapes is not None:
+                # A merge rule can segment without shapes, but not against shapes given (the
+                # option, or a record on the fusion) that do not fit it.
+                if predicate is None or given is not None:
                     raise renamed_option_error(e, self.name, SegmentOptionError) from None
                 info = None
             segment_fusion(fusion, info, should_merge=predicate, welford=self.welford)
-            if given is not None:  # so that fuser-lower-host needs no `shapes` of its own
+            # so that fuser-lower-host needs no `shapes` of its own (info is None only without)
+            if given is not None and info is not None:
                 fusion.attributes[RECORDED_SHAPES] = StringAttr(format_shapes(info))

@@ -275,7 +275,7 @@ def _translate(op: fu.WelfordOp | fu.VarMeanOp, rewriter: PatternRewriter) -> No
     axes = tuple(op.axes.get_values())
     keep = isinstance(op, fu.VarMeanOp) and op.keepdim is not None
     old_mean = op.avg if isinstance(op, fu.WelfordOp) else op.mean
-    mean_type = cast(TensorType, old_mean.type)
+    mean_type = old_mean.type
     reduced = tuple(mean_type.get_shape())
     b = _Builder(op, x)
     base = x.name_hint
@@ -310,7 +310,7 @@ def _translate(op: fu.WelfordOp | fu.VarMeanOp, rewriter: PatternRewriter) -> No
             count_result = count
             if count_result is None:  # static extents: the scalar count, broadcast
                 kept = [d for d in range(rank) if d not in axes]
-                count_type = cast(TensorType, op.count.type)
+                count_type = op.count.type
                 extents = [x_type.get_shape()[a] for a in axes]
                 c = b.add(fu.ConstantOp.of(math.prod(extents), fu.I64), _hint(base, "n"))
                 sizes = [
@@ -336,7 +336,7 @@ def _translate(op: fu.WelfordOp | fu.VarMeanOp, rewriter: PatternRewriter) -> No
                 fewer = b.add(fu.SubOp(count, c, count_type), "dof_raw")
                 dof = b.add(fu.MaximumOp(fewer, zero, count_type), "dof")
                 divisor = b.add(fu.CastOp(dof, TensorType(t, reduced)), "dof_f")
-        var = b.add(fu.DivOp(var_sum, divisor, cast(TensorType, op.var.type)), op.var.name_hint)
+        var = b.add(fu.DivOp(var_sum, divisor, op.var.type), op.var.name_hint)
         results = [var, mean]
     rewriter.replace(op, b.ops, results)
 

@@ -13,7 +13,7 @@ computes each analysis once per key and returns the same (immutable) result afte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Generator, Hashable
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -50,7 +50,7 @@ _ACTIVE: ContextVar[AnalysisCache | None] = ContextVar("fuser_analysis_cache", d
 
 
 @contextmanager
-def cached_analyses(cache: AnalysisCache) -> Iterator[AnalysisCache]:
+def cached_analyses(cache: AnalysisCache) -> Generator[AnalysisCache, None, None]:
     """Within the block, `memoized` analyses are kept in `cache`: the caller vouches that no
     fusion analysed inside is rewritten while `cache` lives."""
     token = _ACTIVE.set(cache)

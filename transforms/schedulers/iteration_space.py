@@ -159,22 +159,24 @@ def iteration_space(fusion: fu.FusionOp, reference: int) -> Space:
         value = outputs[i]
         t = value.type
         assert isinstance(t, TensorType)
-        if maps[i] is None:
+        m = maps[i]
+        if m is None:
             needs = expand(ops, roots)
             if needs.get(value):
-                maps[i] = needs[value][0]
+                m = needs[value][0]
             elif t.get_num_dims() == rank and fu.shapes_compatible(
                 t.get_shape(), ref_type.get_shape()
             ):
-                maps[i] = identity_map(t)
+                m = identity_map(t)
             else:
-                maps[i] = _infer_forward(value, needs)
-        if maps[i] is None:
+                m = _infer_forward(value, needs)
+        if m is None:
             raise MappingError(
                 f"output #{i} ({fu.format_shape(t.get_shape())}) cannot be indexed from the "
                 f"iteration space {fu.format_shape(ref_type.get_shape())} of output "
                 f"#{reference}: no broadcast relates them"
             )
-        roots.setdefault(value, []).append(maps[i])
+        maps[i] = m
+        roots.setdefault(value, []).append(m)
     final = tuple(m for m in maps if m is not None)
     return Space(rank, final, expand(ops, roots))

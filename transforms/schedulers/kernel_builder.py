@@ -18,14 +18,15 @@ it) every op created is inserted at the current point.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
 
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, TensorType, UnitAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType, UnitAttr
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import fusion as fu
@@ -36,12 +37,15 @@ from fuser.transforms.schedulers.scalar_lowering import lower_pointwise
 Index = SSAValue | int
 """An index: a value of the kernel's index type, or a Python int that folds until used."""
 
+IndexT = TypeVar("IndexT", bound=Index)
+"""An `Index` whose kind (value or int) a helper keeps (see `named`)."""
+
 
 _COMMENTS: ContextVar[bool] = ContextVar("fuser_kernel_comments", default=True)
 
 
 @contextmanager
-def kernel_comments(enabled: bool | None) -> Iterator[None]:
+def kernel_comments(enabled: bool | None) -> Generator[None, None, None]:
     """Within it, `comment` emits `kernel.comment` ops only if `enabled` (None: as outside)."""
     if enabled is None:
         yield
@@ -77,7 +81,8 @@ def value_name(value: SSAValue) -> str:
     if value.name_hint is not None:
         return f"%{value.name_hint}"
     owner = value.owner
-    return f"%{owner.name if isinstance(owner, Operation) else 'arg'}#{value.index}"
+    index = value.index if isinstance(value, OpResult | BlockArgument) else "?"
+    return f"%{owner.name if isinstance(owner, Operation) else 'arg'}#{index}"
 
 
 def op_text(op: Operation) -> str:
@@ -91,12 +96,12 @@ class KernelBuilder:
     def __init__(
         self, fusion: fu.FusionOp, name: str, index_type: Attribute, max_threads: int
     ) -> None:
-        assert index_type in kernel.INDEX_TYPES
+        assert isinstance(index_type, IntegerType) and index_type in kernel.INDEX_TYPES
         values = [*fusion.inputs, *fusion.output_op.values]
         self.func = kernel.FuncOp(
             name, [param_type(v.type) for v in values], max_threads=max_threads
         )
-        self.index_type = index_type
+        self.index_type: IntegerType = index_type
         block = self.func.body.block
         for arg, value, kind in zip(
             block.args,
@@ -113,7 +118,7 @@ class KernelBuilder:
         self._hoisted: dict[Hashable, SSAValue] = {}
 
     @contextmanager
-    def build(self) -> Iterator[None]:
+    def build(self) -> Generator[None, None, None]:
         """Creates ops at the end of the body (before its `kernel.return`)."""
         with ImplicitBuilder(Builder(InsertPoint.before(self._return))):
             yield
@@ -256,7 +261,7 @@ class KernelBuilder:
     @contextmanager
     def loop(
         self, lower: Index, upper: Index, step: Index = 1, unroll: bool = False, name: str = "i"
-    ) -> Iterator[SSAValue]:
+    ) -> Generator[SSAValue, None, None]:
         """`scf.for` over the index type; yields the induction variable (named `name`).
         `unroll` marks a loop of constant trip count for full unrolling (`#pragma unroll`)."""
         body = Block(arg_types=[self.index_type])
@@ -269,7 +274,7 @@ class KernelBuilder:
             scf.YieldOp()
 
     @contextmanager
-    def if_(self, condition: SSAValue | None) -> Iterator[None]:
+    def if_(self, condition: SSAValue | None) -> Generator[None, None, None]:
         """`scf.if` without results; a None condition means always (no branch)."""
         if condition is None:
             yield
@@ -281,7 +286,7 @@ class KernelBuilder:
             scf.YieldOp()
 
 
-def named(x: Index, name: str) -> Index:
+def named(x: IndexT, name: str) -> IndexT:
     """`x`, with the name hint `name` if it is a value that has none yet."""
     if isinstance(x, SSAValue) and x.name_hint is None:
         x.name_hint = name

@@ -156,7 +156,7 @@ class _Structure:
     @property
     def rank(self) -> int:
         """The rank of the matmul's result (leading dims, M, N)."""
-        return cast(TensorType, self.matmul.result.type).get_num_dims()
+        return self.matmul.result.type.get_num_dims()
 
     @property
     def element_type(self) -> Attribute:
@@ -200,7 +200,7 @@ def _structure(fusion: fu.FusionOp) -> _Structure | str:
     outputs = list(fusion.output_op.values)
     if not outputs:
         return "the fusion has no outputs"
-    c_type = cast(TensorType, matmul.result.type)
+    c_type = matmul.result.type
     roots: dict[SSAValue, list[DimMap]] = {}
     maps: list[DimMap] = []
     for i, value in enumerate(outputs):
@@ -265,9 +265,10 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
         return str(e)
     shape = cast(tuple[int, ...], env[structure.matmul.result])
     for i, value in enumerate(fusion.output_op.values):
-        if env[value] != shape:
+        got = cast(tuple[int, ...], env[value])  # outputs are tensors
+        if got != shape:
             return (
-                f"output #{i} has shape {list(cast(tuple, env[value]))}, the matmul's result "
+                f"output #{i} has shape {list(got)}, the matmul's result "
                 f"{list(shape)}: every output must have the matmul's shape"
             )
     for i, arg in enumerate(fusion.inputs):
@@ -616,7 +617,7 @@ class _MatmulKernel:
         if value.name_hint is None:
             value.name_hint = c.name_hint
         env: dict[tuple[SSAValue, DimMap], SSAValue] = {
-            (c, m): value for m in s.needs.get(c, [identity_map(cast(TensorType, c.type))])
+            (c, m): value for m in s.needs.get(c, [identity_map(c.type)])
         }
         position = {arg: k for k, arg in enumerate(fusion.inputs)}
 

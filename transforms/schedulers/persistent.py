@@ -64,7 +64,7 @@ from fuser.transforms.schedulers.base import (
 )
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.iteration_space import DimMap, Needs, operand_maps
-from fuser.transforms.schedulers.kernel_builder import Index, comment, compute_element
+from fuser.transforms.schedulers.kernel_builder import Index, comment, compute_element, named
 from fuser.transforms.schedulers.reduction_layout import (
     NONE,
     Chunk,
@@ -80,7 +80,6 @@ from fuser.transforms.schedulers.reduction_layout import (
     full_output_keys,
     is_welford,
     kept_points,
-    named,
     plan_layout,
     pow2_ceil,
     reduction_input,
@@ -337,7 +336,7 @@ def _slot_phases(structure: Structure, in_slots: Callable[[Key], bool]) -> list[
             use(key)
         computes.append(todo)
         uses.append(used)
-    result = []
+    result: list[_SlotPhase] = []
     copied: set[Key] = set()
     for p in range(len(phases)):
         later = {k for q in range(p + 1, len(phases)) for k in uses[q]}

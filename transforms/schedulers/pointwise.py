@@ -21,7 +21,7 @@ import math
 from collections.abc import Hashable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import cast
+from typing import cast, overload
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -333,7 +333,13 @@ class _Sizes(Sequence[SSAValue]):
     def __len__(self) -> int:
         return self.rank
 
-    def __getitem__(self, d):  # type: ignore[override]
+    @overload
+    def __getitem__(self, d: int) -> SSAValue: ...
+
+    @overload
+    def __getitem__(self, d: slice) -> list[SSAValue]: ...
+
+    def __getitem__(self, d: int | slice) -> SSAValue | list[SSAValue]:
         if isinstance(d, slice):
             return [self[i] for i in range(self.rank)[d]]
         return self.kb.size(self.tensor, range(self.rank)[d])

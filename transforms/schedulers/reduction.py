@@ -32,7 +32,7 @@ inputs and outputs, so a few very long rows (or a few columns over many rows) us
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -53,7 +53,7 @@ from fuser.transforms.schedulers.base import (
 )
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.iteration_space import DimMap
-from fuser.transforms.schedulers.kernel_builder import Index, comment
+from fuser.transforms.schedulers.kernel_builder import Index, comment, named
 from fuser.transforms.schedulers.reduction_layout import (
     NONE,
     Chunk,
@@ -70,7 +70,6 @@ from fuser.transforms.schedulers.reduction_layout import (
     identity_state,
     kept_points,
     merge_states,
-    named,
     partial_state,
     plan_layout,
     pow2_ceil,
@@ -340,9 +339,9 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
         for value in s:
             value.name_hint = "acc"
 
-    def body(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+    def body(k: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
         states = [[s] for s in _unflatten(list(carried), states0)]
-        chunks = []
+        chunks: list[Chunk] = []
         for u in range(unroll):
             col = kb.add(k, u * bdx * v)
             valid = named(kb.cmp("slt", named(col, "col"), end), "valid")
@@ -400,10 +399,10 @@ def _emit_outer(parts: KernelParts, p: ReductionParams) -> None:
                 value.name_hint = "acc"
     flat0 = [s for per_op in states0 for s in per_op]
 
-    def body(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+    def body(k: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
         flat = _unflatten(list(carried), flat0)
         states = [flat[r * v : (r + 1) * v] for r in range(len(structure.reductions))]
-        chunks = []
+        chunks: list[Chunk] = []
         for u in range(unroll):
             r = kb.add(k, u * bdy)
             valid = named(kb.cmp("slt", named(r, "row"), end), "valid")

@@ -86,7 +86,12 @@ from fuser.transforms.schedulers.kernel_builder import (
     compute_element,
     value_name,
 )
-from fuser.transforms.schedulers.scalar_lowering import constant, is_pointwise, lower_pointwise
+from fuser.transforms.schedulers.scalar_lowering import (
+    constant,
+    is_float,
+    is_pointwise,
+    lower_pointwise,
+)
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
 REDUCTION_OPS = (fu.ReductionOp, fu.WelfordOp, fu.VarMeanOp)
@@ -657,7 +662,7 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
     def plans(
         accesses: list[tuple[int, DimMap, DimMap, tuple[int, ...], int, int, int]], width: int
     ) -> list[AccessPlan]:
-        result = []
+        result: list[AccessPlan] = []
         for p, m, dims, strides, alignment, el, _ in accesses:
             kept = _mode(dims, strides, kept_dims, space)
             red = _mode(dims, strides, reduced_dims, space)
@@ -683,7 +688,7 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
             w //= 2
     kept = math.prod(space[d] for d in kept_dims)
     reduced = math.prod(space[d] for d in reduced_dims)
-    spans = [_span(cast(TensorMeta, m)) for m in info.inputs if m is not None]
+    spans = [_span(m) for m in info.inputs if m is not None]
     # offsets of masked-off points may overshoot the tensors: keep a margin of 4x
     reach = 4 * max([kept * reduced, *spans, *(a[6] for a in outputs_raw), 1])
     layout = Layout(
@@ -821,9 +826,9 @@ def partial_state(op: Operation, groups: Groups) -> State:
         mean = arith.DivfOp(
             total, arith.MaximumfOp(count, constant(1.0, t)), flags=COUNT_DIVISION
         ).result
-        m2_parts = []
+        m2_parts: list[SSAValue] = []
         for valid, vs in groups:
-            squares = []
+            squares: list[SSAValue] = []
             for v in vs:
                 d = arith.SubfOp(v, mean).result
                 squares.append(arith.MulfOp(d, d).result)
@@ -1265,6 +1270,7 @@ class KernelParts:
         rn = self.reduced_extent
         if isinstance(rn, int):
             return constant(float(rn), t)
+        assert is_float(t), f"a reduced count of type {t}"
         return arith.SIToFPOp(self.kb.value(rn), t).result
 
     def final_mean(self, avg: SSAValue) -> SSAValue:
@@ -1306,6 +1312,7 @@ class KernelParts:
                 divisor = constant(float(max(rn - correction, 0)), t)
             else:
                 dof = arith.MaxSIOp(kb.value(kb.add(rn, -correction)), kb.value(0)).result
+                assert is_float(t), f"a var_mean state of type {t}"
                 divisor = arith.SIToFPOp(dof, t).result
             values = [arith.DivfOp(m2, divisor).result, mean]
         return {
@@ -1407,13 +1414,6 @@ class KernelParts:
         else:
             off_k = kept[j] if len(kept) > 1 else kept[0]
         return self.kb.value(self.kb.add(off_k, self.group_offset(plan, False, r)))
-
-
-def named(value: Index, name: str) -> Index:
-    """`value`, given the name hint `name` if it is a value without one."""
-    if isinstance(value, SSAValue) and value.name_hint is None:
-        value.name_hint = name
-    return value
 
 
 def _named(value: SSAValue, like: SSAValue) -> SSAValue:

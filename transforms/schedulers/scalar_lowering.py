@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math as pymath
 from collections.abc import Callable, Sequence
+from typing import TypeGuard
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, IntegerType
@@ -52,7 +53,8 @@ def is_pointwise(op: Operation) -> bool:
     return isinstance(op, POINTWISE_OPS)
 
 
-def is_float(t: Attribute) -> bool:
+def is_float(t: Attribute) -> TypeGuard[AnyFloat]:
+    """Whether `t` is a floating-point type (and, for pyright, `t` is an `AnyFloat`)."""
     return isinstance(t, AnyFloat)
 
 
@@ -60,6 +62,7 @@ def constant(value: float | int | bool, t: Attribute) -> SSAValue:
     """An `arith.constant` of a Python number in the scalar type `t` (booleans for i1)."""
     if isinstance(t, IntegerType):
         return arith.ConstantOp(IntegerAttr(int(value), t, truncate_bits=True)).result
+    assert is_float(t), f"constant of a non-scalar type {t}"
     return arith.ConstantOp(FloatAttr(float(value), t)).result
 
 
@@ -249,4 +252,5 @@ def lower_pointwise(op: Operation, operands: Sequence[SSAValue]) -> SSAValue:
         case fu.BinaryOp():
             lhs, rhs = operands
             return _binary(op, lhs, rhs)
-    raise ValueError(f"'{op.name}' is not a pointwise op")
+        case _:
+            raise ValueError(f"'{op.name}' is not a pointwise op")

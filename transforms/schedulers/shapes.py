@@ -14,7 +14,7 @@ which raises the `ShapeMismatch` naming the op, so results and messages are thos
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import Operation, SSAValue
@@ -27,9 +27,13 @@ class ShapeMismatch(ValueError):
     """Input shapes that the fusion cannot combine (names the op)."""
 
 
-def value_shapes(
-    fusion: fu.FusionOp, input_shapes: Sequence[tuple[int, ...] | None]
-) -> dict[SSAValue, tuple[int, ...] | int | None]:
+ValueShape = tuple[int, ...] | int | None
+"""What `value_shapes` maps a value to: a tensor's shape, a `fusion.dim`'s extent, or None."""
+
+ShapeEnv = dict[SSAValue, ValueShape]
+
+
+def value_shapes(fusion: fu.FusionOp, input_shapes: Sequence[tuple[int, ...] | None]) -> ShapeEnv:
     """Maps each value to its shape (tensors), its extent (`fusion.dim`) or None (scalars)."""
     if active() is not None:
         steps = memoized("shape_steps", fusion, lambda: _ShapeSteps(fusion))
@@ -39,11 +43,9 @@ def value_shapes(
     return _walk(fusion, input_shapes)
 
 
-def _walk(
-    fusion: fu.FusionOp, input_shapes: Sequence[tuple[int, ...] | None]
-) -> dict[SSAValue, tuple[int, ...] | int | None]:
+def _walk(fusion: fu.FusionOp, input_shapes: Sequence[tuple[int, ...] | None]) -> ShapeEnv:
     """`value_shapes` op by op (raises the ShapeMismatch naming the op)."""
-    env: dict[SSAValue, tuple[int, ...] | int | None] = {}
+    env: ShapeEnv = {}
     for arg, shape in zip(fusion.inputs, input_shapes, strict=True):
         env[arg] = None if shape is None else tuple(shape)
     for op in fusion.body.block.ops:
@@ -54,29 +56,41 @@ def _walk(
     return env
 
 
-def _tensor_shape(env: dict, value: SSAValue) -> tuple[int, ...] | None:
+def _tensor_shape(env: ShapeEnv, value: SSAValue) -> tuple[int, ...] | None:
+    """The shape of `value` if it is a tensor, else None."""
     shape = env[value]
     return shape if isinstance(shape, tuple) else None
 
 
-def _op_shapes(op, env: dict) -> list[tuple[int, ...] | int | None]:
+def _shape(env: ShapeEnv, tensor: SSAValue) -> tuple[int, ...]:
+    """The shape of a value of tensor type."""
+    return cast(tuple[int, ...], env[tensor])  # a tensor's entry is its shape, by construction
+
+
+def _extent(env: ShapeEnv, index: SSAValue) -> int:
+    """The extent a value of index type (a `fusion.dim`) stands for."""
+    return cast(int, env[index])  # an index value's entry is its extent, by construction
+
+
+def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
     if isinstance(op, fu.DimOp):
-        return [env[op.input][op.axis.value.data]]
+        return [_shape(env, op.input)[op.axis.value.data]]
     if isinstance(op, fu.ConstantOp):
         return [None]
     if isinstance(op, fu.BroadcastInDimOp):
         return [_broadcast_shape(op, env)]
     if isinstance(op, fu.ReductionOp):
-        shape = env[op.input]
+        shape = _shape(env, op.input)
         return [fu.reduced_shape(shape, op.reduction_axes, op.keepdim is not None)]
     if isinstance(op, fu.WelfordOp):
-        shape = fu.reduced_shape(env[op.input], tuple(op.axes.get_values()), False)
+        shape = fu.reduced_shape(_shape(env, op.input), tuple(op.axes.get_values()), False)
         return [shape, shape, shape]
     if isinstance(op, fu.VarMeanOp):
-        shape = fu.reduced_shape(env[op.input], tuple(op.axes.get_values()), op.keepdim is not None)
+        axes = tuple(op.axes.get_values())
+        shape = fu.reduced_shape(_shape(env, op.input), axes, op.keepdim is not None)
         return [shape, shape]
     if isinstance(op, fu.MatmulOp):
-        a, b = env[op.lhs], env[op.rhs]
+        a, b = _shape(env, op.lhs), _shape(env, op.rhs)
         if a[-1] != b[-2] or a[:-2] != b[:-2]:
             raise ShapeMismatch(f"'{op.name}' cannot multiply shapes {list(a)} and {list(b)}")
         full = (*a[:-2], a[-2], b[-1])
@@ -90,12 +104,12 @@ def _op_shapes(op, env: dict) -> list[tuple[int, ...] | int | None]:
     return [shapes[0] if shapes else None]
 
 
-def _broadcast_shape(op: fu.BroadcastInDimOp, env: dict) -> tuple[int, ...]:
+def _broadcast_shape(op: fu.BroadcastInDimOp, env: ShapeEnv) -> tuple[int, ...]:
     in_shape = _tensor_shape(env, op.input) or ()
     out_type = fu.shape_of(op.result.type) or ()
-    sized = dict(zip(op.sized_dims(), (env[s] for s in op.sizes), strict=True))
+    sized = dict(zip(op.sized_dims(), (_extent(env, s) for s in op.sizes), strict=True))
     source = {d: in_shape[i] for i, d in enumerate(op.dims)}
-    shape = []
+    shape: list[int] = []
     for d, static in enumerate(out_type):
         if d in sized:
             extent = sized[d]
@@ -155,18 +169,16 @@ class _ShapeSteps:
                 self.values.append(r)
             self.steps.append((kind, operands, data, op))
 
-    def run(
-        self, input_shapes: Sequence[tuple[int, ...] | None]
-    ) -> dict[SSAValue, tuple[int, ...] | int | None] | None:
+    def run(self, input_shapes: Sequence[tuple[int, ...] | None]) -> ShapeEnv | None:
         """The shapes, or None where shapes do not fit (the walk then names the op)."""
         if len(input_shapes) != self.n_inputs:
             return None
         shapes: list[Any] = [None if s is None else tuple(s) for s in input_shapes]
         for kind, operands, data, op in self.steps:
             if kind == _SAME:
-                shape = None
+                shape: tuple[int, ...] | None = None
                 for o in operands:
-                    s = shapes[o]
+                    s: ValueShape = shapes[o]
                     if isinstance(s, tuple):
                         if shape is None:
                             shape = s
@@ -176,10 +188,14 @@ class _ShapeSteps:
             elif kind == _DIM:
                 shapes.append(shapes[operands[0]][data])
             elif kind == _BROADCAST:
-                in_shape = shapes[operands[0]] or ()
+                in_shape = cast(tuple[int, ...], shapes[operands[0]] or ())  # None: a scalar
+                out_type: tuple[int, ...]
+                sized: dict[int, int]  # dim -> number of the value of its extent
+                source: dict[int, int]  # dim -> the input's axis
                 out_type, sized, source = data
-                out = []
+                out: list[int] = []
                 for d, static in enumerate(out_type):
+                    extent: int
                     if d in sized:
                         extent = shapes[sized[d]]
                     elif static != DYNAMIC_INDEX:
