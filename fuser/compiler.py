@@ -88,7 +88,8 @@ from fuser.runtime.executor import (
     ScalarParam,
     TensorParam,
 )
-from fuser.runtime.host_evaluator import ExecutorKernel, HostEvaluator, Specialization
+from fuser.runtime.host_evaluator import HostEvaluator, Specialization
+from fuser.runtime.kernel_binding import ExecutorKernel
 from fuser.runtime.signature import (
     SCALAR_BOOL,
     SCALAR_FLOAT,
@@ -97,7 +98,6 @@ from fuser.runtime.signature import (
     InputMeta,
     decode_signature,
 )
-from fuser.transforms.lower_stream_parallel import has_stream_parallel_ops
 from fuser.transforms.lower_to_host import HostLowering, LoweredSegment, lower_fusion
 from fuser.transforms.pipeline import Compilation, run_pipeline
 from fuser.transforms.schedulers import propose
@@ -115,6 +115,7 @@ from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import plan_split_k
+from fuser.transforms.stream_slicing import has_stream_parallel_ops
 from fuser.transforms.translate_welford import (
     Decision,
     decide,

@@ -74,6 +74,7 @@ from fuser.fuzz.programs import (
     to_script,
     view_of,
 )
+from fuser.transforms.schedulers.info import DEFAULT_ARCH
 
 # --------------------------------------------------------------------------------------------
 # Comparing
@@ -446,7 +447,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
 
             info = _stage(
                 "fuser-segment",
-                lambda: FusionCompiler(fusion).info_for(inputs, arch="sm_90"),
+                lambda: FusionCompiler(fusion).info_for(inputs, arch=DEFAULT_ARCH),
             )
             mode = ("auto", "always", "never")[program.data_seed % 3]
             _stage("fuser-segment", lambda: segment_fusion(base, info, welford=mode))
@@ -466,7 +467,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
     if only not in (None, "nvrtc", "gpu"):
         return
     if nvrtc and not gpu:  # (fd.execute compiles on the GPU)
-        _stage("nvrtc", lambda: fd.compile(inputs, arch="sm_90"))
+        _stage("nvrtc", lambda: fd.compile(inputs, arch=DEFAULT_ARCH))
     if gpu:
         # the GPU computes f32 in f32: where an ill-conditioned op makes the float64 and the
         # float32 reference disagree (gelu underflowing to -0 before a reciprocal or a sqrt, a

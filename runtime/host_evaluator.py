@@ -1,8 +1,9 @@
 """Running a `host.program`: the host evaluator.
 
-`HostEvaluator` interprets one `host.program` over kernels it is given by name (`KernelBinding`:
-`ExecutorKernel` for a `KernelExecutor`; tests pass fakes) and a `Backend` for memory, streams and
-events (`DriverBackend`, the CUDA driver; tests pass fakes). It never walks IR on the hot path:
+`HostEvaluator` interprets one `host.program` over kernels it is given by name and a backend for
+memory, streams and events (`KernelBinding` and `Backend`, `fuser.runtime.kernel_binding`:
+`ExecutorKernel` for a `KernelExecutor`, `DriverBackend` for the CUDA driver; tests pass fakes).
+It never walks IR on the hot path:
 
 - **Specialization.** Per input signature (the executor's encoding: shapes, strides, dtypes,
   alignment, device; plus the values of `index` arguments, if any) the program is compiled once
@@ -44,15 +45,13 @@ that a program serves.
 
 from __future__ import annotations
 
-import ctypes
-import math
 import operator
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeGuard
+from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith
@@ -61,25 +60,24 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import host
 from fuser.errors import CompilationError, CudaError, InputError
+from fuser.options import DEFAULT_STREAMS
 from fuser.runtime import driver
 from fuser.runtime.calls import Call
 from fuser.runtime.compiled_kernel import compile_together
 from fuser.runtime.dtypes import numpy_dtype
-from fuser.runtime.executor import Entry, KernelExecutor, ScalarParam, TensorParam
 from fuser.runtime.frontends import TORCH_FRONTEND, Frontend, torch_sizes
 from fuser.runtime.generated import define
-from fuser.runtime.signature import (
-    ALIGNMENT,
-    DTYPE_CODES,
-    contiguous_strides,
-    decode_signature,
-    scalar_part,
-    tensor_part,
+from fuser.runtime.kernel_binding import (
+    DRIVER_BACKEND,
+    Backend,
+    ExecutorKernel,
+    KernelBinding,
+    Launcher,
+    ParamInfo,
+    TensorInfo,
+    reads_registers,
 )
-
-#: Streams in the pool `host.stream` indexes (as nvFuser's `number_of_streams`).
-DEFAULT_NUM_STREAMS = 4
-
+from fuser.runtime.signature import ALIGNMENT, contiguous_strides, decode_signature
 
 Code = list[Callable[[list[Any]], None]]
 """Compiled code: closures run in order on the register file of a call."""
@@ -87,379 +85,6 @@ Code = list[Callable[[list[Any]], None]]
 # Registers every specialization has.
 _CUR, _FE, _DEV, _INPUTS = 0, 1, 2, 3
 _FIRST_FREE = 4
-
-
-# --------------------------------------------------------------------------------------------
-# What kernels and backends look like to the evaluator
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """A tensor value of a specialization: sizes and strides (elements), dtype, and the
-    alignment in bytes its pointer is known to have (a power of two, at most 16)."""
-
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    dtype: np.dtype
-    alignment: int = 16
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize
-
-    @property
-    def is_contiguous(self) -> bool:
-        expected = contiguous_strides(self.shape)
-        return all(
-            n == 1 or s == e for n, s, e in zip(self.shape, self.strides, expected, strict=True)
-        )
-
-
-ParamInfo = TensorInfo | np.dtype
-"""A kernel argument as `bind` sees it: a tensor's TensorInfo, or a scalar's numpy dtype."""
-
-
-class Launcher(Protocol):
-    """One launch of a specialization, bound to its argument metadata.
-
-    A launcher may also be a `RegisterLauncher` (`ExecutorKernel`'s are): the evaluator then
-    uses its closure over a call's register file instead of calling it with a list of values."""
-
-    name: str
-    grid: tuple[int, int, int] | None
-    block: tuple[int, int, int]
-    shared_bytes: int
-
-    def __call__(self, args: list[Any], grid: tuple[int, int, int], stream: int) -> None:
-        """Launch with these argument values (pointers for tensors), in parameter order;
-        `grid` is the one the program computed."""
-        ...
-
-
-class RegisterLauncher(Launcher, Protocol):
-    """A launcher that can also run as one closure over a call's register file."""
-
-    skip: bool
-    """Whether the launch does nothing (no output elements, or an empty grid)."""
-
-    def on_registers(
-        self, arg_regs: Sequence[int], stream_reg: int, batched: bool = False
-    ) -> Callable[[list[Any]], None]:
-        """The launch reading its arguments from registers `arg_regs` and its stream from
-        `stream_reg`; `batched`: it only writes the arguments (a graph launches it)."""
-        ...
-
-
-def _reads_registers(launcher: Launcher) -> TypeGuard[RegisterLauncher]:
-    """Whether `launcher` has `on_registers` (the rest of `RegisterLauncher` comes with it)."""
-    return getattr(launcher, "on_registers", None) is not None
-
-
-class KernelBinding(Protocol):
-    """A kernel the program launches by name."""
-
-    def compile(self) -> None:
-        """Compile now (called on a worker thread; may do nothing)."""
-        ...
-
-    def grid(self, name: str, ins: Sequence[ParamInfo], device: int) -> tuple[int, int, int]:
-        """The grid the kernel's launch rule gives for leading arguments with this metadata
-        (`host.grid`; called once per specialization)."""
-        ...
-
-    def bind(
-        self,
-        name: str,
-        ins: Sequence[ParamInfo],
-        outs: Sequence[TensorInfo],
-        grid: tuple[int, int, int] | None,
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        device: int,
-    ) -> Launcher:
-        """The launcher for arguments with this metadata and the launch configuration the
-        program gives (`grid` None: the program computes it per call, and passes it to the
-        launcher), called once per specialization."""
-        ...
-
-
-class Backend(Protocol):
-    """Memory, streams and events as the evaluator uses them."""
-
-    def alloc(self, nbytes: int, stream: int) -> int: ...
-
-    def free(self, ptr: int, stream: int) -> None: ...
-
-    def stream_pool(self, device: int, count: int) -> list[int]:
-        """`count` stream handles of `device` (the same ones on every call)."""
-        ...
-
-    def synchronize(self, stream: int, other: int) -> None:
-        """Make later work on `stream` wait for the work issued so far on `other`."""
-        ...
-
-
-class DriverBackend:
-    """The CUDA driver: the device's stream-ordered pool, non-blocking streams (one pool per
-    device and size, shared by every program), and events for `synchronize`."""
-
-    def __init__(self) -> None:
-        self._pools: dict[tuple[int, int], list[driver.Stream]] = {}
-        self._events: dict[int, driver.Event] = {}
-        self._lock = threading.Lock()
-        self.alloc = _pool_alloc
-        self.free = _pool_free
-
-    def stream_pool(self, device: int, count: int) -> list[int]:
-        with self._lock:
-            pool = self._pools.get((device, count))
-            if pool is None:
-                previous = driver.current_device()
-                driver.get_device(device).make_current()
-                try:
-                    pool = [driver.Stream() for _ in range(count)]
-                finally:
-                    previous.make_current()
-                self._pools[(device, count)] = pool
-        return [s.handle for s in pool]
-
-    def synchronize(self, stream: int, other: int) -> None:
-        device = driver.current_device().ordinal  # the specialization's, made current
-        with self._lock:  # one event per device, recorded and waited on atomically
-            event = self._events.get(device)
-            if event is None:
-                event = self._events[device] = driver.Event(timing=False)
-            event.record(other)
-            driver.stream_wait_event(stream, event)
-
-
-def _pool_alloc(nbytes: int, stream: int) -> int:
-    return driver.alloc(nbytes, stream) if nbytes else 0
-
-
-def _pool_free(ptr: int, stream: int) -> None:
-    if ptr:
-        driver.free(ptr, stream)
-
-
-DRIVER_BACKEND = DriverBackend()
-"""The backend of every evaluator not given another (its stream pools are process-wide)."""
-
-
-class ExecutorKernel:
-    """A `KernelBinding` over a `KernelExecutor`.
-
-    The executor's entry for the signature of a launch's inputs (planned once per signature)
-    gives `host.grid` its value and checks the launch: the block and dynamic shared memory the
-    program gives must be those the kernel was compiled for (a kernel's code assumes its
-    block shape) and the outputs the program passes must have the shapes the entry expects and
-    be contiguous. The launch then runs with the program's grid, block and shared memory.
-    """
-
-    def __init__(self, executor: KernelExecutor) -> None:
-        self.executor = executor
-
-    def compile(self) -> None:
-        self.executor.kernel.compile()
-
-    def _entry(self, name: str, given: Sequence[ParamInfo], device: int) -> Entry:
-        """The executor's entry for arguments with this metadata (all parameters, or the
-        leading `ins` for `host.grid`), after checking them against the kernel's parameters."""
-        params = self.executor.params
-        expected = [*params.inputs, *params.outputs][: len(given)]
-        if len(given) < len(params.inputs) or any(
-            isinstance(g, TensorInfo) != isinstance(p, TensorParam)
-            or (isinstance(g, TensorInfo) and (len(g.shape), g.dtype) != (p.rank, p.dtype))  # type: ignore[union-attr]
-            or (isinstance(p, ScalarParam) and g != p.dtype)
-            for g, p in zip(given, expected, strict=True)
-        ):
-            raise CompilationError(
-                f"host launch of @{name}: its arguments do not match the parameters of kernel "
-                f"{self.executor.kernel.kernel_name!r}"
-            )
-        ins = given[: len(params.inputs)]
-        key: tuple[int, ...] = ()
-        for p in ins:
-            if isinstance(p, TensorInfo):
-                key += tensor_part(p.shape, p.strides, DTYPE_CODES.get(p.dtype, 0), p.alignment)
-        for p in ins:
-            if not isinstance(p, TensorInfo):
-                key += scalar_part(p.type(0))  # a value of the parameter's dtype
-        return self.executor.entry((*key, device))
-
-    def grid(self, name: str, ins: Sequence[ParamInfo], device: int) -> tuple[int, int, int]:
-        return self._entry(name, ins, device).grid  # type: ignore[return-value]
-
-    def bind(
-        self,
-        name: str,
-        ins: Sequence[ParamInfo],
-        outs: Sequence[TensorInfo],
-        grid: tuple[int, int, int] | None,
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        device: int,
-    ) -> _EntryLauncher:
-        params = self.executor.params
-        if len(ins) + len(outs) != len(params.inputs) + len(params.outputs):
-            raise CompilationError(
-                f"host.launch @{name}: its arguments do not match the parameters of kernel "
-                f"{self.executor.kernel.kernel_name!r}"
-            )
-        entry = self._entry(name, [*ins, *outs], device)
-        kernel_name = self.executor.kernel.kernel_name
-        if tuple(block) != entry.block:
-            raise CompilationError(
-                f"host.launch @{name}: block {list(block)}, but kernel {kernel_name!r} is "
-                f"compiled for block {list(entry.block)}"
-            )
-        if shared_bytes < entry.shared_bytes:
-            raise CompilationError(
-                f"host.launch @{name}: smem {shared_bytes}, but kernel {kernel_name!r} needs "
-                f"{entry.shared_bytes} bytes of dynamic shared memory"
-            )
-        for i, (o, shape) in enumerate(zip(outs, entry.out_shapes, strict=True)):
-            if o.shape != shape or not o.is_contiguous:
-                raise CompilationError(
-                    f"host.launch @{name}: output #{i} has shape {list(o.shape)} and strides "
-                    f"{list(o.strides)}, but the kernel writes a contiguous {list(shape)}"
-                )
-        return _EntryLauncher(name, self.executor, entry, [*ins, *outs], grid, shared_bytes)
-
-
-class _EntryLauncher:
-    """A launch through one executor entry, with its own copy of the argument buffer."""
-
-    def __init__(
-        self,
-        name: str,
-        executor: KernelExecutor,
-        entry: Entry,
-        params: Sequence[ParamInfo],
-        grid: tuple[int, int, int] | None,
-        shared_bytes: int,
-    ) -> None:
-        self.name = name
-        self.executor = executor
-        self.entry = entry
-        self.grid = grid  # None: the program passes one per call
-        self.block: tuple[int, int, int] = entry.block  # checked equal to the program's
-        self.shared_bytes = shared_bytes
-        no_output = bool(entry.out_shapes) and all(math.prod(s) == 0 for s in entry.out_shapes)
-        self.skip: bool = no_output or (grid is not None and 0 in grid)
-        self.func: Any = None
-        self.launch_args: tuple[Any, ...] | None = None  # driver.launch_prefix once loaded
-        size = ctypes.sizeof(entry.buffer)
-        self.buffer = ctypes.create_string_buffer(size)
-        ctypes.memmove(self.buffer, entry.buffer, size)
-        self.slots = (ctypes.c_uint64 * len(entry.slots)).from_buffer(self.buffer)
-        shift = ctypes.addressof(self.buffer) - ctypes.addressof(entry.buffer)
-        self.pointers = (ctypes.c_void_p * len(entry.pointers))(
-            *((p or 0) + shift for p in entry.pointers)
-        )
-        self.address = ctypes.addressof(self.pointers) if entry.address else 0
-        tensor_pos = [i for i, p in enumerate(params) if isinstance(p, TensorInfo)]
-        scalar_pos = [i for i, p in enumerate(params) if not isinstance(p, TensorInfo)]
-        slots = [*entry.in_slots, *entry.out_slots]
-        self.ptr_slots = tuple(zip(tensor_pos, slots, strict=True))
-        self.scalar_slots = tuple(
-            (pos, setter, off, params[pos])
-            for pos, (setter, off) in zip(scalar_pos, entry.scalar_slots, strict=True)
-        )
-
-    def _scalar_error(self, value: Any, dtype: Any, e: Exception) -> InputError:
-        return InputError(
-            f"{value!r} is out of range for a scalar {dtype} parameter of kernel "
-            f"{self.executor.kernel.kernel_name!r} ({e})"
-        )
-
-    def _load(self) -> Any:
-        if self.func is None:
-            self.func = self.entry.func or self.executor.load(self.entry)
-            if self.shared_bytes > max(self.entry.shared_bytes, 48 * 1024):
-                # the program asks for more than the kernel's launches have been allowed
-                driver.set_max_dynamic_shared_memory(self.func, self.shared_bytes)
-            if self.grid is not None:
-                self.launch_args = driver.launch_prefix(
-                    self.func, self.grid, self.block, self.shared_bytes
-                )
-        return self.func
-
-    def _launch(self, stream: int, grid: tuple[int, int, int] | None = None) -> None:
-        func = self.func if self.func is not None else self._load()
-        grid = grid or self.grid
-        assert grid is not None
-        try:
-            driver.launch(func, grid, self.block, self.shared_bytes, stream, self.address)
-        except CudaError:
-            self._relaunch(stream, grid)
-
-    def _relaunch(self, stream: int, grid: tuple[int, int, int] | None = None) -> None:
-        """A launch that failed, retried with the entry's device made current (another library
-        may have switched this thread's context behind our back); raises the fuser error."""
-        driver.get_device(self.entry.device).make_current()
-        grid = grid or self.grid
-        assert grid is not None
-        driver.launch(self.func, grid, self.block, self.shared_bytes, stream, self.address)
-
-    def __call__(self, args: list[Any], grid: tuple[int, int, int], stream: int) -> None:
-        slots = self.slots
-        for pos, s in self.ptr_slots:
-            slots[s] = args[pos]
-        for pos, setter, off, dtype in self.scalar_slots:
-            try:
-                setter(self.buffer, off, args[pos])
-            except (OverflowError, TypeError, ValueError) as e:
-                raise self._scalar_error(args[pos], dtype, e) from None
-        if not self.skip and 0 not in grid:
-            self._launch(stream, grid)
-
-    def graph_kernel(self) -> driver.KernelNode:
-        """This launch as a kernel of a `driver.LaunchGraph` (loads the function; the grid is
-        the program's, fixed for the specialization)."""
-        assert self.grid is not None
-        return driver.KernelNode(
-            self._load(), self.grid, self.block, self.shared_bytes, self.address, self.buffer
-        )
-
-    def on_registers(
-        self, arg_regs: Sequence[int], stream_reg: int, batched: bool = False
-    ) -> Callable[[list[Any]], None]:
-        """The launch as one closure over a register file: the argument values are read from
-        `arg_regs` (in parameter order), the stream from `stream_reg`. The hot path: generated,
-        with the pointer writes unrolled. `batched`: the closure only writes the arguments; a
-        `driver.LaunchGraph` of this and its neighbours launches the kernel afterwards."""
-        lines = ["def launch(r):"]
-        lines += [f"    slots[{s}] = r[{arg_regs[pos]}]" for pos, s in self.ptr_slots]
-        namespace: dict[str, Any] = {
-            "slots": self.slots,
-            "buffer": self.buffer,
-            "me": self,
-            "driver": driver,
-            "ADDRESS": self.address,
-        }
-        for k, (pos, setter, off, dtype) in enumerate(self.scalar_slots):
-            namespace[f"set{k}"] = setter
-            namespace[f"dtype{k}"] = dtype
-            i = arg_regs[pos]
-            lines += [
-                "    try:",
-                f"        set{k}(buffer, {off}, r[{i}])",
-                "    except (OverflowError, TypeError, ValueError) as e:",
-                f"        raise me._scalar_error(r[{i}], dtype{k}, e) from None",
-            ]
-        if self.skip or batched:
-            lines.append("    return")
-        else:
-            lines += [
-                "    args = me.launch_args",
-                "    if args is None:",
-                f"        return me._launch(r[{stream_reg}])  # loads the function first",
-                f"    (err,) = driver.LAUNCH_KERNEL(*args, r[{stream_reg}], ADDRESS, 0)",
-                "    if err is not driver.SUCCESS:",
-                f"        me._relaunch(r[{stream_reg}])",
-            ]
-        return define("\n".join(lines) + "\n", "launch", namespace, f"launch of {self.name}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -570,7 +195,7 @@ class HostEvaluator:
         program: host.ProgramOp,
         kernels: Mapping[str, KernelBinding],
         backend: Backend | None = None,
-        num_streams: int = DEFAULT_NUM_STREAMS,
+        num_streams: int = DEFAULT_STREAMS,
     ) -> None:
         if num_streams < 1:
             raise ValueError(f"num_streams must be positive, got {num_streams}")
@@ -1299,7 +924,7 @@ class _Builder:
         self.spec.launches.append(launcher)
         arg_regs = tuple(self.regs[v] for v in op.params)
         stream = _CUR if op.stream is None else self.regs[op.stream]
-        if _reads_registers(launcher) and grid is not None:  # it reads the registers itself
+        if reads_registers(launcher) and grid is not None:  # it reads the registers itself
             batched = code is self.spec.code and stream == _CUR and not launcher.skip
             fn = launcher.on_registers(arg_regs, stream, batched)
             if batched:

@@ -10,7 +10,11 @@ path among them), the kernel's name and its source, so a digest of those names i
   that it compiles every kernel it checks).
 - A file is written whole (a temporary file, then a rename: concurrent writers of one kernel
   leave one good file) and starts with a digest of the cubin; a file that does not match its
-  digest is ignored and written again. Nothing is ever evicted; deleting the folder is safe.
+  digest is ignored and written again. Deleting the folder is safe.
+- Size: after a store, the least recently used cubins (a hit refreshes a file's modification
+  time) are removed until the folder holds at most `FUSER_CACHE_MAX_MB` megabytes (default
+  `DEFAULT_MAX_MB`); a value that is not a positive number is reported once and the default
+  used.
 - A cache that cannot be written (a read-only home) costs a warning, once, never a failure.
 - `pch_folder()` is where this process writes NVRTC's precompiled headers: a private folder
   under `$FUSER_CACHE_DIR/pch` (same default base as the kernels), made on first use and removed
@@ -27,6 +31,7 @@ path among them), the kernel's name and its source, so a digest of those names i
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
 import shutil
@@ -44,6 +49,10 @@ _DIGEST = hashlib.sha256().digest_size
 MAX_FILE_BYTES = 64 * 1024 * 1024
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _warned: set[str] = set()
+DEFAULT_MAX_MB = 1024.0
+"""The kernel cache's size cap when `FUSER_CACHE_MAX_MB` does not set one."""
+_EVICT_TO = 0.9
+"""Eviction goes down to this share of the cap, so that the next stores do not evict again."""
 
 
 def _off(variable: str) -> bool:
@@ -169,6 +178,8 @@ def load(key: str) -> bytes | None:
     digest, cubin = data[head : head + _DIGEST], data[head + _DIGEST :]
     if not data.startswith(_MAGIC) or hashlib.sha256(cubin).digest() != digest or not cubin:
         return None
+    with contextlib.suppress(OSError):  # recently used: the last to be evicted
+        os.utime(folder / f"{key}.cubin")
     return cubin
 
 
@@ -214,6 +225,7 @@ def store(key: str, cubin: bytes) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        evict(folder, max_bytes())
     except OSError as e:
         if str(folder) not in _warned:
             _warned.add(str(folder))
@@ -223,3 +235,58 @@ def store(key: str, cubin: bytes) -> None:
                 "FUSER_KERNEL_CACHE=0 turns it off)",
                 stacklevel=2,
             )
+
+
+def max_bytes() -> int:
+    """The cache's size cap in bytes: `FUSER_CACHE_MAX_MB` megabytes, or `DEFAULT_MAX_MB`."""
+    text = os.environ.get("FUSER_CACHE_MAX_MB", "").strip()
+    mb = DEFAULT_MAX_MB
+    if text:
+        try:
+            mb = float(text)
+        except ValueError:
+            mb = -1.0
+        if not mb > 0 or mb != mb or mb == float("inf"):
+            if "FUSER_CACHE_MAX_MB" not in _warned:
+                _warned.add("FUSER_CACHE_MAX_MB")
+                warnings.warn(
+                    f"fuser: FUSER_CACHE_MAX_MB={text!r} is not a positive number of megabytes; "
+                    f"the kernel cache keeps at most {DEFAULT_MAX_MB:g} MB",
+                    stacklevel=3,
+                )
+            mb = DEFAULT_MAX_MB
+    return int(mb * 1024 * 1024)
+
+
+def evict(folder: Path, limit: int) -> int:
+    """Remove the least recently used cubins of `folder` while it holds more than `limit` bytes
+    (down to `_EVICT_TO` of it); returns how many were removed. Files another process removes
+    meanwhile are skipped."""
+    entries: list[tuple[float, int, str]] = []
+    total = 0
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if not entry.name.endswith(".cubin"):
+                    continue
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                entries.append((info.st_mtime, info.st_size, entry.path))
+                total += info.st_size
+    except OSError:
+        return 0
+    if total <= limit:
+        return 0
+    removed = 0
+    for _, size, path in sorted(entries):
+        if total <= limit * _EVICT_TO:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+    return removed

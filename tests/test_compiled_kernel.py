@@ -488,3 +488,31 @@ def test_an_unwritable_kernel_cache_warns_once(
             kernel_cache.store(key, b"cubin")
             assert kernel_cache.load(key) is None
     assert [str(w.message)[:36] for w in caught] == ["fuser: cannot write the kernel cache"]
+
+
+def test_kernel_cache_evicts_the_least_recently_used(
+    kernel_cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above `FUSER_CACHE_MAX_MB` a store removes the least recently used cubins (a hit makes a
+    cubin recent) until the folder is back under the cap."""
+    monkeypatch.setenv("FUSER_CACHE_MAX_MB", str(3.5 * 100_000 / (1024 * 1024)))  # 3.5 cubins
+    folder = kernel_cache.cache_dir()
+    assert folder is not None
+    for i, key in enumerate("abc"):
+        kernel_cache.store(key, bytes([i]) * 100_000)
+        os.utime(folder / f"{key}.cubin", (1000 + i, 1000 + i))  # a older than b older than c
+    assert kernel_cache.load("a") is not None  # a hit: now the most recent
+    kernel_cache.store("d", b"d" * 100_000)  # 4 cubins: over the cap
+    kept = sorted(p.stem for p in folder.glob("*.cubin"))
+    assert kept == ["a", "c", "d"] and kernel_cache.load("b") is None
+    assert sum(p.stat().st_size for p in folder.glob("*.cubin")) <= 3.5 * 100_000
+
+
+@pytest.mark.parametrize("value", ["lots", "-5", "0", "nan"])
+def test_a_bad_cache_cap_warns_and_keeps_the_default(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setattr(kernel_cache, "_warned", set())
+    monkeypatch.setenv("FUSER_CACHE_MAX_MB", value)
+    with pytest.warns(UserWarning, match="FUSER_CACHE_MAX_MB=.* is not a positive number"):
+        assert kernel_cache.max_bytes() == int(kernel_cache.DEFAULT_MAX_MB * 1024 * 1024)

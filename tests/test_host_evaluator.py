@@ -34,11 +34,8 @@ from fuser.fuzz.differential import host_call
 from fuser.runtime import dispatch, driver, frontends, signature
 from fuser.runtime.calls import Call
 from fuser.runtime.frontends import Frontend
-from fuser.runtime.host_evaluator import (
-    HostEvaluator,
-    ParamInfo,
-    TensorInfo,
-)
+from fuser.runtime.host_evaluator import HostEvaluator
+from fuser.runtime.kernel_binding import ParamInfo, TensorInfo
 from fuser.runtime.reference import evaluate
 from fuser.transforms.plan_memory import WORKSPACE_ALIGNMENT, plan_memory
 
@@ -1139,7 +1136,7 @@ def _edited_run(
 ) -> HostEvaluator:
     """The compiler's last program, printed, edited as text, parsed back and set up to run
     with the compiler's kernels (`ExecutorKernel`s): the evaluator runs the IR it is given."""
-    from fuser.runtime.host_evaluator import ExecutorKernel
+    from fuser.runtime.kernel_binding import ExecutorKernel
 
     program = compiler._programs[-1]
     text = edit(compiler.host_ir())

@@ -24,17 +24,12 @@ from fuser.runtime import signature
 from fuser.runtime.host_evaluator import HostEvaluator
 from fuser.runtime.reference import evaluate
 from fuser.runtime.signature import tensor_part
-from fuser.transforms.lower_stream_parallel import (
-    STREAM_LOOP,
-    StreamLoweringError,
-    StreamSliceError,
-    lower_stream_parallel,
-    slice_fusion,
-)
+from fuser.transforms.lower_stream_parallel import StreamLoweringError, lower_stream_parallel
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.segment import segment_calls, segment_fusion
 from fuser.transforms.segment_rules import never_merge
+from fuser.transforms.stream_slicing import STREAM_LOOP, StreamSliceError, slice_fusion
 
 CALLER = 0x5
 """The stream the fake calls run on (the caller's stream)."""

@@ -58,7 +58,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import host, kernel
-from fuser.transforms.lower_stream_parallel import StreamSlicing, build_slice_loop, slice_fusion
 from fuser.transforms.schedule import (
     RECORDED_SHAPES,
     ScheduledKernel,
@@ -82,6 +81,7 @@ from fuser.transforms.schedulers.base import (
 from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls
+from fuser.transforms.stream_slicing import StreamSlicing, build_slice_loop, slice_fusion
 
 __all__ = [
     "HostLowering",

@@ -104,7 +104,6 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.errors import CompilationError
-from fuser.transforms.lower_stream_parallel import StreamSliceError, StreamSlicing, slice_fusion
 from fuser.transforms.schedule import (
     RECORDED_SHAPES,
     ScheduleOptionError,
@@ -124,6 +123,7 @@ from fuser.transforms.schedulers.info import (
 )
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment_rules import MERGE_RULES, GroupView, MergePredicate
+from fuser.transforms.stream_slicing import StreamSliceError, StreamSlicing, slice_fusion
 from fuser.transforms.translate_welford import (
     Decision,
     check_mode,

@@ -44,7 +44,8 @@ from fuser.runtime.executor import (
     ScalarParam,
     TensorParam,
 )
-from fuser.runtime.host_evaluator import ExecutorKernel, HostEvaluator
+from fuser.runtime.host_evaluator import HostEvaluator
+from fuser.runtime.kernel_binding import ExecutorKernel
 from fuser.runtime.reference import evaluate
 from fuser.runtime.signature import InputMeta
 from fuser.transforms.segment_rules import never_merge

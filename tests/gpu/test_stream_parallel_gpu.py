@@ -29,12 +29,8 @@ from fuser.compiler import FusionCompiler
 from fuser.dialects import fusion as fu
 from fuser.runtime import driver
 from fuser.runtime.calls import read_inputs
-from fuser.runtime.host_evaluator import (
-    ExecutorKernel,
-    HostEvaluator,
-    KernelBinding,
-    Launcher,
-)
+from fuser.runtime.host_evaluator import HostEvaluator
+from fuser.runtime.kernel_binding import ExecutorKernel, KernelBinding, Launcher
 from fuser.runtime.reference import evaluate
 from fuser.transforms.segment_rules import MergePredicate, never_merge
 
