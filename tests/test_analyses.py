@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fuser import DataType, FusionDefinition, compiler
-from fuser.transforms.schedulers import reduction_layout
+from fuser.transforms.schedulers import reduction_structure
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses, memoized
 
 
@@ -44,13 +44,13 @@ def test_a_new_shape_of_a_seen_definition_builds_no_structure(
     fd = layer_norm()
     fd.compile(inputs(64), arch="sm_90")
     built: list[Any] = []
-    original = reduction_layout.Structure.__init__
+    original = reduction_structure.Structure.__init__
 
     def counting(self: Any, fusion: Any) -> None:
         built.append(fusion)
         original(self, fusion)
 
-    monkeypatch.setattr(reduction_layout.Structure, "__init__", counting)
+    monkeypatch.setattr(reduction_structure.Structure, "__init__", counting)
     for rows in ROWS[1:]:
         fd.compile(inputs(rows), arch="sm_90")
     assert built == []

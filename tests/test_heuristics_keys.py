@@ -18,7 +18,7 @@ import pytest
 from fuser import DataType, FusionDefinition, compiler
 from fuser.dialects.fusion import FusionOp
 from fuser.transforms import segment
-from fuser.transforms.schedulers import SCHEDULERS
+from fuser.transforms.schedulers import SCHEDULERS, reduction_structure
 from fuser.transforms.schedulers import reduction_layout as rl
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
 from fuser.transforms.schedulers.base import cached_heuristics
@@ -136,7 +136,7 @@ def test_shared_layouts_and_fast_shapes_are_those_of_each_shape(name: str) -> No
     """Under one cache (as the compiler keeps one), every shape's layout, taken from its class,
     and its value shapes, from the compiled steps, are those computed for it alone."""
     fusion = DEFINITIONS[name]().fusion
-    structure = rl.Structure(fusion)
+    structure = reduction_structure.Structure(fusion)
     cache = AnalysisCache()
     for info in infos(fusion):
         try:

@@ -71,7 +71,8 @@ from fuser.transforms.schedule import device_options, pass_fusion_info
 from fuser.transforms.schedulers import SCHEDULERS
 from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
 from fuser.transforms.schedulers.persistent import PersistentScheduler
-from fuser.transforms.schedulers.reduction_layout import plan_layout, structure_of
+from fuser.transforms.schedulers.reduction_layout import plan_layout
+from fuser.transforms.schedulers.reduction_structure import structure_of
 
 __all__ = [
     "AUTO_TRANSLATE",

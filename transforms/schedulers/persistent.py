@@ -12,7 +12,7 @@ threads along it, each owning `chunks` chunks of `vector_width` adjacent element
 chunk c starts at element `(c * blockDim.x + x) * vector_width`, so a warp's chunk c is one
 coalesced access); a thread holds `chunks * vector_width` element *slots*. The code over the
 slots is loops over them, marked for full unrolling (`#pragma unroll`), that index local arrays
-of one element per slot (`reduction_layout.Slots`): nvcc unrolls them, every index becomes a
+of one element per slot (`reduction_parts.Slots`): nvcc unrolls them, every index becomes a
 constant and the arrays registers, so the row stays in registers, while the IR holds one copy
 of each loop body (its size does not grow with the slots). Per phase:
 
@@ -67,27 +67,31 @@ from fuser.transforms.schedulers.iteration_space import DimMap, Needs, operand_m
 from fuser.transforms.schedulers.kernel_builder import Index, comment, compute_element, named
 from fuser.transforms.schedulers.reduction_layout import (
     NONE,
-    Chunk,
-    KernelParts,
-    Key,
     Layout,
     Problem,
-    Slots,
-    Structure,
     ceil_div,
-    cooperate,
-    element_level,
-    full_output_keys,
-    is_welford,
     kept_points,
     plan_layout,
     pow2_ceil,
-    reduction_input,
     refusal_key,
-    row_level,
+)
+from fuser.transforms.schedulers.reduction_parts import (
+    Chunk,
+    KernelParts,
+    Slots,
+    cooperate,
+    is_welford,
     slot_state,
-    structure_of,
     two_pass_welford,
+)
+from fuser.transforms.schedulers.reduction_structure import (
+    Key,
+    Structure,
+    element_level,
+    full_output_keys,
+    reduction_input,
+    row_level,
+    structure_of,
 )
 from fuser.transforms.schedulers.scalar_lowering import constant, is_float, lower_pointwise
 

@@ -12,7 +12,7 @@ outer [Rn, I]; each element is read once, in one of two kernels:
   loads (`vector_width` elements, 16 bytes at most) per thread before computing anything, so
   several loads are in flight; their slots reduce as a tree into a per-thread partial that merges
   into the loop-carried state. Then `kernel.block_reduce` along x (a warp reduction when a row has
-  exactly 32 threads; two sums for a Welford state, see `reduction_layout.combine_welford`)
+  exactly 32 threads; two sums for a Welford state, see `reduction_parts.combine_welford`)
   combines a row's threads, and the epilogue and stores run once per row.
   Short rows take fewer threads and several rows per block (`blockDim.y`).
 - **outer** (a kept dim is the fastest): threads along the kept columns, each owning
@@ -56,25 +56,29 @@ from fuser.transforms.schedulers.iteration_space import DimMap
 from fuser.transforms.schedulers.kernel_builder import Index, comment, named
 from fuser.transforms.schedulers.reduction_layout import (
     NONE,
-    Chunk,
-    KernelParts,
-    Key,
     Layout,
     Problem,
-    State,
-    Structure,
-    carried_loop,
     ceil_div,
-    cooperate,
-    full_output_keys,
-    identity_state,
     kept_points,
-    merge_states,
-    partial_state,
     plan_layout,
     pow2_ceil,
-    reduction_input,
     refusal_key,
+)
+from fuser.transforms.schedulers.reduction_parts import (
+    Chunk,
+    KernelParts,
+    State,
+    carried_loop,
+    cooperate,
+    identity_state,
+    merge_states,
+    partial_state,
+)
+from fuser.transforms.schedulers.reduction_structure import (
+    Key,
+    Structure,
+    full_output_keys,
+    reduction_input,
     structure_of,
 )
 
