@@ -45,8 +45,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from fuser.dialects import host
-from fuser.runtime.dtypes import numpy_dtype
+from fuser.dialects import host, kernel
 
 WORKSPACE_ALIGNMENT = 256
 """Bytes every buffer of a workspace starts at a multiple of (as the CUDA allocators align)."""
@@ -195,7 +194,7 @@ class _Builder:
         t = alloc.result.type
         assert isinstance(t, TensorType)
         static = math.prod(d for d in t.get_shape() if d != DYNAMIC_INDEX)
-        static *= numpy_dtype(t.element_type).itemsize
+        static *= kernel.byte_size(t.element_type)
         key = (tuple(alloc.dynamic_sizes), static)
         if key in self.sizes:
             return self.sizes[key]
