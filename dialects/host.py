@@ -127,6 +127,16 @@ def _check_tensor(op_name: str, what: str, t: Attribute) -> None:
         )
 
 
+def _check_sizes(op_name: str, t: TensorType, sizes: Sequence[SSAValue]) -> None:
+    """A tensor made from `index` extents: one per dynamic dim of `t`."""
+    dynamic = sum(1 for d in t.get_shape() if d == DYNAMIC_INDEX)
+    if len(sizes) != dynamic:
+        raise VerifyException(
+            f"'{op_name}' needs one size operand per dynamic dim of {t}: expected {dynamic}, "
+            f"got {len(sizes)}"
+        )
+
+
 def _constant_index(value: SSAValue) -> int | None:
     """The value of an integer `arith.constant`, or None."""
     op = value.owner
@@ -228,12 +238,7 @@ class AllocateOp(IRDLOperation):
         t = self.result.type
         _check_tensor(self.name, "result", t)
         assert isinstance(t, TensorType)
-        dynamic = sum(1 for d in t.get_shape() if d == DYNAMIC_INDEX)
-        if len(self.dynamic_sizes) != dynamic:
-            raise VerifyException(
-                f"'{self.name}' needs one size operand per dynamic dim of {t}: expected "
-                f"{dynamic}, got {len(self.dynamic_sizes)}"
-            )
+        _check_sizes(self.name, t, self.dynamic_sizes)
 
 
 @irdl_op_definition
@@ -307,12 +312,7 @@ class WorkspaceViewOp(IRDLOperation):
         t = self.result.type
         _check_tensor(self.name, "result", t)
         assert isinstance(t, TensorType)
-        dynamic = sum(1 for d in t.get_shape() if d == DYNAMIC_INDEX)
-        if dynamic != len(self.dynamic_sizes):
-            raise VerifyException(
-                f"'{self.name}' has {len(self.dynamic_sizes)} size operand(s) for {dynamic} "
-                f"dynamic dim(s) of {t}"
-            )
+        _check_sizes(self.name, t, self.dynamic_sizes)
         offset = _constant_index(self.offset)
         if offset is not None and offset < 0:
             raise VerifyException(f"'{self.name}' constant offset {offset} is negative")

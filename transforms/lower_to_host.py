@@ -369,6 +369,14 @@ def _launcher(
     return make
 
 
+def replace_by_lowering(fusion: fu.FusionOp, lowering: HostLowering) -> None:
+    """Put the program (same symbol) and then the kernels of `lowering` where `fusion` was."""
+    Rewriter.insert_op(lowering.program, InsertPoint.before(fusion))
+    for func in reversed(lowering.kernels):
+        Rewriter.insert_op(func, InsertPoint.after(lowering.program))
+    Rewriter.erase_op(fusion)
+
+
 def lower_fusion(
     fusion: fu.FusionOp, info: FusionInfo, kernel_prefix: str | None = None
 ) -> HostLowering:
@@ -494,7 +502,4 @@ class LowerToHostPass(ModulePass):
                 raise ScheduleOptionError(
                     f"{self.name}: the input shapes do not fit fusion @{fusion.sym_name.data}: {e}"
                 ) from None
-            Rewriter.insert_op(lowering.program, InsertPoint.before(fusion))
-            for func in reversed(lowering.kernels):
-                Rewriter.insert_op(func, InsertPoint.after(lowering.program))
-            Rewriter.erase_op(fusion)
+            replace_by_lowering(fusion, lowering)

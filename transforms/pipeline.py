@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from fuser.dialects import fusion as fu
 from fuser.options import DEFAULT_STREAMS
 from fuser.transforms.lower_stream_parallel import lower_stream_parallel
-from fuser.transforms.lower_to_host import HostLowering, lower_fusion
+from fuser.transforms.lower_to_host import HostLowering, lower_fusion, replace_by_lowering
 from fuser.transforms.plan_memory import plan_memory
 from fuser.transforms.schedule import (
     ScheduleOptionError,
@@ -46,7 +45,7 @@ from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, Fus
 from fuser.transforms.schedulers.kernel_builder import kernel_comments
 from fuser.transforms.schedulers.shapes import ShapeMismatch
 from fuser.transforms.segment import segment_fusion
-from fuser.transforms.segment_rules import MERGE_RULES, MergePredicate
+from fuser.transforms.segment_rules import MergePredicate, merge_rule
 from fuser.transforms.split_k import apply_split_k, plan_split_k
 from fuser.transforms.translate_welford import check_mode
 
@@ -149,14 +148,7 @@ class CompilePass(ModulePass):
             raise ScheduleOptionError(
                 f"{self.name}: splits must be at least 1 (1 never splits), got {self.splits}"
             )
-        predicate: MergePredicate | None = None
-        if self.merge:
-            if self.merge not in MERGE_RULES:
-                names = ", ".join(sorted(MERGE_RULES))
-                raise ScheduleOptionError(
-                    f"{self.name}: unknown merge rule {self.merge!r}: expected one of {names}"
-                )
-            predicate = MERGE_RULES[self.merge]
+        predicate = merge_rule(self.merge, self.name, ScheduleOptionError)
         shapes, device = device_options(
             self.name, self.shapes, self.arch, self.sm_count, ScheduleOptionError
         )
@@ -177,7 +169,4 @@ class CompilePass(ModulePass):
                 raise ScheduleOptionError(
                     f"{self.name}: the input shapes do not fit fusion @{fusion.sym_name.data}: {e}"
                 ) from None
-            Rewriter.insert_op(lowering.program, InsertPoint.before(fusion))
-            for func in reversed(lowering.kernels):
-                Rewriter.insert_op(func, InsertPoint.after(lowering.program))
-            Rewriter.erase_op(fusion)
+            replace_by_lowering(fusion, lowering)

@@ -122,7 +122,7 @@ from fuser.transforms.schedulers.info import (
     TensorMeta,
 )
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
-from fuser.transforms.segment_rules import MERGE_RULES, GroupView, MergePredicate
+from fuser.transforms.segment_rules import GroupView, MergePredicate, merge_rule
 from fuser.transforms.stream_slicing import StreamSliceError, StreamSlicing, slice_fusion
 from fuser.transforms.translate_welford import (
     Decision,
@@ -1044,14 +1044,7 @@ class SegmentFusionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_mode(self.welford, self.name)
-        predicate: MergePredicate | None = None
-        if self.merge:
-            if self.merge not in MERGE_RULES:
-                names = ", ".join(sorted(MERGE_RULES))
-                raise SegmentOptionError(
-                    f"fuser-segment: unknown merge rule {self.merge!r}: expected one of {names}"
-                )
-            predicate = MERGE_RULES[self.merge]
+        predicate = merge_rule(self.merge, self.name, SegmentOptionError)
         shapes, device = device_options(
             self.name, self.shapes, self.arch, self.sm_count, SegmentOptionError
         )

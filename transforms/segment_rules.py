@@ -71,3 +71,14 @@ MERGE_RULES: dict[str, MergePredicate] = {
     "standalone-host-ops": standalone_host_ops,
 }
 """The merge rules `fuser-segment{merge=...}` knows, by name."""
+
+
+def merge_rule(name: str, where: str, error: type[Exception]) -> MergePredicate | None:
+    """The predicate of a pass's `merge` option (None for ""); `error` naming `where` (the pass)
+    and the known rules for an unknown name."""
+    if not name:
+        return None
+    if name not in MERGE_RULES:
+        known = ", ".join(sorted(MERGE_RULES))
+        raise error(f"{where}: unknown merge rule {name!r}: expected one of {known}")
+    return MERGE_RULES[name]

@@ -314,7 +314,7 @@ host.program @p(%x: tensor<?xf32>, %y: tensor<?xf32>) {
 
 host.program @p(%n: index) {
   %ws = host.workspace %n
-  // expected-error @+1 {{'host.workspace_view' has 0 size operand(s) for 1 dynamic dim(s) of tensor<?xf32>}}
+  // expected-error @+1 {{'host.workspace_view' needs one size operand per dynamic dim of tensor<?xf32>: expected 1, got 0}}
   %t = host.workspace_view %ws[%n] () : tensor<?xf32>
   host.return
 }
