@@ -1,128 +1,58 @@
-"""From a fusion and its inputs to kernels that run: scheduling, segmentation, CUDA, NVRTC, caching.
+"""From a fusion and its inputs to kernels that run: the signature cache, and what fills it.
 
 `FusionCompiler` serves one `fusion.fusion` op (nvFuser's FusionExecutorCache). `execute(inputs)`
 reads the inputs into a signature (`fuser.runtime.signature`: shapes, strides, dtypes, pointer
 alignment, device), looks the signature up in its one `SignatureCache` (`fuser.runtime.dispatch`)
-and, on a hit, only launches. On a miss it validates
+and, on a hit, only launches. On a miss (`_on_miss`, the cache's one miss handler) it validates
 the inputs against the fusion's signature (count, dtype, rank, static extents, scalar kinds;
-device placement is checked while reading), builds a `FusionInfo` and finds what runs it:
+device placement is checked while reading) and finds what runs the signature:
 
-0. **Split-K.** `transforms.split_k.plan_split_k` picks a split factor for each matmul from the
-   concrete shapes and the device's SM count (or the compiler's `split_k` forces one); a matmul
-   split in two kernels makes the signature a program's (steps 2 and 3 on the fusion rewritten
-   by `apply_split_k`), and a program is reused only for signatures with the same factors.
-1. **One kernel.** If the fusion holds no `segment_set`, no matmul is split, the compiler has
-   no merge predicate (`should_merge`, which replaces the schedulers in the segmenter) and a
-   scheduler accepts the whole fusion, the kernel already compiled for the same (arch,
-   scheduler, heuristics) is reused, as nvFuser does, or a new one is emitted and compiled.
-   Its `KernelExecutor` plans the launch of the new signature (an `Entry`, the signature's
-   runnable: a program of one launch). The fusion asked about has its Welford ops as two passes
-   where `transforms.translate_welford.decide` says so for the signature (`welford`, default
-   `auto`; the decision is logged as `segmenter_log`); step 3 decides per segment. The
-   schedulers' analyses of the fusion and its two-pass copy (never rewritten) are kept in the
-   compiler's `AnalysisCache` (`transforms.schedulers.analyses`): a new shape builds no
-   `Structure`, takes the layout of an earlier shape of its class, and its heuristics and
-   Welford decision once per heuristics key (`Scheduler.heuristics_key`, `decision_key`).
-2. **A compiled program whose heuristics still hold.** Otherwise each program compiled before is
-   asked whether it fits the new signature: every segment's scheduler must still accept the
-   segment, with heuristics equal to those it was compiled with (nvFuser's
-   `getMaybeHeuristicsFor`). The first that fits is reused: only its launch configurations are
-   recomputed, by the segments' executors. Each program keeps the analyses of its segments
-   (cloned and verified once) for the new shapes it is asked about.
-3. **A new program.** Else the fusion is segmented (`transforms.segment`), lowered to a
-   `host.program` and one `kernel.func` per segment (`transforms.lower_to_host`), its
-   stream-parallel loops are spread over `streams` CUDA streams
-   (`transforms.lower_stream_parallel`), the intermediates of a one-stream program are laid
-   out in one workspace (`transforms.plan_memory`), the kernels are compiled in parallel (NVRTC on a
-   thread pool), and a `HostEvaluator` with a pool of `streams` streams runs the program. A
-   fusion with a stream-parallel op (`fusion.stream_axis`) always runs as a program.
+1. **The runnable store** (`fuser.runtime.runnable_store`): what an earlier process ran for the
+   same fusion, options, device and signature, loaded with the runtime alone: the kernel's
+   entry, or the program's host IR and kernels.
+2. **The builder** (`fuser.builder`, imported and made on the first signature the store does
+   not hold): a kernel or program compiled before whose heuristics still hold, or a new one
+   (split-K, scheduling, segmentation, host lowering, CUDA, NVRTC); what it makes is stored.
 
-A signature a program serves runs the evaluator's `Specialization` for it. Either runnable sits
-in the one signature cache, whose generated fast path serves torch inputs of known signatures,
-and whose one miss handler is `_on_miss`. `cache_info()` counts hits, misses, heuristic reuses,
-signatures, kernels and programs. Misses are serialized by a lock, so threads may share one
-compiler.
+Either way the runnable is an `Entry` (one kernel's launch) or a `Specialization` (a program's)
+and sits in the signature cache, whose generated fast path serves torch inputs of known
+signatures. `cache_info()` counts hits, misses, heuristic reuses, signatures, kernels, programs
+and stored runnables loaded. Misses are serialized by a lock, so threads may share one compiler.
 
-`compile(inputs, arch=...)` runs the same pipeline without a GPU (NVRTC only), for an explicit
-`sm_XY` target with an H100's limits, and returns a `CompiledFusion` describing each kernel.
+`compile(inputs, arch=...)` runs the builder without a GPU (NVRTC only), for an explicit `sm_XY`
+target with an H100's limits, and returns a `CompiledFusion` describing each kernel.
 `FUSER_DUMP` (`fuser.dump`) prints the stages as they happen.
-
-This is the one module that ties `transforms/` (segmenter, schedulers, host lowering),
-`codegen/` (CUDA) and `runtime/` (NVRTC, driver, executor, host evaluator) together; they never
-import each other.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import weakref
-from collections.abc import Hashable, Sequence
-from contextlib import nullcontext
+from collections.abc import Sequence
 from dataclasses import dataclass
 from io import StringIO
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, SymbolRefAttr, TensorType
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.printer import Printer
 
-from fuser import dump
-from fuser.codegen.cuda import emit_cuda
-from fuser.dialects import host, kernel
-from fuser.dialects.fusion import I1, FusionOp, SegmentSetOp, element_type, format_shape
-from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
+from fuser.dialects.fusion import I1, FusionOp, element_type, format_shape
+from fuser.errors import CudaError, DefinitionError, InputError
 from fuser.options import DEFAULT_STREAMS, check_options
 from fuser.runtime import driver
 from fuser.runtime.calls import Call, InputLayout, read_inputs
-from fuser.runtime.compiled_kernel import CompiledKernel, check_arch, preload_nvrtc
 from fuser.runtime.dispatch import Runnable, SignatureCache
 from fuser.runtime.dtypes import numpy_dtype
-from fuser.runtime.executor import (
-    Entry,
-    KernelExecutor,
-    KernelParams,
-    LaunchPlan,
-    Planner,
-    ScalarParam,
-    TensorParam,
-)
-from fuser.runtime.host_evaluator import HostEvaluator, Specialization
-from fuser.runtime.kernel_binding import ExecutorKernel
-from fuser.runtime.signature import (
-    SCALAR_BOOL,
-    SCALAR_FLOAT,
-    SCALAR_INT,
-    SCALAR_KINDS,
-    InputMeta,
-    decode_signature,
-)
-from fuser.transforms.lower_to_host import HostLowering, LoweredSegment, lower_fusion
-from fuser.transforms.pipeline import Compilation, run_pipeline
-from fuser.transforms.schedulers import propose
-from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
-from fuser.transforms.schedulers.base import (
-    LaunchConfig,
-    Params,
-    Scheduler,
-    SchedulingError,
-    cached_heuristics,
-)
-from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
-from fuser.transforms.schedulers.kernel_builder import kernel_comments
-from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
-from fuser.transforms.segment import segment_calls
-from fuser.transforms.segment_rules import MergePredicate
-from fuser.transforms.split_k import plan_split_k
-from fuser.transforms.stream_slicing import has_stream_parallel_ops
-from fuser.transforms.translate_welford import (
-    Decision,
-    decide,
-    decision_key,
-    translated,
-    welford_ops,
-)
+from fuser.runtime.runnable_store import RunnableStore
+from fuser.runtime.signature import SCALAR_BOOL, SCALAR_FLOAT, SCALAR_INT, SCALAR_KINDS
+
+if TYPE_CHECKING:
+    from fuser.builder import FusionBuilder, _Program, _Variant
+    from fuser.runtime.host_evaluator import Specialization
+    from fuser.transforms.schedulers.base import LaunchConfig, Params
+    from fuser.transforms.schedulers.info import FusionInfo
+    from fuser.transforms.segment_rules import MergePredicate
 
 # --------------------------------------------------------------------------------------------
 # What a compilation produced
@@ -173,26 +103,11 @@ class CompiledFusion:
         return f"CompiledFusion(@{self.fusion_name}, {self.arch}, [{kernels}])"
 
 
-# --------------------------------------------------------------------------------------------
-# Devices
+class SegmentSummary(NamedTuple):
+    """One segment of the last execution: the scheduler that runs it and its kernel's name."""
 
-_device_infos: dict[int, DeviceInfo] = {}
-
-
-def device_info(ordinal: int | None = None) -> DeviceInfo:
-    """The DeviceInfo of a GPU (default: the current one); needs a GPU."""
-    dev = driver.current_device() if ordinal is None else driver.get_device(ordinal)
-    info = _device_infos.get(dev.ordinal)
-    if info is None:
-        info = _device_infos[dev.ordinal] = DeviceInfo(
-            arch=dev.arch,
-            sm_count=dev.sm_count,
-            max_threads_per_block=dev.max_threads_per_block,
-            max_shared_memory_per_block=dev.max_shared_memory_per_block_optin,
-            registers_per_sm=dev.registers_per_sm,
-            l2_bytes=dev.l2_bytes,
-        )
-    return info
+    scheduler: str
+    kernel: str
 
 
 def _no_gpu_error() -> CudaError:
@@ -202,138 +117,12 @@ def _no_gpu_error() -> CudaError:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# The compiler of one fusion
-
-
 def _describe_input(index: int, hint: str | None) -> str:
     return f"input #{index}" + (f" (%{hint})" if hint else "")
 
 
 def _shape_str(shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def kernel_params(func: kernel.FuncOp, fusion: FusionOp) -> KernelParams:
-    """The runtime description of a kernel's parameters, which must be the fusion's inputs
-    (same kinds and ranks) followed by its outputs."""
-    params: list[TensorParam | ScalarParam] = []
-    for t in func.function_type.inputs.data:
-        if isinstance(t, kernel.TensorParamType):
-            params.append(TensorParam(t.rank.data, numpy_dtype(t.element_type)))
-        else:
-            params.append(ScalarParam(numpy_dtype(t)))
-    expected = [*(a.type for a in fusion.inputs), *(v.type for v in fusion.output_op.values)]
-    if len(params) != len(expected) or not all(
-        _param_fits(p, t) for p, t in zip(params, expected, strict=False)
-    ):
-        raise CompilationError(
-            f"kernel @{func.sym_name.data} has parameters ({func.function_type.inputs}) that "
-            f"are not the inputs then outputs of fusion @{fusion.sym_name.data}"
-        )
-    n = len(fusion.inputs)
-    return KernelParams(tuple(params[:n]), tuple(params[n:]))  # type: ignore[arg-type]
-
-
-def _param_fits(param: TensorParam | ScalarParam, t: Attribute) -> bool:
-    """Whether a kernel parameter takes a fusion value of type `t`: a tensor of its rank, or a
-    scalar."""
-    if isinstance(t, TensorType):
-        return isinstance(param, TensorParam) and param.rank == t.get_num_dims()
-    return not isinstance(param, TensorParam)
-
-
-@dataclass
-class _Variant:
-    """A compiled kernel for one (arch, scheduler, heuristics), and its executor."""
-
-    executor: KernelExecutor
-    scheduler: Scheduler
-    params: Params
-    device: DeviceInfo
-    info: FusionInfo
-    """The metadata it was first compiled for."""
-    fusion: FusionOp
-    """The fusion it runs: the compiler's, or its Welford ops as two passes."""
-
-
-class SegmentSummary(NamedTuple):
-    """One segment of the last execution: the scheduler that runs it and its kernel's name."""
-
-    scheduler: str
-    kernel: str
-
-
-class _Program:
-    """A segmented fusion compiled for one set of heuristics: the segmented fusion, its host
-    program and kernels (one module), an executor per segment, and the evaluator.
-    `split_factors` are the split-K factors of the fusion's matmuls it was rewritten with."""
-
-    def __init__(
-        self,
-        segmented: FusionOp,
-        lowering: HostLowering,
-        executors: Sequence[KernelExecutor],
-        device: DeviceInfo,
-        split_factors: tuple[int, ...] = (),
-        streams: int = DEFAULT_STREAMS,
-        analyses: AnalysisCache | None = None,
-    ) -> None:
-        self.segmented = segmented
-        # the analyses of its segments (standalone fusions, never rewritten) for new shapes
-        self.analyses = AnalysisCache() if analyses is None else analyses
-        self.split_factors = split_factors
-        self.lowering = lowering
-        self.executors = tuple(executors)
-        self.device = device
-        self.module = ModuleOp([lowering.program, *lowering.kernels])
-        self.evaluator = HostEvaluator(
-            lowering.program,
-            {
-                s.kernel_name: ExecutorKernel(e)
-                for s, e in zip(lowering.segments, executors, strict=True)
-            },
-            num_streams=streams,
-        )
-
-    @property
-    def arch(self) -> str:
-        return self.device.arch
-
-    def segment_infos(self, info: FusionInfo) -> list[FusionInfo]:
-        """Each segment's FusionInfo for the fusion's input metadata `info` (once per `info`:
-        the segments are cloned and verified once per program, see `segment_calls`)."""
-        with cached_analyses(self.analyses):
-            return [c.info for c in segment_calls(self.segmented, info)]
-
-    def heuristics_hold(self, info: FusionInfo) -> bool:
-        """Whether each segment's scheduler accepts it for `info` with unchanged heuristics
-        (computed once per heuristics key, on the segments the kernels were emitted from)."""
-        if info.device.arch != self.arch:
-            return False
-        seg_infos = self.segment_infos(info)
-        with cached_analyses(self.analyses):
-            for seg, seg_info in zip(self.lowering.segments, seg_infos, strict=True):
-                if not seg.scheduler.accepts(seg.fusion, seg_info):
-                    return False
-                if cached_heuristics(seg.scheduler, seg.fusion, seg_info) != seg.params:
-                    return False
-        return True
-
-    def segments(self) -> list[SegmentSummary]:
-        return [SegmentSummary(s.scheduler.name, s.kernel_name) for s in self.lowering.segments]
-
-    def sources(self) -> list[str]:
-        return [e.kernel.source for e in self.executors]
-
-    def host_ir(self) -> str:
-        return _print(self.lowering.program)
-
-
-def _print(op: Operation) -> str:
-    out = StringIO()
-    Printer(stream=out).print_op(op)
-    return out.getvalue() + "\n"
 
 
 class _PreparedProgram:
@@ -348,25 +137,6 @@ class _PreparedProgram:
 
     def __call__(self) -> None:
         self.outputs = self.spec.run(self.call)
-
-
-def target_arch(arch: object) -> str:
-    """The `arch` argument of `compile`: "sm_90", or the int 90 for it. A CompilationError names
-    the argument when it is neither, or when fuser or this NVRTC does not compile for it."""
-    if isinstance(arch, int) and not isinstance(arch, bool):
-        arch = f"sm_{arch}"
-    if not isinstance(arch, str):
-        raise CompilationError(
-            f"compile: argument 'arch' must be a GPU architecture like 'sm_90' (or the int 90), "
-            f"got {arch!r}"
-        )
-    problem = arch_problem(arch)
-    if problem is not None:
-        raise CompilationError(f"compile: argument 'arch': {problem}")
-    try:
-        return check_arch(arch)
-    except CompilationError as e:
-        raise CompilationError(f"compile: argument 'arch': {e}") from None
 
 
 class FusionCompiler:
@@ -394,17 +164,11 @@ class FusionCompiler:
         the Welford translation (`transforms.translate_welford`), decided per signature for a
         fusion one kernel runs, per segment by the segmenter otherwise."""
         check_options("FusionCompiler", streams=streams, welford=welford, split_k=split_k)
-        self.welford = welford
-        self._two_pass: FusionOp | None = None
-        self._welford_decisions: dict[Hashable, Decision] = {}  # by `decision_key`
-        self._has_welford = bool(welford_ops(fusion.body))
-        # the schedulers' analyses of `fusion` and its two-pass copy, which are never rewritten:
-        # a new shape analyses each once (the segmenter's copies are rewritten: not kept)
-        self._analyses = AnalysisCache()
         self.fusion = fusion
         self.should_merge = should_merge
         self.split_k = split_k
         self.streams = streams
+        self.welford = welford
         args = fusion.body.block.args
         self.input_types = tuple(a.type for a in args)
         self.n_outputs = len(fusion.output_op.values)
@@ -415,28 +179,47 @@ class FusionCompiler:
             is_tensor=tuple(isinstance(t, TensorType) for t in self.input_types),
             short_names=tuple(f"%{h}" if h else "_" for h in hints),
         )
-        self._is_tensor = self.layout.is_tensor
-        self._variants: dict[tuple[str, str, Params, bool], _Variant] = {}
-        self._variant_of: dict[KernelExecutor, _Variant] = {}
-        self._programs: list[_Program] = []
-        self._program_of: dict[HostEvaluator, _Program] = {}
         self._lock = threading.RLock()
         self._signatures = SignatureCache(self.layout, self._on_miss)
-        self._always_segment = (
-            should_merge is not None
-            or any(isinstance(op, SegmentSetOp) for op in fusion.body.walk())
-            or has_stream_parallel_ops(fusion)
+        self._builder: FusionBuilder | None = None
+        # a merge predicate is code, which no record can name: such a compiler stores nothing
+        self._store = (
+            RunnableStore(self._describe, self.layout.is_tensor, streams)
+            if should_merge is None
+            else None
         )
+        self._stored: dict[int, tuple[int, ...]] = {}  # id(stored runnable) -> its signature
         self._compiled_last: _Variant | _Program | None = None
-        self._compiled_signatures: set[tuple[str, tuple[int, ...]]] = set()
-        self.kernels_compiled = 0
-        self.heuristic_reuses = 0
-        self._base_name = "fuser_" + (re.sub(r"[^A-Za-z0-9_]", "_", fusion.sym_name.data) or "f")
+
+    def _describe(self) -> str:
+        """The fusion and the options it is compiled with, as the runnable store keys them."""
+        out = StringIO()
+        Printer(stream=out).print_op(self.fusion)
+        options = f"split_k={self.split_k} streams={self.streams} welford={self.welford}"
+        return f"{out.getvalue()}\n{options}"
+
+    @property
+    def builder(self) -> FusionBuilder:
+        """The compile side (`fuser.builder`), imported and made on first use."""
+        if self._builder is None:
+            from fuser.builder import FusionBuilder
+
+            with self._lock:
+                if self._builder is None:
+                    self._builder = FusionBuilder(
+                        self.fusion,
+                        self.layout,
+                        should_merge=self.should_merge,
+                        split_k=self.split_k,
+                        streams=self.streams,
+                        welford=self.welford,
+                    )
+        return self._builder
 
     # ---- reading and checking inputs ---------------------------------------------------------
 
     def signature_of(self, inputs: Sequence[Any]) -> tuple[int, ...]:
-        """The signature of a call (see `fuser.runtime.executor`); inputs are not validated
+        """The signature of a call (see `fuser.runtime.signature`); inputs are not validated
         beyond what reading them needs."""
         return read_inputs(inputs, self.layout, with_stream=False).key
 
@@ -468,21 +251,9 @@ class FusionCompiler:
         for i, value in zip(self.layout.scalars, call.scalars, strict=True):
             _check_scalar(names[i], self.input_types[i], value)
 
-    def _infos(self, call: Call, dev: DeviceInfo) -> FusionInfo:
-        metas, _, _ = decode_signature(call.key, self._is_tensor)
-        return self._info_of(metas, dev)
-
-    def _info_of(self, metas: Sequence[InputMeta | None], dev: DeviceInfo) -> FusionInfo:
-        return FusionInfo(
-            tuple(
-                None if m is None else TensorMeta(m.shape, m.strides, m.alignment) for m in metas
-            ),
-            dev,
-        )
-
     def output_shapes(self, info: FusionInfo) -> tuple[tuple[int, ...], ...]:
         """The outputs' shapes for the input shapes of `info` (InputError if they clash)."""
-        return _output_shapes(self.fusion, info, self.layout.fusion_name)
+        return self.builder.output_shapes(info)
 
     def info_for(self, inputs: Sequence[Any], arch: str | None = None) -> FusionInfo:
         """The FusionInfo of a call: tensor metadata of the inputs (numpy arrays as the
@@ -490,221 +261,17 @@ class FusionCompiler:
         or an H100's with `arch` as target when `arch` is given."""
         call = read_inputs(inputs, self.layout, with_stream=False)
         self.validate(call)
-        return self._infos(call, DeviceInfo(arch=arch) if arch is not None else device_info())
+        return self.builder.info(call, arch)
 
     # ---- compiling ---------------------------------------------------------------------------
-
-    def _plan(self, info: FusionInfo) -> tuple[_Variant | _Program, bool]:
-        """What runs a new signature, and whether it was compiled for another one (see the
-        module docstring). Call with the lock held."""
-        preload_nvrtc()  # NVRTC loads on a thread while the fusion is scheduled
-        with cached_analyses(self._analyses):
-            self.output_shapes(info)  # reports clashing shapes as an InputError first
-            factors = self._split_factors(info)
-            if not self._always_segment and not _splits_any(factors):
-                fusion = self._single_kernel_fusion(info)
-                try:
-                    proposal = propose(fusion, info)
-                except SchedulingError:
-                    proposal = None
-                if proposal is not None:
-                    return self._variant_for(info, *proposal, fusion)
-        for program in self._programs:
-            # a program's kernels are those of its split factors: reused only for the same
-            if program.split_factors == factors and program.heuristics_hold(info):
-                return program, True
-        return self._new_program(info, factors), False
-
-    def _split_factors(self, info: FusionInfo, log: list[str] | None = None) -> tuple[int, ...]:
-        """The split-K factor of each matmul of the fusion for `info` (`plan_split_k`)."""
-        return plan_split_k(
-            self.fusion,
-            info.input_shapes,
-            info.device.sm_count,
-            splits=self.split_k,
-            log=log,
-            arch=info.device.arch,
-        )
-
-    def _single_kernel_fusion(self, info: FusionInfo) -> FusionOp:
-        """The fusion that one kernel would run for `info`: the fusion, or a copy with its
-        Welford ops as two passes where `translate_welford.decide` says so (the segmenter's
-        decision on the whole fusion as its one segment; logged as `segmenter_log`)."""
-        if self.welford == "never" or self.should_merge is not None:
-            return self.fusion
-        if not self._has_welford:
-            return self.fusion
-        if self._two_pass is None:
-            self._two_pass = translated(self.fusion)
-        key = decision_key(self.fusion, info, self.welford, self._two_pass)
-        decision = self._welford_decisions.get(key)
-        if decision is None:
-            decision = decide(self.fusion, info, self.welford, self._two_pass)
-            self._welford_decisions[key] = decision
-            dump.dump(
-                "segmenter_log", f"@{self.layout.fusion_name}", f"whole fusion, welford: {decision}"
-            )
-        if decision.translate and self._two_pass is not None:
-            return self._two_pass
-        return self.fusion
-
-    def _variant_for(
-        self, info: FusionInfo, scheduler: Scheduler, params: Params, fusion: FusionOp
-    ) -> tuple[_Variant, bool]:
-        """The compiled kernel of `fusion` (the compiler's, or its two-pass copy) for the
-        scheduler's choice: a kernel is emitted and compiled only for heuristics not seen
-        before."""
-        key = (info.device.arch, scheduler.name, params, fusion is not self.fusion)
-        variant = self._variants.get(key)
-        if variant is not None:
-            return variant, True
-        name = f"{self._base_name}_{scheduler.name}_{len(self._variants)}"
-        dump.dump("fusion_ir", f"@{self.layout.fusion_name}", lambda: _print(self.fusion))
-        dump.dump(
-            "segments",
-            f"@{self.layout.fusion_name}",
-            f"one segment: the whole fusion, scheduler {scheduler.name!r}, kernel {name}"
-            + (" (Welford ops as two passes)" if fusion is not self.fusion else ""),
-        )
-        with kernel_comments(dump.enabled("kernel_ir") or dump.enabled("cuda")):
-            func = scheduler.emit(fusion, params, name)
-        launch = scheduler.launch_config(fusion, params, info)
-        dump.dump("kernel_ir", name, lambda: _print(func))
-        compiled = CompiledKernel(
-            emit_cuda(func), name, arch=info.device.arch, block_size=launch.threads_per_block
-        )
-        dump.dump("cuda", name, compiled.source)
-        compiled.compile()
-        self.kernels_compiled += 1
-        variant = _Variant(
-            KernelExecutor(
-                compiled,
-                kernel_params(func, fusion),
-                self._planner(fusion, scheduler, params, info.device, self._analyses),
-            ),
-            scheduler,
-            params,
-            info.device,
-            info,
-            fusion,
-        )
-        self._variants[key] = variant
-        self._variant_of[variant.executor] = variant
-        return variant, False
-
-    def _new_program(self, info: FusionInfo, factors: tuple[int, ...] = ()) -> _Program:
-        """Split-K with `factors` (see `_split_factors`), segment, lower and compile the fusion
-        for `info`."""
-        name = self.layout.fusion_name
-        dump.dump("fusion_ir", f"@{name}", lambda: _print(self.fusion))
-        c = Compilation(
-            self.fusion.clone(),
-            info,
-            factors,
-            self.should_merge,
-            self.welford,
-            self.streams,
-            kernel_prefix=f"{self._base_name}_p{len(self._programs)}",
-            comments=dump.enabled("kernel_ir") or dump.enabled("cuda"),
-            analyses=AnalysisCache(),  # the final segments are analysed once, then reused
-        )
-        if factors:
-            self._split_factors(info, c.log)  # the reasons, for the segmenter log
-        logged = False
-
-        def dump_stage(stage: str, c: Compilation) -> None:
-            nonlocal logged
-            if stage == "fuser-segment":
-                logged = True
-                dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(c.log))
-                dump.dump("segments", f"@{name}", lambda: _print(c.fusion))
-
-        try:
-            lowering = run_pipeline(c, dump_stage)  # the stages `fuser-compile` runs
-        finally:
-            if not logged:  # why segmentation failed
-                dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(c.log))
-        segmented, analyses = c.fusion, c.analyses
-        executors = []
-        for seg in lowering.segments:
-            dump.dump("kernel_ir", seg.kernel_name, lambda seg=seg: _print(seg.func))
-            compiled = CompiledKernel(
-                emit_cuda(seg.func),
-                seg.kernel_name,
-                arch=info.device.arch,
-                block_size=seg.launch.threads_per_block,
-            )
-            dump.dump("cuda", seg.kernel_name, compiled.source)
-            executors.append(
-                KernelExecutor(
-                    compiled,
-                    kernel_params(seg.func, seg.fusion),
-                    self._planner(seg.fusion, seg.scheduler, seg.params, info.device, analyses),
-                )
-            )
-        program = _Program(
-            segmented,
-            lowering,
-            executors,
-            info.device,
-            factors,
-            streams=self.streams,
-            analyses=analyses,
-        )
-        dump.dump("host_ir", f"@{name}", program.host_ir)
-        program.evaluator.compile_kernels()  # in parallel: NVRTC releases the GIL
-        self.kernels_compiled += len(executors)
-        self._programs.append(program)
-        self._program_of[program.evaluator] = program
-        return program
-
-    def _planner(
-        self,
-        fusion: FusionOp,
-        scheduler: Scheduler,
-        params: Params,
-        dev: DeviceInfo,
-        analyses: AnalysisCache | None = None,
-    ) -> Planner:
-        """The launch of a new signature for a compiled kernel of `fusion` (the whole fusion or
-        a segment's; its heuristics are fixed), with the scheduler's analyses kept in
-        `analyses` where given."""
-        name = self.layout.fusion_name
-
-        def plan(metas: tuple[InputMeta | None, ...], device: int) -> LaunchPlan:
-            # the launch is for the device the signature names (the heuristics stay those
-            # the kernel was compiled with)
-            info = self._info_of(metas, device_info(device) if driver.gpu_available() else dev)
-            with cached_analyses(analyses) if analyses is not None else nullcontext():
-                launch = scheduler.launch_config(fusion, params, info)
-                shapes = _output_shapes(fusion, info, name)
-            return LaunchPlan(launch.grid, launch.block, launch.shared_bytes, shapes)
-
-        return plan
-
-    def _runnable(self, choice: _Variant | _Program, call: Call) -> Runnable:
-        """What runs a call's signature: the kernel's entry for it (planned) or the program's
-        specialization."""
-        if isinstance(choice, _Program):
-            spec = choice.evaluator.specialize(call.key, call.scalars)
-            dump.dump("launch_params", f"@{self.layout.fusion_name}", spec.describe_launches)
-            return spec
-        executor = choice.executor
-        entry = executor.entry(call.key)
-        dump.dump(
-            "launch_params",
-            f"@{self.layout.fusion_name}",
-            lambda: (
-                f"{executor.kernel.kernel_name}: grid={list(entry.grid)} "
-                f"block={list(entry.block)} smem={entry.shared_bytes}"
-            ),
-        )
-        return entry
 
     def compile(self, inputs: Sequence[Any], arch: str | int | None = None) -> CompiledFusion:
         """Compile the fusion for these inputs: for the current GPU, or without one for `arch`
         (e.g. "sm_90" or 90, with an H100's limits). Numpy arrays, device tensors and Python numbers
         are accepted as inputs; only their metadata is used."""
+        from fuser.builder import DeviceInfo, device_info, target_arch
+
+        builder = self.builder
         if arch is not None:
             arch = target_arch(arch)
         call = read_inputs(inputs, self.layout, with_stream=False)
@@ -718,50 +285,15 @@ class FusionCompiler:
             dev = device_info(call.device)
         else:
             dev = DeviceInfo(arch=arch)
-        info = self._infos(call, dev)
         with self._lock:
-            choice, reused = self._plan(info)
-            signature = (dev.arch, call.key)
             entries = self._signatures.entries
-            seen = signature in self._compiled_signatures or (arch is None and call.key in entries)
-            self._compiled_signatures.add(signature)
-            if not seen:  # a new signature, served by code compiled for another one
-                self.heuristic_reuses += reused
+            executed = arch is None and call.key in entries
+            choice = builder.compile(call, dev, executed)
             if arch is None and call.key not in entries:  # execute will hit
-                entries[call.key] = self._runnable(choice, call)
+                entries[call.key] = builder.runnable_of(choice, call)
         self._compiled_last = choice
         self._signatures.last = None
-        if isinstance(choice, _Variant):
-            compiled = choice.executor.kernel
-            with cached_analyses(self._analyses):  # (the fusion or its two-pass copy)
-                launch = choice.scheduler.launch_config(choice.fusion, choice.params, info)
-            summary = KernelSummary(
-                name=compiled.kernel_name,
-                scheduler=choice.scheduler.name,
-                heuristics=choice.params,
-                source=compiled.source,
-                cubin_size=compiled.cubin_size,
-                launch=launch,
-                arch=compiled.arch,
-            )
-            return CompiledFusion(self.layout.fusion_name, dev.arch, (summary,))
-        summaries = []
-        seg_infos = choice.segment_infos(info)
-        for seg, executor, seg_info in zip(
-            choice.lowering.segments, choice.executors, seg_infos, strict=True
-        ):
-            summaries.append(
-                KernelSummary(
-                    name=seg.kernel_name,
-                    scheduler=seg.scheduler.name,
-                    heuristics=seg.params,
-                    source=executor.kernel.source,
-                    cubin_size=executor.kernel.cubin_size,
-                    launch=_launch_config(choice.analyses, seg, seg_info),
-                    arch=executor.kernel.arch,
-                )
-            )
-        return CompiledFusion(self.layout.fusion_name, dev.arch, tuple(summaries))
+        return builder.summary(choice, call, dev)
 
     # ---- running -----------------------------------------------------------------------------
 
@@ -771,7 +303,7 @@ class FusionCompiler:
         return self._signatures.execute(inputs)
 
     def _on_miss(self, call: Call) -> Runnable:
-        """The signature cache's miss: validate the call, then find or compile what runs its
+        """The signature cache's miss: validate the call, then load or compile what runs its
         signature (see the module docstring)."""
         with self._lock:
             runnable = self._signatures.entries.get(call.key)
@@ -780,29 +312,43 @@ class FusionCompiler:
             self.validate(call)
             if not driver.gpu_available():
                 raise _no_gpu_error()
-            choice, reused = self._plan(self._infos(call, device_info(call.device)))
-            self.heuristic_reuses += reused
-            return self._runnable(choice, call)
+            store = self._store
+            if store is not None:
+                runnable = store.load(call.key)
+                if runnable is not None:
+                    self._stored[id(runnable)] = call.key
+                    return runnable
+            runnable = self.builder.runnable(call)
+            if store is not None:
+                store.save(call.key, runnable)
+            return runnable
 
     def prepare(self, inputs: Sequence[Any]) -> list[Any]:
         """Each kernel's launch for these inputs with its outputs allocated once, for timing
         (compiles on a new signature, like `execute`). A fusion that runs as a program gives
         one callable that runs the whole program (allocating its buffers each time)."""
+        from fuser.runtime.executor import Entry
+
         call = read_inputs(inputs, self.layout)
         runnable = self._signatures.lookup(call)
         self._signatures.last = runnable
         if isinstance(runnable, Entry):
             return [runnable.executor.prepare(call)]
-        assert isinstance(runnable, Specialization)
-        return [_PreparedProgram(runnable, call)]
+        return [_PreparedProgram(runnable, call)]  # type: ignore[arg-type]
+
+    # ---- describing --------------------------------------------------------------------------
 
     def _last(self) -> _Variant | _Program:
-        """What the last `execute` (or else `compile`) ran."""
+        """The kernel or program the last `execute` (or else `compile`) ran; for a runnable the
+        store loaded, the builder's (found or compiled again) for its signature."""
         last = self._signatures.last
-        if isinstance(last, Specialization):
-            return self._program_of[last.evaluator]
-        if isinstance(last, Entry):
-            return self._variant_of[last.executor]
+        if last is not None:
+            key = self._stored.get(id(last))
+            if key is not None:
+                return self.builder.choice_for(key)
+            choice = self.builder.choice_of(last)
+            if choice is not None:
+                return choice
         if self._compiled_last is not None:
             return self._compiled_last
         raise DefinitionError(
@@ -812,31 +358,17 @@ class FusionCompiler:
 
     def last_cuda_code(self) -> str:
         """The CUDA source of every kernel the last `execute` or `compile` used."""
-        last = self._last()
-        if isinstance(last, _Variant):
-            return last.executor.kernel.source
-        return "\n".join(last.sources())
+        return "\n".join(self._last().sources())
 
     def last_segments(self) -> list[SegmentSummary]:
         """The segments of the last `execute` or `compile`: scheduler and kernel name each
         (one for a fusion that runs as one kernel)."""
-        last = self._last()
-        if isinstance(last, _Variant):
-            return [SegmentSummary(last.scheduler.name, last.executor.kernel.kernel_name)]
-        return last.segments()
+        return self._last().segments()
 
     def host_ir(self) -> str:
         """The host program of the last `execute` or `compile`, as text. For a fusion that
         runs as one kernel it is the program that launches that kernel (lowered on demand)."""
-        last = self._last()
-        if isinstance(last, _Program):
-            return last.host_ir()
-        lowering = lower_fusion(last.fusion, last.info)
-        program = lowering.program
-        for op in program.walk():
-            if isinstance(op, host.LaunchOp):
-                op.kernel = SymbolRefAttr(last.executor.kernel.kernel_name)
-        return _print(program)
+        return self._last().host_ir()
 
     @property
     def hits(self) -> int:
@@ -848,50 +380,37 @@ class FusionCompiler:
         """Signature-cache misses of `execute` (each validated the inputs)."""
         return self._signatures.misses
 
+    @property
+    def kernels_compiled(self) -> int:
+        """Kernels compiled (with NVRTC, or taken from the kernel cache on disk)."""
+        return 0 if self._builder is None else self._builder.kernels_compiled
+
+    @property
+    def heuristic_reuses(self) -> int:
+        """New signatures served by a kernel or program compiled for another one."""
+        return 0 if self._builder is None else self._builder.heuristic_reuses
+
     def cache_info(self) -> dict[str, int]:
         """Signature-cache hits and misses, new signatures served by a kernel or program
-        compiled for another one (`heuristic_reuses`), signatures seen, kernels compiled and
-        host programs built."""
+        compiled for another one (`heuristic_reuses`), signatures seen, kernels compiled, host
+        programs built, and runnables loaded from the runnable store (`stored`)."""
         return {
             "hits": self.hits,
             "misses": self.misses,
             "heuristic_reuses": self.heuristic_reuses,
             "signatures": len(self._signatures.entries),
             "kernels": self.kernels_compiled,
-            "programs": len(self._programs),
+            "programs": 0 if self._builder is None else self._builder.programs,
+            "stored": 0 if self._store is None else self._store.loaded,
         }
 
     def __repr__(self) -> str:
         info = self.cache_info()
         return (
             f"FusionCompiler(@{self.layout.fusion_name}, {info['signatures']} signature(s), "
-            f"{self.kernels_compiled} kernel(s), {len(self._programs)} program(s), "
+            f"{info['kernels']} kernel(s), {info['programs']} program(s), "
             f"hits={self.hits}, misses={self.misses})"
         )
-
-
-def _launch_config(analyses: AnalysisCache, seg: LoweredSegment, info: FusionInfo) -> LaunchConfig:
-    """A program segment's launch for `info`, with the program's kept analyses."""
-    with cached_analyses(analyses):
-        return seg.scheduler.launch_config(seg.fusion, seg.params, info)
-
-
-def _splits_any(factors: tuple[int, ...]) -> bool:
-    """Whether a split-K plan splits any matmul."""
-    return any(f > 1 for f in factors)
-
-
-def _output_shapes(fusion: FusionOp, info: FusionInfo, name: str) -> tuple[tuple[int, ...], ...]:
-    try:
-        env = value_shapes(fusion, info.input_shapes)
-    except ShapeMismatch as e:
-        raise InputError(f"@{name}: input shapes do not fit: {e}") from None
-    shapes = []
-    for v in fusion.output_op.values:
-        shape = env[v]
-        assert isinstance(shape, tuple)
-        shapes.append(shape)
-    return tuple(shapes)
 
 
 def _check_scalar(where: str, t: Any, value: object) -> None:

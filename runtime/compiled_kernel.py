@@ -481,6 +481,25 @@ class CompiledKernel:
         self._retired: list[driver.Function] = []
         self._dynamic_shared_limit = 0
 
+    @classmethod
+    def from_cubin(
+        cls,
+        source: str,
+        kernel_name: str,
+        cubin: bytes,
+        *,
+        arch: str,
+        block_size: int | None = None,
+        extra_options: Sequence[str] = (),
+    ) -> CompiledKernel:
+        """A kernel compiled before (its cubin kept, by `fuser.runtime.runnable_store`): made
+        without NVRTC, which only a recompile for a lower register cap would load."""
+        kernel = cls(source, kernel_name, block_size=block_size, extra_options=extra_options)
+        kernel._arch = arch
+        kernel.cubin = cubin
+        kernel.log = "cubin from the runnable store"
+        return kernel
+
     @property
     def arch(self) -> str:
         if self._arch is None:

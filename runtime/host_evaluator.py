@@ -51,12 +51,25 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from io import StringIO
 from typing import Any
 
 import numpy as np
+from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType, TensorType
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import (
+    Builtin,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+)
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from fuser.dialects import host
 from fuser.errors import CompilationError, CudaError, InputError
@@ -173,6 +186,32 @@ _SUPPORTED: tuple[type[Operation], ...] = (
     host.SynchronizeOp,
     host.ReturnOp,
 )
+
+
+def parse_program(text: str) -> host.ProgramOp:
+    """The `host.program` of printed host IR (what `print_program` writes), verified; a
+    CompilationError when the text holds none or does not parse."""
+    ctx = Context()
+    for dialect in (Builtin, Arith, host.Host):
+        ctx.load_dialect(dialect)
+    try:
+        module = Parser(ctx, text).parse_module()
+        module.verify()
+    except (ParseError, VerifyException) as e:
+        raise CompilationError(f"host IR does not parse: {e}") from None
+    programs = [op for op in module.ops if isinstance(op, host.ProgramOp)]
+    if len(programs) != 1:
+        raise CompilationError(f"host IR holds {len(programs)} host.program ops, not one")
+    program = programs[0]
+    program.detach()
+    return program
+
+
+def print_program(program: host.ProgramOp) -> str:
+    """A `host.program` as text `parse_program` reads back."""
+    out = StringIO()
+    Printer(stream=out).print_op(program)
+    return out.getvalue() + "\n"
 
 
 def _where(op: Operation) -> str:

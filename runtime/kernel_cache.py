@@ -6,8 +6,9 @@ cubin is a function of NVRTC's version, the compile options (the target architec
 path among them), the kernel's name and its source, so a digest of those names its file.
 
 - Where: `$FUSER_CACHE_DIR/kernels`, by default `$XDG_CACHE_HOME/fuser/kernels` or
-  `~/.cache/fuser/kernels`. `FUSER_KERNEL_CACHE=0` turns the cache off (the test suite does, so
-  that it compiles every kernel it checks).
+  `~/.cache/fuser/kernels`; the runnable store (`fuser.runtime.runnable_store`) keeps its
+  records there too, as `.run` files under the same rules. `FUSER_KERNEL_CACHE=0` turns the
+  cache off (the test suite does, so that it compiles every kernel it checks).
 - A file is written whole (a temporary file, then a rename: concurrent writers of one kernel
   leave one good file) and starts with a digest of the cubin; a file that does not match its
   digest is ignored and written again. Deleting the folder is safe.
@@ -43,7 +44,9 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-_MAGIC = b"fuser-cubin 1\n"
+#: What a file of each kind starts with: `cubin` (a kernel) or `run` (a stored runnable,
+#: `fuser.runtime.runnable_store`); the kind is also the file's suffix.
+_MAGIC = {"cubin": b"fuser-cubin 1\n", "run": b"fuser-run 1\n"}
 _DIGEST = hashlib.sha256().digest_size
 #: The largest cache file read; cubins are kilobytes to a few megabytes.
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -166,21 +169,24 @@ def _remove_stale(root: Path) -> None:
             shutil.rmtree(entry.path, ignore_errors=True)
 
 
-def load(key: str) -> bytes | None:
-    """The cached cubin of `key`, or None (cache off, nothing cached, or a damaged file)."""
+def load(key: str, kind: str = "cubin") -> bytes | None:
+    """The cached cubin (or other `kind` of file) of `key`, or None (cache off, nothing cached,
+    or a damaged file)."""
     folder = cache_dir()
     if folder is None:
         return None
-    data = _read_regular_file(folder / f"{key}.cubin")
+    path = folder / f"{key}.{kind}"
+    data = _read_regular_file(path)
     if data is None:
         return None
-    head = len(_MAGIC)
-    digest, cubin = data[head : head + _DIGEST], data[head + _DIGEST :]
-    if not data.startswith(_MAGIC) or hashlib.sha256(cubin).digest() != digest or not cubin:
+    magic = _MAGIC[kind]
+    head = len(magic)
+    digest, payload = data[head : head + _DIGEST], data[head + _DIGEST :]
+    if not data.startswith(magic) or hashlib.sha256(payload).digest() != digest or not payload:
         return None
     with contextlib.suppress(OSError):  # recently used: the last to be evicted
-        os.utime(folder / f"{key}.cubin")
-    return cubin
+        os.utime(path)
+    return payload
 
 
 def _read_regular_file(path: Path) -> bytes | None:
@@ -209,9 +215,9 @@ def _read_regular_file(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def store(key: str, cubin: bytes) -> None:
-    """Keep `cubin` under `key` (no-op when the cache is off; a warning when it can't be
-    written)."""
+def store(key: str, cubin: bytes, kind: str = "cubin") -> None:
+    """Keep `cubin` (or another `kind` of file) under `key` (no-op when the cache is off; a
+    warning when it can't be written)."""
     folder = cache_dir()
     if folder is None:
         return
@@ -220,8 +226,8 @@ def store(key: str, cubin: bytes) -> None:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:16]}-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + hashlib.sha256(cubin).digest() + cubin)
-            os.replace(tmp, folder / f"{key}.cubin")
+                f.write(_MAGIC[kind] + hashlib.sha256(cubin).digest() + cubin)
+            os.replace(tmp, folder / f"{key}.{kind}")
         except BaseException:
             os.unlink(tmp)
             raise
@@ -259,15 +265,15 @@ def max_bytes() -> int:
 
 
 def evict(folder: Path, limit: int) -> int:
-    """Remove the least recently used cubins of `folder` while it holds more than `limit` bytes
-    (down to `_EVICT_TO` of it); returns how many were removed. Files another process removes
-    meanwhile are skipped."""
+    """Remove the least recently used files (cubins, stored runnables) of `folder` while it
+    holds more than `limit` bytes (down to `_EVICT_TO` of it); returns how many were removed.
+    Files another process removes meanwhile are skipped."""
     entries: list[tuple[float, int, str]] = []
     total = 0
     try:
         with os.scandir(folder) as it:
             for entry in it:
-                if not entry.name.endswith(".cubin"):
+                if not entry.name.endswith((".cubin", ".run")):
                     continue
                 try:
                     info = entry.stat(follow_symlinks=False)

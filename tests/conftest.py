@@ -28,6 +28,9 @@ def _no_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests compile every kernel they check with NVRTC and write nothing to the user's cache
     (the kernel-cache tests turn it on in a folder of their own). `FUSER_TEST_KERNEL_CACHE=1`
     keeps the cache on: `SANITIZE=1 bash benchmarks/gpu_check.sh` reruns the GPU tests under
-    compute-sanitizer on the cubins its plain run compiled, in a folder of its own."""
+    compute-sanitizer on the cubins its plain run compiled, in a folder of its own. The
+    runnable store stays off either way (a test that counts compiled kernels must not be served
+    an earlier test's runnable); its tests turn it on."""
     if os.environ.get("FUSER_TEST_KERNEL_CACHE") != "1":
         monkeypatch.setenv("FUSER_KERNEL_CACHE", "0")
+    monkeypatch.setenv("FUSER_RUNNABLE_STORE", "0")

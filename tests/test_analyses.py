@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fuser import DataType, FusionDefinition, compiler
+from fuser import DataType, FusionDefinition, builder
 from fuser.transforms.schedulers import reduction_structure
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses, memoized
 
@@ -61,7 +61,7 @@ def test_a_new_shape_of_a_seen_definition_builds_no_structure(
 def test_the_cache_changes_no_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same sequence of shapes compiles the same kernels, byte for byte, without it."""
     cached = sources(layer_norm())
-    monkeypatch.setattr(compiler, "cached_analyses", lambda cache: contextlib.nullcontext(cache))
+    monkeypatch.setattr(builder, "cached_analyses", lambda cache: contextlib.nullcontext(cache))
     assert sources(layer_norm()) == cached
 
 

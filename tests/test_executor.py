@@ -23,12 +23,12 @@ from test_host_evaluator import (
 )
 
 from fuser import DataType, FusionDefinition
+from fuser.builder import kernel_params
 from fuser.compiler import (
     CompiledFusion,
     FusionCompiler,
     compile_fusion,
     compiler_for,
-    kernel_params,
 )
 from fuser.dialects import kernel
 from fuser.dialects.fusion import F16, F64

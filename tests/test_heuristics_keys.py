@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fuser import DataType, FusionDefinition, compiler
+from fuser import DataType, FusionDefinition, builder
 from fuser.dialects.fusion import FusionOp
 from fuser.transforms import segment
 from fuser.transforms.schedulers import SCHEDULERS, reduction_structure
@@ -266,7 +266,7 @@ def test_keys_change_no_kernel(
     """The same shapes give the same heuristics and CUDA, byte for byte, without any cache
     (every analysis, layout and decision computed for each shape alone)."""
     keyed = sources(make())
-    monkeypatch.setattr(compiler, "cached_analyses", lambda cache: contextlib.nullcontext(cache))
+    monkeypatch.setattr(builder, "cached_analyses", lambda cache: contextlib.nullcontext(cache))
     assert sources(make()) == keyed
 
 

@@ -858,6 +858,7 @@ def test_segmented_execute_cache_and_fast_path(
         "signatures": 1,
         "kernels": 3,
         "programs": 1,
+        "stored": 0,
     }
     assert compiler.last_segments() == [SegmentSummary("pointwise", k) for k in kernels]
     code = compiler.last_cuda_code()
@@ -883,6 +884,91 @@ def test_segmented_execute_cache_and_fast_path(
     info = compiler.cache_info()
     assert (info["programs"], info["kernels"], info["misses"], info["signatures"]) == (2, 6, 3, 3)
     assert compiler.last_segments()[0].kernel == "fuser_chain3_p1_s0_pointwise"
+
+
+def _add_one() -> FusionDefinition:
+    with FusionDefinition("add_one") as fd:
+        a = fd.define_tensor([-1], DataType.Float)
+        fd.add_output(fd.ops.add(a, a))
+    return fd
+
+
+def _launches(log: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The launches of a log: kernel, grid, block and shared memory each."""
+    return [e[1:5] for e in log if e[0] == "launch"]
+
+
+def test_runnable_store_serves_a_new_compiler_without_the_builder(
+    rng: np.random.Generator, gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A signature run once is run again by a new compiler of the same fusion (a new process)
+    from the runnable store: the same launches, nothing scheduled or compiled, for a program
+    and for one kernel. Another shape, other options, a damaged record or another fuser build
+    compile again."""
+    from fuser import builder
+    from fuser.runtime import compiled_kernel, runnable_store
+
+    monkeypatch.setenv("FUSER_KERNEL_CACHE", "1")
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSER_RUNNABLE_STORE", "1")
+    gpu.params = {f"fuser_chain3_p0_s{k}_pointwise": 3 - (k == 2) for k in range(3)}
+    gpu.params |= {"fuser_add_one_pointwise_0": 2, "fuser_add_one_pointwise_1": 2}
+    n = 1000
+    first: dict[str, list[tuple[Any, ...]]] = {}
+    for make in (chain3, _add_one):
+        compiler = FusionCompiler(make().fusion)
+        start = len(gpu.log)
+        compiler.execute(_torch_inputs(rng, n, len(make().fusion.inputs)))
+        first[make.__name__] = _launches(gpu.log[start:])
+        assert compiler.cache_info()["stored"] == 0
+    assert len(list(tmp_path.glob("kernels/*.run"))) == 2
+
+    def no_builder(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the builder was made")
+
+    def no_nvrtc(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("NVRTC compiled")
+
+    with monkeypatch.context() as m:
+        m.setattr(builder.FusionBuilder, "__init__", no_builder)
+        m.setattr(compiled_kernel, "nvrtc_compile", no_nvrtc)
+        for make in (chain3, _add_one):
+            compiler = FusionCompiler(make().fusion)
+            inputs = _torch_inputs(rng, n, len(make().fusion.inputs))
+            start = len(gpu.log)
+            (out,) = compiler.execute(inputs)
+            log = gpu.log[start:]
+            assert _launches(log) == first[make.__name__]
+            assert out is gpu.outputs[-1] and out.shape == (n,)
+            assert next(e[6][0] for e in log if e[0] == "launch") == inputs[0].data_ptr()
+            info = compiler.cache_info()
+            assert (info["stored"], info["kernels"], info["programs"]) == (1, 0, 0)
+            compiler.execute(inputs)  # the fast path runs the loaded runnable
+            assert _launches(gpu.log[start:]) == 2 * first[make.__name__]
+            assert compiler.hits == 1
+    # describing a loaded signature builds it again; a new shape compiles
+    assert compiler.last_segments() == [SegmentSummary("pointwise", "fuser_add_one_pointwise_0")]
+    compiler.execute(_torch_inputs(rng, n + 3, 1))
+    assert compiler.cache_info()["stored"] == 1
+    # other options, another build of fuser, a damaged record: nothing loaded
+    assert (
+        FusionCompiler(chain3().fusion, streams=2)._store.load(  # type: ignore[union-attr]
+            FusionCompiler(chain3().fusion).signature_of(_torch_inputs(rng, n))
+        )
+        is None
+    )
+    key = FusionCompiler(_add_one().fusion).signature_of(_torch_inputs(rng, n, 1))
+    store = FusionCompiler(_add_one().fusion)._store
+    assert store is not None and store.load(key) is not None
+    with monkeypatch.context() as m:
+        m.setattr(runnable_store, "build_id", lambda: "another build")
+        assert store.load(key) is None
+    for path in tmp_path.glob("kernels/*.run"):
+        data = bytearray(path.read_bytes())
+        data[-2] ^= 1
+        path.write_bytes(bytes(data))
+    assert store.load(key) is None
+    assert store.loaded == 1
 
 
 SUM_DIV = """
@@ -1138,7 +1224,7 @@ def _edited_run(
     with the compiler's kernels (`ExecutorKernel`s): the evaluator runs the IR it is given."""
     from fuser.runtime.kernel_binding import ExecutorKernel
 
-    program = compiler._programs[-1]
+    program = compiler.builder._programs[-1]
     text = edit(compiler.host_ir())
     _, edited = parse_module(text)
     kernels = {

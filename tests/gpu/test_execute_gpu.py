@@ -159,7 +159,7 @@ def test_kernels_from_the_kernel_cache_run(
     compiler = FusionCompiler(gelu_scale(DataType.Float).fusion)
     outs = compiler.execute([DeviceArray.from_numpy(x), DeviceArray.from_numpy(y), s])
     assert_matches(fd, [x, y, s], [o.numpy() for o in outs])
-    (variant,) = compiler._variants.values()
+    (variant,) = compiler.builder._variants.values()
     assert variant.executor.kernel.log == "cubin from the kernel cache"
 
 

@@ -180,7 +180,7 @@ def timed_run(
     start ms, end ms, relative to the end of the spin kernel), the caller's stream, the time the
     caller's stream passes the program (same origin), and whether the host returned from the
     program while the spin kernel still ran."""
-    program = compiler._programs[-1]  # the compiled program and its executors
+    program = compiler.builder._programs[-1]  # the compiled program and its executors
     timeline: list[tuple[str, int, Any, Any]] = []
     kernels = {
         s.kernel_name: TimedKernel(ExecutorKernel(e), timeline)

@@ -1,0 +1,258 @@
+"""Runnables kept on disk, so that a new process runs a signature it ran before without compiling.
+
+A filled kernel cache spares NVRTC, but a first call would still import the passes, schedule,
+segment, lower and emit CUDA only to learn which cubin to load: most of a first call once the
+kernels are cached. The store keeps, per fusion and signature, what ran it, as data a process
+can load with the runtime alone (nvFuser's serialized FusionExecutorCache does the same):
+
+- **A kernel** (the signature's `Entry`): the kernel's name, CUDA source, cubin and
+  parameters, and its launch for the signature (grid, block, dynamic shared memory, output
+  shapes).
+- **A program** (the signature's `Specialization`): the `host.program` as text, the same for
+  each kernel it launches, with the launch of every executor entry the program asked for. The
+  loaded program is parsed and run by the `HostEvaluator`, so what runs is still the IR.
+
+A record's name is a digest of everything the runnable depends on: fuser's own code
+(`build_id`: the size and modification time of each of its source files, so an edited
+checkout never loads a record an older one wrote), the fusion's text and compile options
+(the `FusionCompiler`'s), the device's architecture, SM count and shared memory limit, and the
+signature less its device ordinal. A record is a JSON document kept by `kernel_cache` as a
+`.run` file beside the cubins (same folder, switch, size cap and LRU eviction, same digest
+check and no-follow reads). The store is off with the kernel cache (`FUSER_KERNEL_CACHE=0`),
+and with `FUSER_RUNNABLE_STORE=0` alone.
+
+Anything wrong with a record (unreadable, damaged, another format, a program the evaluator
+refuses) makes `load` return None: the caller compiles as if nothing were stored, and `save`
+replaces the record. Programs with `index` arguments (specialized by value) are not stored.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import json
+import os
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fuser.errors import FuserError
+from fuser.runtime import driver, kernel_cache
+from fuser.runtime.compiled_kernel import CompiledKernel
+from fuser.runtime.dispatch import Runnable
+from fuser.runtime.executor import (
+    Entry,
+    KernelExecutor,
+    KernelParams,
+    LaunchPlan,
+    ScalarParam,
+    TensorParam,
+)
+from fuser.runtime.signature import DTYPE_CODES, DTYPES_BY_CODE, InputMeta, decode_signature
+
+FORMAT = 1
+"""The record layout's version; a record of another is ignored."""
+
+#: The packages whose source files make up `build_id`.
+_PACKAGES = ("fuser", "fuser.dialects", "fuser.transforms", "fuser.codegen", "fuser.runtime")
+
+
+@cache
+def build_id() -> str:
+    """A digest of fuser's own source files (path, size and modification time of each
+    `.py` and `.cuh`): changes with any edit or reinstall."""
+    h = hashlib.sha256()
+    for package in _PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for folder in spec.submodule_search_locations or () if spec is not None else ():
+            root = Path(folder)
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+                for name in sorted(filenames):
+                    if name.endswith((".py", ".cuh")):
+                        path = Path(dirpath) / name
+                        try:
+                            info = path.stat()
+                        except OSError:
+                            continue
+                        rel = path.relative_to(root).as_posix()
+                        h.update(f"{package}/{rel}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
+def enabled() -> bool:
+    """Whether runnables are stored: with the kernel cache, unless `FUSER_RUNNABLE_STORE=0`."""
+    off = os.environ.get("FUSER_RUNNABLE_STORE", "1").strip().lower() in ("0", "off", "no")
+    return not off and kernel_cache.cache_dir() is not None
+
+
+class RunnableStore:
+    """The stored runnables of one fusion compiled with one set of options (see the module
+    docstring). `describe()` gives the fusion's text and options; it is called once, on the
+    first lookup. `num_streams` is the stream pool a loaded program runs with."""
+
+    def __init__(
+        self, describe: Callable[[], str], is_tensor: Sequence[bool], num_streams: int
+    ) -> None:
+        self._describe = describe
+        self._digest: str | None = None
+        self.is_tensor = tuple(is_tensor)
+        self.num_streams = num_streams
+        self.loaded = 0
+        """Runnables this store loaded (each a signature that compiled nothing)."""
+
+    def name(self, key: tuple[int, ...]) -> str:
+        """The record name of a signature: see the module docstring."""
+        if self._digest is None:
+            self._digest = hashlib.sha256(self._describe().encode()).hexdigest()
+        dev = driver.get_device(key[-1])
+        text = (
+            f"{build_id()}\0{self._digest}\0{dev.arch}\0{dev.sm_count}\0"
+            f"{dev.max_shared_memory_per_block_optin}\0{key[:-1]}"
+        )
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    # ---- loading ---------------------------------------------------------------------------
+
+    def load(self, key: tuple[int, ...]) -> Runnable | None:
+        """The stored runnable of a signature, ready to run on its device; None when nothing
+        (usable) is stored."""
+        if not enabled():
+            return None
+        data = kernel_cache.load(self.name(key), "run")
+        if data is None:
+            return None
+        try:
+            record = json.loads(data)
+            if record.get("format") != FORMAT:
+                return None
+            runnable = self._runnable(record, key)
+        except (FuserError, ValueError, KeyError, TypeError, IndexError):
+            return None  # damaged or refused: compiled again, and the record replaced
+        self.loaded += 1
+        return runnable
+
+    def _runnable(self, record: dict[str, Any], key: tuple[int, ...]) -> Runnable:
+        device = key[-1]
+        cubins = [base64.b64decode(c, validate=True) for c in record["cubins"]]
+        executors: dict[str, KernelExecutor] = {}
+        entries: list[Entry] = []
+        for k in record["kernels"]:
+            executor = _executor(k, cubins[k["cubin"]])
+            executors[k["name"]] = executor
+            for signature, grid, block, smem, out_shapes in k["entries"]:
+                signature = (*signature, device)
+                plan = LaunchPlan(
+                    tuple(grid), tuple(block), smem, tuple(tuple(s) for s in out_shapes)
+                )
+                metas, _, _ = decode_signature(signature, executor.is_tensor)
+                entry = Entry(executor, plan, metas, device)
+                executor.entries[signature] = entry
+                entries.append(entry)
+        program = record.get("program")
+        if program is None:
+            (entry,) = entries
+            return entry
+        from fuser.runtime.host_evaluator import HostEvaluator, parse_program
+        from fuser.runtime.kernel_binding import ExecutorKernel
+
+        evaluator = HostEvaluator(
+            parse_program(program),
+            {name: ExecutorKernel(e) for name, e in executors.items()},
+            num_streams=self.num_streams,
+        )
+        return evaluator.specialize(key)
+
+    # ---- saving ----------------------------------------------------------------------------
+
+    def save(self, key: tuple[int, ...], runnable: Runnable) -> None:
+        """Keep what runs a signature (a kernel's entry or a program's specialization); a
+        program the store cannot describe is skipped."""
+        if not enabled():
+            return
+        record = _record(runnable)
+        if record is not None:
+            kernel_cache.store(self.name(key), json.dumps(record).encode(), "run")
+
+
+def _unplanned(metas: tuple[InputMeta | None, ...], device: int) -> LaunchPlan:
+    raise AssertionError("a stored kernel's executor plans no new signature")
+
+
+def _executor(k: dict[str, Any], cubin: bytes) -> KernelExecutor:
+    """A stored kernel's executor (its entries are added by the caller)."""
+    inputs: list[TensorParam | ScalarParam] = []
+    for rank, code in k["inputs"]:
+        dtype = DTYPES_BY_CODE[code]
+        inputs.append(ScalarParam(dtype) if rank is None else TensorParam(rank, dtype))
+    outputs = tuple(TensorParam(rank, DTYPES_BY_CODE[code]) for rank, code in k["outputs"])
+    kernel = CompiledKernel.from_cubin(
+        k["source"], k["name"], cubin, arch=k["arch"], block_size=k["block_size"]
+    )
+    return KernelExecutor(kernel, KernelParams(tuple(inputs), outputs), _unplanned)
+
+
+def _record(runnable: Runnable) -> dict[str, Any] | None:
+    """The JSON record of a runnable (None: a program with `index` arguments)."""
+    cubins: list[bytes] = []
+    kernels: list[dict[str, Any]] = []
+
+    def add(executor: KernelExecutor, used: list[Entry]) -> None:
+        kernel = executor.kernel
+        cubin = kernel.compile()
+        if cubin not in cubins:
+            cubins.append(cubin)
+        keys = {id(e): k for k, e in executor.entries.items()}
+        params = executor.params
+        kernels.append(
+            {
+                "name": kernel.kernel_name,
+                "source": kernel.source,
+                "arch": kernel.arch,
+                "block_size": kernel.block_size,
+                "cubin": cubins.index(cubin),
+                "inputs": [
+                    [p.rank if isinstance(p, TensorParam) else None, DTYPE_CODES[p.dtype]]
+                    for p in params.inputs
+                ],
+                "outputs": [[p.rank, DTYPE_CODES[p.dtype]] for p in params.outputs],
+                "entries": [
+                    [
+                        list(keys[id(e)][:-1]),
+                        list(e.grid),
+                        list(e.block),
+                        e.shared_bytes,
+                        [list(s) for s in e.out_shapes],
+                    ]
+                    for e in used
+                ],
+            }
+        )
+
+    program: str | None = None
+    if isinstance(runnable, Entry):
+        add(runnable.executor, [runnable])
+    else:
+        from fuser.runtime.host_evaluator import Specialization, print_program
+
+        if not isinstance(runnable, Specialization) or runnable.evaluator.index_scalars:
+            return None
+        used: dict[KernelExecutor, list[Entry]] = {}
+        for launcher in runnable.launches:
+            executor = getattr(launcher, "executor", None)
+            entry = getattr(launcher, "entry", None)
+            if not isinstance(executor, KernelExecutor) or not isinstance(entry, Entry):
+                return None
+            if entry not in used.setdefault(executor, []):
+                used[executor].append(entry)
+        for executor, entries in used.items():
+            add(executor, entries)
+        program = print_program(runnable.evaluator.program)
+    return {
+        "format": FORMAT,
+        "cubins": [base64.b64encode(c).decode() for c in cubins],
+        "kernels": kernels,
+        "program": program,
+    }
