@@ -13,7 +13,8 @@ inputs (`fast_path_source`, defined through `fuser.runtime.generated`: traceback
 *torch key* built from torch's own shape, stride and dtype objects (cheap to build and hash),
 which maps to what the signature found the first time. An entry's launch it makes itself:
 allocate the outputs with `torch.empty`, patch the pointers, launch the entry's one-node graph
-on torch's current stream. A specialization it runs with the pointers and scalars it read.
+on torch's current stream (its second launch builds the graph: `Entry.launch`). A specialization
+it runs with the pointers and scalars it read.
 Every other call takes the general path: `read_inputs`, the miss handler on a new signature,
 `runnable.run(call)`. With the loops over inputs unrolled the fast path costs about half as much
 as the same code written as loops, and a launch must stay within a few microseconds of the
@@ -143,9 +144,9 @@ def fast_path_source(layout: InputLayout) -> str:
         "        if driver.current_device().ordinal != device:",
         "            raise TypeError",
         "        if runnable.one_launch:",
-        "            graph = runnable.graph",
+        "            graph = runnable.graph  # None until the entry's second launch builds it",
         "            alloc = runnable.torch_out",
-        "            if graph is None or alloc is None:",
+        "            if alloc is None:",
         "                raise TypeError",
         "        elif runnable.torch_device is None:",
         "            raise TypeError",
@@ -177,10 +178,13 @@ def fast_path_source(layout: InputLayout) -> str:
     if scalars:
         lines.append(f"        runnable.set_scalars(({values}), LAYOUT)")
     lines += [
-        "        try:",
-        "            graph.launch(stream)",
-        "        except CudaError:",
-        "            relaunch(runnable, stream)",
+        "        if graph is None:",
+        "            runnable.launch(stream)",
+        "        else:",
+        "            try:",
+        "                graph.launch(stream)",
+        "            except CudaError:",
+        "                relaunch(runnable, stream)",
         "    finally:",
         "        lock.release()",
         "    return outs",

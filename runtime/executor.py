@@ -149,6 +149,7 @@ class Entry:
         "graph",
         "grid",
         "in_slots",
+        "launched",
         "out_shapes",
         "out_slots",
         "pointers",
@@ -175,6 +176,7 @@ class Entry:
         self.device = device
         self.func: driver.Function | None = None
         self.graph: driver.LaunchGraph | None = None  # see launch()
+        self.launched = False
         self.torch_device: Any = None
         self.torch_out: tuple[tuple[tuple[int, ...], int, Any], ...] | None = None
         self.grid = _dim3(plan.grid)
@@ -226,14 +228,22 @@ class Entry:
         self.graph = None
 
     def launch(self, stream: int) -> None:
-        """Launch the loaded function with the argument buffer as it is, as a one-node
-        `driver.LaunchGraph` (cheaper on the host than `cuLaunchKernel`), built on the first
-        launch with the entry's device current; the fast path launches `graph` directly. A
-        failure is retried once with the device made current (another library may have
-        switched this thread's context behind our back) and then raised."""
+        """Launch the loaded function with the argument buffer as it is: the first launch
+        with `cuLaunchKernel`, later ones as a one-node `driver.LaunchGraph` (cheaper on the
+        host than `cuLaunchKernel`; building it costs more than one launch saves, and a
+        signature seen once may never come back), built on the second launch with the entry's
+        device current; the fast path launches `graph` directly. A failure is retried once
+        with the device made current (another library may have switched this thread's
+        context behind our back) and then raised."""
         try:
             if self.graph is None:
                 assert self.func is not None, "launch() before load()"
+                if not self.launched:
+                    self.launched = True
+                    driver.launch(
+                        self.func, self.grid, self.block, self.shared_bytes, stream, self.address
+                    )
+                    return
                 kernel = driver.KernelNode(
                     self.func, self.grid, self.block, self.shared_bytes, self.address, self.buffer
                 )

@@ -444,16 +444,24 @@ def _unreachable(r: list[Any]) -> None:
 
 def _graph_launch(launchers: Sequence[Any]) -> Callable[[list[Any]], None]:
     """A closure that launches `launchers` (their arguments written already) on the current
-    stream as one `driver.LaunchGraph`, built on first use. Should the graph fail (another
-    library may have switched this thread's context), each kernel is launched on its own (its
-    device made current if that launch fails too), and that launch's error is the one raised."""
+    stream: one by one on the specialization's first run, as one `driver.LaunchGraph` from its
+    second (building a graph costs more than the launches it saves once, and a signature seen
+    once may never come back). Should the graph fail (another library may have switched this
+    thread's context), each kernel is launched on its own (its device made current if that
+    launch fails too), and that launch's error is the one raised."""
     kernels = tuple(launchers)
     graph: list[driver.LaunchGraph] = []
+    runs = [0]
 
     def launch_graph(r: list[Any]) -> None:
         stream = r[_CUR]
         try:
             if not graph:
+                runs[0] += 1
+                if runs[0] == 1:
+                    for k in kernels:
+                        k._launch(stream)
+                    return
                 graph.append(driver.LaunchGraph([k.graph_kernel() for k in kernels]))
             graph[0].launch(stream)
         except CudaError:
