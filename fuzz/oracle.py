@@ -43,7 +43,9 @@ the differential runner can scale tolerances for rounding that happened upstream
 And `Value.shaky` marks the elements whose value rounding upstream may flip: a comparison of two
 floats closer than a few units of that dtype (`MARGIN`), a truncation to an integer or a cast
 to bool close to its boundary, a square root, logarithm or reciprocal (or a divisor) of a float
-close to 0 (its sign decides a NaN or an infinity), and everything computed from such elements
+close to 0 (its sign decides a NaN or an infinity), a dividend close to 0 over a zero divisor
+(0 / 0 is NaN, anything else an infinity: gelu's `1 + erf` cancels to 0 in f32 a few units before
+it does in float64), and everything computed from such elements
 (`where` of a shaky condition, a reduction over one). The GPU's answer there is either side's,
 so the runner does not compare those elements.
 """
@@ -404,6 +406,12 @@ class Oracle:
             elif compute in FLOATS and op.op in ("div", "truediv"):
                 divisor = [v for v in args[1:] if isinstance(v, Value)]
                 near = self._near(b, 0.0, divisor) if divisor else None
+                numerator = [v for v in args[:1] if isinstance(v, Value)]
+                small = self._near(a, 0.0, numerator) if numerator else None
+                if small is not None:  # over a zero divisor: 0 / 0 is NaN, x / 0 an infinity
+                    zero = np.asarray(b == 0) if near is None else (np.asarray(b == 0) | near)
+                    flips = small & zero
+                    near = flips if near is None else near | flips
             return [self._value(convert(data, compute, out), out, is_tensor, deps, near)]
         handler = getattr(self, "op_" + op.op)
         return handler(op, args, deps, is_tensor)

@@ -37,7 +37,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import cuda.bindings.nvrtc as nvrtc  # (the `from` form hides a compiled module from pyright)
 import numpy as np
 
 from fuser.errors import CompilationError
@@ -66,7 +65,10 @@ _loaded = threading.Event()  # set once the background thread has loaded NVRTC (
 
 @functools.cache
 def _bindings() -> ModuleType:
-    """cuda-python's NVRTC bindings (importing them does not load the library yet)."""
+    """cuda-python's NVRTC bindings, imported on first use: importing them does not load the
+    library yet, but loads `cuda.pathfinder` (about 40 ms on an H100 node's CPU), which a
+    process that runs only stored runnables (`fuser.runtime.runnable_store`) never needs."""
+    import cuda.bindings.nvrtc as nvrtc  # (the `from` form hides a compiled module from pyright)
 
     return nvrtc
 
@@ -283,6 +285,7 @@ def _pch_salt() -> str:
 def _write_pch(prefix: str, options: list[str], path: Path) -> bool:
     """Compile the `#include` lines `prefix` alone with `options` (which hold
     `--create-pch=path`): True when NVRTC wrote the PCH (not when its heap was too small)."""
+    nvrtc = _bindings()
     nvrtc = _nvrtc()
     prog = _nvrtc_check(
         nvrtc.nvrtcCreateProgram(prefix.encode(), b"fuser_pch.cu", 0, [], []),
@@ -302,6 +305,7 @@ def _run_nvrtc(
     source: str, names: Sequence[str], opts: Sequence[str], pch: PchUse | None
 ) -> tuple[Any, str, bytes | None, list[str]]:
     """One NVRTC compile: (result, log, cubin or None when it failed, lowered names)."""
+    nvrtc = _bindings()
     nvrtc = _nvrtc()
     options = [o.encode() for o in (*opts, *(pch.options if pch else ()))]
     try:

@@ -35,7 +35,6 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from fuser.errors import FuserError
@@ -64,21 +63,27 @@ def build_id() -> str:
     """A digest of fuser's own source files (path, size and modification time of each
     `.py` and `.cuh`): changes with any edit or reinstall."""
     h = hashlib.sha256()
+
+    def walk(folder: str, prefix: str) -> None:
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                walk(entry.path, f"{prefix}{entry.name}/")
+            elif entry.name.endswith((".py", ".cuh")):
+                try:
+                    info = entry.stat()
+                except OSError:
+                    continue
+                h.update(f"{prefix}{entry.name}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+
     for package in _PACKAGES:
         spec = importlib.util.find_spec(package)
         for folder in spec.submodule_search_locations or () if spec is not None else ():
-            root = Path(folder)
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-                for name in sorted(filenames):
-                    if name.endswith((".py", ".cuh")):
-                        path = Path(dirpath) / name
-                        try:
-                            info = path.stat()
-                        except OSError:
-                            continue
-                        rel = path.relative_to(root).as_posix()
-                        h.update(f"{package}/{rel}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+            walk(folder, f"{package}/")
     return h.hexdigest()
 
 

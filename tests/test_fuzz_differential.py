@@ -292,6 +292,19 @@ def test_oracle_marks_what_rounding_upstream_decides() -> None:
     )
     assert near.shaky is not None and near.shaky.tolist() == [True, False]
 
+    # over a zero divisor a dividend near 0 decides NaN (0 / 0) or an infinity: the GPU fuzzer's
+    # find, gelu(-7.6) is -0 in f32 (erff rounds to -1) and -4.6e-14 in float64
+    g = np.array([-7.625, 2.0, 0.0], np.float32)
+    over_zero = evaluate(
+        [("f32", g)],
+        [
+            Op("gelu", ("x0",), ("v",), (("approximate", "none"),)),
+            Op("truediv", ("v", False), ("q",)),
+        ],
+        "q",
+    )
+    assert over_zero.shaky is not None and over_zero.shaky.tolist() == [True, False, True]
+
 
 def test_gpu_values_may_lie_near_either_reference_where_they_disagree() -> None:
     """gelu's `1 + erf(x / sqrt 2)` cancels below x = -3 in f32, and a reciprocal magnifies it:
