@@ -12,10 +12,10 @@ path among them), the kernel's name and its source, so a digest of those names i
 - A file is written whole (a temporary file, then a rename: concurrent writers of one kernel
   leave one good file) and starts with a digest of the cubin; a file that does not match its
   digest is ignored and written again. Deleting the folder is safe.
-- Size: after a store, the least recently used cubins (a hit refreshes a file's modification
-  time) are removed until the folder holds at most `FUSER_CACHE_MAX_MB` megabytes (default
-  `DEFAULT_MAX_MB`); a value that is not a positive number is reported once and the default
-  used.
+- Size: after a process's first store, and after each further 1/32 of the cap it stores, the
+  least recently used files (a hit refreshes a file's modification time) are removed until the
+  folder holds at most `FUSER_CACHE_MAX_MB` megabytes (default `DEFAULT_MAX_MB`); a value
+  that is not a positive number is reported once and the default used.
 - A cache that cannot be written (a read-only home) costs a warning, once, never a failure.
 - `pch_folder()` is where this process writes NVRTC's precompiled headers: a private folder
   under `$FUSER_CACHE_DIR/pch` (same default base as the kernels), made on first use and removed
@@ -44,9 +44,9 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-#: What a file of each kind starts with: `cubin` (a kernel) or `run` (a stored runnable,
-#: `fuser.runtime.runnable_store`); the kind is also the file's suffix.
-_MAGIC = {"cubin": b"fuser-cubin 1\n", "run": b"fuser-run 1\n"}
+#: What a file of each kind starts with: `cubin` (a kernel's cubin), `run` and `kernel` (a stored
+#: runnable and a kernel it names, `fuser.runtime.runnable_store`); the kind is its suffix.
+_MAGIC = {"cubin": b"fuser-cubin 1\n", "run": b"fuser-run 1\n", "kernel": b"fuser-kernel 1\n"}
 _DIGEST = hashlib.sha256().digest_size
 #: The largest cache file read; cubins are kilobytes to a few megabytes.
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -231,7 +231,7 @@ def store(key: str, cubin: bytes, kind: str = "cubin") -> None:
         except BaseException:
             os.unlink(tmp)
             raise
-        evict(folder, max_bytes())
+        _evict_now_and_then(folder, len(cubin))
     except OSError as e:
         if str(folder) not in _warned:
             _warned.add(str(folder))
@@ -241,6 +241,23 @@ def store(key: str, cubin: bytes, kind: str = "cubin") -> None:
                 "FUSER_KERNEL_CACHE=0 turns it off)",
                 stacklevel=2,
             )
+
+
+_written: dict[str, int] = {}  # folder -> bytes this process stored there since it last evicted
+
+
+def _evict_now_and_then(folder: Path, size: int) -> None:
+    """`evict` on a process's first store in `folder`, then whenever it has stored another
+    1/32 of the cap there: a scan of the folder costs about 1 ms per few hundred files, too much
+    for every new shape's record, and the cap may be overshot by that 1/32 only."""
+    limit = max_bytes()
+    key = str(folder)
+    written = _written.get(key)
+    if written is not None and written + size < limit // 32:
+        _written[key] = written + size
+        return
+    _written[key] = 0
+    evict(folder, limit)
 
 
 def max_bytes() -> int:
@@ -273,7 +290,7 @@ def evict(folder: Path, limit: int) -> int:
     try:
         with os.scandir(folder) as it:
             for entry in it:
-                if not entry.name.endswith((".cubin", ".run")):
+                if not entry.name.endswith(tuple(f".{kind}" for kind in _MAGIC)):
                     continue
                 try:
                     info = entry.stat(follow_symlinks=False)

@@ -5,34 +5,39 @@ segment, lower and emit CUDA only to learn which cubin to load: most of a first 
 kernels are cached. The store keeps, per fusion and signature, what ran it, as data a process
 can load with the runtime alone (nvFuser's serialized FusionExecutorCache does the same):
 
-- **A kernel** (the signature's `Entry`): the kernel's name, CUDA source, cubin and
-  parameters, and its launch for the signature (grid, block, dynamic shared memory, output
-  shapes).
-- **A program** (the signature's `Specialization`): the `host.program` as text, the same for
-  each kernel it launches, with the launch of every executor entry the program asked for. The
-  loaded program is parsed and run by the `HostEvaluator`, so what runs is still the IR.
+- **A kernel** (the signature's `Entry`): the kernel, and its launch for the signature (grid,
+  block, dynamic shared memory, output shapes).
+- **A program** (the signature's `Specialization`): the `host.program` as text, its kernels, and
+  the launch of every executor entry the program asked for. The loaded program is parsed and
+  run by the `HostEvaluator`, so what runs is still the IR.
 
-A record's name is a digest of everything the runnable depends on: fuser's own code
-(`build_id`: the size and modification time of each of its source files, so an edited
-checkout never loads a record an older one wrote), the fusion's text and compile options
-(the `FusionCompiler`'s), the device's architecture, SM count and shared memory limit, and the
-signature less its device ordinal. A record is a JSON document kept by `kernel_cache` as a
-`.run` file beside the cubins (same folder, switch, size cap and LRU eviction, same digest
-check and no-follow reads). The store is off with the kernel cache (`FUSER_KERNEL_CACHE=0`),
-and with `FUSER_RUNNABLE_STORE=0` alone.
+A kernel is written once, as a blob (`.kernel`: its name, CUDA source, parameters and architecture
+as JSON, then its cubin) named by its digest; a signature's record (`.run`) names its kernels' blobs
+and holds the few numbers of its launches, so a new shape of a stored kernel adds a few hundred
+bytes. A record's name is a digest of everything the runnable depends on: fuser's own code
+(`build_id`: the size and modification time of each of its source files, so an edited checkout never
+loads a record an older one wrote), the fusion's text and compile options (the `FusionCompiler`'s),
+the device's architecture, SM count and shared memory limit, and the signature less its device
+ordinal. Both kinds of file are kept by `kernel_cache` beside the cubins (same folder, switch, size
+cap and LRU eviction, same digest check and no-follow reads). Records are written at exit (`flush`),
+so a new shape does not wait for the disk. The store is off with the kernel cache
+(`FUSER_KERNEL_CACHE=0`), and with `FUSER_RUNNABLE_STORE=0` alone.
 
-Anything wrong with a record (unreadable, damaged, another format, a program the evaluator
-refuses) makes `load` return None: the caller compiles as if nothing were stored, and `save`
-replaces the record. Programs with `index` arguments (specialized by value) are not stored.
+Anything wrong with a record (unreadable, damaged, another format, an evicted kernel, a program
+the evaluator refuses) makes `load` return None: the caller compiles as if nothing were stored,
+and `save` replaces the record. Programs with `index` arguments (specialized by value) are not
+stored.
 """
 
 from __future__ import annotations
 
-import base64
+import atexit
 import hashlib
 import importlib.util
 import json
 import os
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
@@ -51,7 +56,7 @@ from fuser.runtime.executor import (
 )
 from fuser.runtime.signature import DTYPE_CODES, DTYPES_BY_CODE, InputMeta, decode_signature
 
-FORMAT = 1
+FORMAT = 2
 """The record layout's version; a record of another is ignored."""
 
 #: The packages whose source files make up `build_id`.
@@ -107,9 +112,15 @@ class RunnableStore:
         self.num_streams = num_streams
         self.loaded = 0
         """Runnables this store loaded (each a signature that compiled nothing)."""
+        self._executors: dict[str, KernelExecutor] = {}  # by kernel blob
+        self._last_name: tuple[tuple[int, ...], str] | None = None
 
     def name(self, key: tuple[int, ...]) -> str:
-        """The record name of a signature: see the module docstring."""
+        """The record name of a signature: see the module docstring (kept for the last
+        signature asked about: a miss asks `load`, then `save`)."""
+        last = self._last_name
+        if last is not None and last[0] == key:
+            return last[1]
         if self._digest is None:
             self._digest = hashlib.sha256(self._describe().encode()).hexdigest()
         dev = driver.get_device(key[-1])
@@ -117,7 +128,9 @@ class RunnableStore:
             f"{build_id()}\0{self._digest}\0{dev.arch}\0{dev.sm_count}\0"
             f"{dev.max_shared_memory_per_block_optin}\0{key[:-1]}"
         )
-        return hashlib.sha256(text.encode()).hexdigest()
+        name = hashlib.sha256(text.encode()).hexdigest()
+        self._last_name = (key, name)
+        return name
 
     # ---- loading ---------------------------------------------------------------------------
 
@@ -141,20 +154,20 @@ class RunnableStore:
 
     def _runnable(self, record: dict[str, Any], key: tuple[int, ...]) -> Runnable:
         device = key[-1]
-        cubins = [base64.b64decode(c, validate=True) for c in record["cubins"]]
         executors: dict[str, KernelExecutor] = {}
         entries: list[Entry] = []
-        for k in record["kernels"]:
-            executor = _executor(k, cubins[k["cubin"]])
-            executors[k["name"]] = executor
-            for signature, grid, block, smem, out_shapes in k["entries"]:
+        for blob, kernel_entries in record["kernels"]:
+            executor = self._executor(blob)
+            executors[executor.kernel.kernel_name] = executor
+            for signature, grid, block, smem, out_shapes in kernel_entries:
                 signature = (*signature, device)
-                plan = LaunchPlan(
-                    tuple(grid), tuple(block), smem, tuple(tuple(s) for s in out_shapes)
-                )
-                metas, _, _ = decode_signature(signature, executor.is_tensor)
-                entry = Entry(executor, plan, metas, device)
-                executor.entries[signature] = entry
+                entry = executor.entries.get(signature)
+                if entry is None:
+                    plan = LaunchPlan(
+                        tuple(grid), tuple(block), smem, tuple(tuple(s) for s in out_shapes)
+                    )
+                    metas, _, _ = decode_signature(signature, executor.is_tensor)
+                    entry = executor.entries[signature] = Entry(executor, plan, metas, device)
                 entries.append(entry)
         program = record.get("program")
         if program is None:
@@ -170,16 +183,95 @@ class RunnableStore:
         )
         return evaluator.specialize(key)
 
+    def _executor(self, blob: str) -> KernelExecutor:
+        """The executor of a stored kernel, one per kernel for all the signatures loaded."""
+        executor = self._executors.get(blob)
+        if executor is None:
+            data = kernel_cache.load(blob, "kernel")
+            if data is None:
+                raise ValueError(f"kernel {blob} is not stored (evicted)")
+            head, _, cubin = data.partition(b"\n")
+            executor = self._executors[blob] = _executor(json.loads(head), cubin)
+        return executor
+
     # ---- saving ----------------------------------------------------------------------------
 
     def save(self, key: tuple[int, ...], runnable: Runnable) -> None:
         """Keep what runs a signature (a kernel's entry or a program's specialization); a
-        program the store cannot describe is skipped."""
+        program the store cannot describe is skipped. The record is taken now and written by
+        `flush`, which runs at exit: writing a file costs a new shape more than the rest of its
+        first call (about 0.5 ms on an H100 node, on a thread too, by the GIL's hand-offs)."""
         if not enabled():
             return
         record = _record(runnable)
         if record is not None:
-            kernel_cache.store(self.name(key), json.dumps(record).encode(), "run")
+            with _pending_lock:
+                if not _pending:
+                    _register_flush()
+                _pending.append((self.name(key), record))
+                full = len(_pending) >= MAX_PENDING
+            if full:
+                flush()
+
+
+MAX_PENDING = 64
+"""Records kept for the exit's `flush` at most: a process that meets more signatures writes
+them 64 at a time (holding their kernels alive meanwhile)."""
+
+_pending: list[tuple[str, dict[str, Any]]] = []
+_pending_lock = threading.Lock()
+
+
+@cache
+def _register_flush() -> None:
+    atexit.register(flush)
+
+
+#: kernel -> (its cubin, the name of the blob written for them) in this process
+_blobs: weakref.WeakKeyDictionary[CompiledKernel, tuple[bytes, str]] = weakref.WeakKeyDictionary()
+
+
+def _blob(kernel: CompiledKernel, cubin: bytes, header: dict[str, Any]) -> str:
+    """The name of a kernel's blob (its header as JSON, a newline, its cubin), written once."""
+    known = _blobs.get(kernel)
+    if known is not None and known[0] is cubin:
+        return known[1]
+    data = json.dumps(header).encode() + b"\n" + cubin
+    name = hashlib.sha256(data).hexdigest()
+    kernel_cache.store(name, data, "kernel")
+    _blobs[kernel] = (cubin, name)
+    return name
+
+
+#: host evaluator -> its program as text, printed once in this process
+_programs: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def _write(name: str, record: dict[str, Any]) -> None:
+    """Write a record: its kernels as blobs (once each) and its program as text (printed once),
+    then the record naming them."""
+    evaluator = record["program"]
+    if evaluator is not None:
+        text = _programs.get(evaluator)
+        if text is None:
+            from fuser.runtime.host_evaluator import print_program
+
+            text = _programs[evaluator] = print_program(evaluator.program)
+        record["program"] = text
+    record["kernels"] = [
+        [_blob(kernel, cubin, header), entries]
+        for kernel, cubin, header, entries in record["kernels"]
+    ]
+    kernel_cache.store(name, json.dumps(record).encode(), "run")
+
+
+def flush() -> None:
+    """Write every record saved so far (at exit, or when a caller wants them on disk now)."""
+    with _pending_lock:
+        records = list(_pending)
+        _pending.clear()
+    for name, record in records:
+        _write(name, record)
 
 
 def _unplanned(metas: tuple[InputMeta | None, ...], device: int) -> LaunchPlan:
@@ -200,47 +292,42 @@ def _executor(k: dict[str, Any], cubin: bytes) -> KernelExecutor:
 
 
 def _record(runnable: Runnable) -> dict[str, Any] | None:
-    """The JSON record of a runnable (None: a program with `index` arguments)."""
-    cubins: list[bytes] = []
-    kernels: list[dict[str, Any]] = []
+    """A runnable's record, its kernels still objects (`_write` makes them blobs); None for a
+    program with `index` arguments."""
+    kernels: list[tuple[CompiledKernel, bytes, dict[str, Any], list[Any]]] = []
 
     def add(executor: KernelExecutor, used: list[Entry]) -> None:
         kernel = executor.kernel
-        cubin = kernel.compile()
-        if cubin not in cubins:
-            cubins.append(cubin)
         keys = {id(e): k for k, e in executor.entries.items()}
         params = executor.params
-        kernels.append(
-            {
-                "name": kernel.kernel_name,
-                "source": kernel.source,
-                "arch": kernel.arch,
-                "block_size": kernel.block_size,
-                "cubin": cubins.index(cubin),
-                "inputs": [
-                    [p.rank if isinstance(p, TensorParam) else None, DTYPE_CODES[p.dtype]]
-                    for p in params.inputs
-                ],
-                "outputs": [[p.rank, DTYPE_CODES[p.dtype]] for p in params.outputs],
-                "entries": [
-                    [
-                        list(keys[id(e)][:-1]),
-                        list(e.grid),
-                        list(e.block),
-                        e.shared_bytes,
-                        [list(s) for s in e.out_shapes],
-                    ]
-                    for e in used
-                ],
-            }
-        )
+        header = {
+            "name": kernel.kernel_name,
+            "source": kernel.source,
+            "arch": kernel.arch,
+            "block_size": kernel.block_size,
+            "inputs": [
+                [p.rank if isinstance(p, TensorParam) else None, DTYPE_CODES[p.dtype]]
+                for p in params.inputs
+            ],
+            "outputs": [[p.rank, DTYPE_CODES[p.dtype]] for p in params.outputs],
+        }
+        entries = [
+            [
+                list(keys[id(e)][:-1]),
+                list(e.grid),
+                list(e.block),
+                e.shared_bytes,
+                [list(s) for s in e.out_shapes],
+            ]
+            for e in used
+        ]
+        kernels.append((kernel, kernel.compile(), header, entries))
 
-    program: str | None = None
+    program: Any = None
     if isinstance(runnable, Entry):
         add(runnable.executor, [runnable])
     else:
-        from fuser.runtime.host_evaluator import Specialization, print_program
+        from fuser.runtime.host_evaluator import Specialization
 
         if not isinstance(runnable, Specialization) or runnable.evaluator.index_scalars:
             return None
@@ -254,10 +341,5 @@ def _record(runnable: Runnable) -> dict[str, Any] | None:
                 used[executor].append(entry)
         for executor, entries in used.items():
             add(executor, entries)
-        program = print_program(runnable.evaluator.program)
-    return {
-        "format": FORMAT,
-        "cubins": [base64.b64encode(c).decode() for c in cubins],
-        "kernels": kernels,
-        "program": program,
-    }
+        program = runnable.evaluator  # printed by the writer, once
+    return {"format": FORMAT, "kernels": kernels, "program": program}

@@ -915,13 +915,22 @@ def test_runnable_store_serves_a_new_compiler_without_the_builder(
     gpu.params |= {"fuser_add_one_pointwise_0": 2, "fuser_add_one_pointwise_1": 2}
     n = 1000
     first: dict[str, list[tuple[Any, ...]]] = {}
+    compilers = {}
     for make in (chain3, _add_one):
-        compiler = FusionCompiler(make().fusion)
+        compiler = compilers[make] = FusionCompiler(make().fusion)
         start = len(gpu.log)
         compiler.execute(_torch_inputs(rng, n, len(make().fusion.inputs)))
         first[make.__name__] = _launches(gpu.log[start:])
         assert compiler.cache_info()["stored"] == 0
+    runnable_store.flush()  # (records are written on a thread)
     assert len(list(tmp_path.glob("kernels/*.run"))) == 2
+    assert len(list(tmp_path.glob("kernels/*.kernel"))) == 4
+    # a new length the program serves again: a record, and no kernel written twice
+    compilers[chain3].execute(_torch_inputs(rng, n + 512))
+    assert compilers[chain3].cache_info()["heuristic_reuses"] == 1
+    runnable_store.flush()
+    assert len(list(tmp_path.glob("kernels/*.run"))) == 3
+    assert len(list(tmp_path.glob("kernels/*.kernel"))) == 4
 
     def no_builder(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the builder was made")
@@ -950,6 +959,7 @@ def test_runnable_store_serves_a_new_compiler_without_the_builder(
     assert compiler.last_segments() == [SegmentSummary("pointwise", "fuser_add_one_pointwise_0")]
     compiler.execute(_torch_inputs(rng, n + 3, 1))
     assert compiler.cache_info()["stored"] == 1
+    runnable_store.flush()
     # other options, another build of fuser, a damaged record: nothing loaded
     assert (
         FusionCompiler(chain3().fusion, streams=2)._store.load(  # type: ignore[union-attr]
@@ -962,7 +972,8 @@ def test_runnable_store_serves_a_new_compiler_without_the_builder(
     assert store is not None and store.load(key) is not None
     with monkeypatch.context() as m:
         m.setattr(runnable_store, "build_id", lambda: "another build")
-        assert store.load(key) is None
+        other = FusionCompiler(_add_one().fusion)._store
+        assert other is not None and other.load(key) is None
     for path in tmp_path.glob("kernels/*.run"):
         data = bytearray(path.read_bytes())
         data[-2] ^= 1

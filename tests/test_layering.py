@@ -5,6 +5,8 @@ fuser's leaf modules (`fuser.errors`, `fuser.options`, `fuser.dump`) but never e
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,16 @@ def test_layers_import_down_only(layer: str) -> None:
         if not any(module == a or module.startswith(f"{a}.") for a in allowed)
     }
     assert not wrong, f"{layer}/ imports outside its layer: {sorted(wrong)}"
+
+
+def test_the_compiler_imports_no_compile_side() -> None:
+    """`fuser.compiler` (the dispatch side, all a stored signature needs) imports no pass,
+    scheduler, emitter or `fuser.builder` until a signature must be compiled: a new process
+    that runs stored runnables only never pays for them."""
+    code = (
+        "import sys, fuser.compiler, fuser.runtime.runnable_store\n"
+        "heavy = ('fuser.builder', 'fuser.transforms', 'fuser.codegen')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
