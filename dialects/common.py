@@ -4,6 +4,7 @@
   block whose arguments are the inputs, written like `func.func` (`@name(%x: T, ...) -> (R, ...)
   attributes {...} { ... }`) and parsed and printed with xDSL's func-like helpers.
 - `TensorDimOp`: `fusion.dim` and `host.dim` -- the run-time extent of one dim of a tensor.
+- `op_text`: an op as the text `fuser-opt` prints (what dumps, records and introspection show).
 - `verify_dominance`: every operand is defined before its use (xDSL 0.74 does not check SSA
   dominance), run by the verifier of every func-like op, so `op.verify()` in the Python API and
   `fuser-opt` both reject a use before its definition.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Sequence
+from io import StringIO
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, StringAttr, TensorType, i64
@@ -51,6 +53,13 @@ class OpVerifyException(VerifyException):
     def __init__(self, op: Operation, message: str):
         super().__init__(message)
         self.op = op
+
+
+def op_text(op: Operation) -> str:
+    """`op` in its custom syntax, as `fuser-opt` prints it, ending with a newline."""
+    out = StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue() + "\n"
 
 
 def _value_name(value: SSAValue) -> str:

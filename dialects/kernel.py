@@ -193,31 +193,14 @@ def _element_type_error(type_name: str, t: Attribute) -> str | None:
 _ARRAY_SIZE_ERROR = "!kernel.array size {} must be at least 1"
 
 
-TENSOR_STRUCT_SOURCE = """\
-template <typename T, int N>
-struct Tensor {
-  T* data;
-  long long size[N];
-  long long stride[N];
-};
-template <typename T>
-struct Tensor<T, 0> {
-  T* data;
-};
-"""
-"""The CUDA struct a `!kernel.tensor<T, N>` parameter is passed as: the data pointer, then sizes
-and strides in elements (rank 0: the pointer only). The emitter prints it and the runtime packs
-arguments in this layout. `long long` rather than `int64_t`: NVRTC has no <cstdint>."""
-
-
 @irdl_attr_definition
 class TensorParamType(ParametrizedAttribute, TypeAttribute):
     """A tensor kernel parameter, `!kernel.tensor<f32, 2>`: element type and rank.
 
-    In CUDA it is `Tensor<T, N> { T* data; int64_t size[N]; int64_t stride[N]; }` passed by
-    value; extents and strides are runtime values (`kernel.size`, `kernel.stride`), so one
-    compiled kernel serves any shape and layout of that rank. Rank 0 is a scalar in memory
-    (only `data`).
+    In CUDA it is `Tensor<T, N> { T* data; long long size[N]; long long stride[N]; }`
+    (`fuser/core.cuh`), passed by value; extents and strides are runtime values (`kernel.size`,
+    `kernel.stride`), so one compiled kernel serves any shape and layout of that rank. Rank 0 is
+    a scalar in memory (only `data`).
     """
 
     name = "kernel.tensor"

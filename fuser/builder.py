@@ -48,16 +48,15 @@ import re
 from collections.abc import Hashable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from io import StringIO
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
-from xdsl.ir import Attribute, Operation
-from xdsl.printer import Printer
+from xdsl.ir import Attribute
 
 from fuser import dump
 from fuser.codegen.cuda import emit_cuda
 from fuser.compiler import CompiledFusion, KernelSummary, SegmentSummary
 from fuser.dialects import host, kernel
+from fuser.dialects.common import op_text
 from fuser.dialects.fusion import FusionOp, SegmentSetOp
 from fuser.errors import CompilationError, InputError
 from fuser.options import DEFAULT_STREAMS
@@ -181,7 +180,7 @@ class _Variant:
         for op in program.walk():
             if isinstance(op, host.LaunchOp):
                 op.kernel = SymbolRefAttr(self.executor.kernel.kernel_name)
-        return _print(program)
+        return op_text(program)
 
 
 class _Program:
@@ -247,13 +246,7 @@ class _Program:
         return [e.kernel.source for e in self.executors]
 
     def host_ir(self) -> str:
-        return _print(self.lowering.program)
-
-
-def _print(op: Operation) -> str:
-    out = StringIO()
-    Printer(stream=out).print_op(op)
-    return out.getvalue() + "\n"
+        return op_text(self.lowering.program)
 
 
 def target_arch(arch: object) -> str:
@@ -433,7 +426,7 @@ class FusionBuilder:
         if variant is not None:
             return variant, True
         name = f"{self._base_name}_{scheduler.name}_{len(self._variants)}"
-        dump.dump("fusion_ir", f"@{self.layout.fusion_name}", lambda: _print(self.fusion))
+        dump.dump("fusion_ir", f"@{self.layout.fusion_name}", lambda: op_text(self.fusion))
         dump.dump(
             "segments",
             f"@{self.layout.fusion_name}",
@@ -443,7 +436,7 @@ class FusionBuilder:
         with kernel_comments(dump.enabled("kernel_ir") or dump.enabled("cuda")):
             func = scheduler.emit(fusion, params, name)
         launch = scheduler.launch_config(fusion, params, info)
-        dump.dump("kernel_ir", name, lambda: _print(func))
+        dump.dump("kernel_ir", name, lambda: op_text(func))
         compiled = CompiledKernel(
             emit_cuda(func), name, arch=info.device.arch, block_size=launch.threads_per_block
         )
@@ -470,7 +463,7 @@ class FusionBuilder:
         """Split-K with `factors` (see `_split_factors`), segment, lower and compile the fusion
         for `info`."""
         name = self.layout.fusion_name
-        dump.dump("fusion_ir", f"@{name}", lambda: _print(self.fusion))
+        dump.dump("fusion_ir", f"@{name}", lambda: op_text(self.fusion))
         c = Compilation(
             self.fusion.clone(),
             info,
@@ -491,7 +484,7 @@ class FusionBuilder:
             if stage == "fuser-segment":
                 logged = True
                 dump.dump("segmenter_log", f"@{name}", lambda: "\n".join(c.log))
-                dump.dump("segments", f"@{name}", lambda: _print(c.fusion))
+                dump.dump("segments", f"@{name}", lambda: op_text(c.fusion))
 
         try:
             lowering = run_pipeline(c, dump_stage)  # the stages `fuser-compile` runs
@@ -501,7 +494,7 @@ class FusionBuilder:
         segmented, analyses = c.fusion, c.analyses
         executors = []
         for seg in lowering.segments:
-            dump.dump("kernel_ir", seg.kernel_name, lambda seg=seg: _print(seg.func))
+            dump.dump("kernel_ir", seg.kernel_name, lambda seg=seg: op_text(seg.func))
             compiled = CompiledKernel(
                 emit_cuda(seg.func),
                 seg.kernel_name,

@@ -30,13 +30,12 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from io import StringIO
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
-from xdsl.printer import Printer
 
+from fuser.dialects.common import op_text
 from fuser.dialects.fusion import I1, FusionOp, element_type, format_shape
 from fuser.errors import CudaError, DefinitionError, InputError
 from fuser.options import DEFAULT_STREAMS, check_options
@@ -44,6 +43,7 @@ from fuser.runtime import driver
 from fuser.runtime.calls import Call, InputLayout, read_inputs
 from fuser.runtime.dispatch import Runnable, SignatureCache
 from fuser.runtime.dtypes import numpy_dtype
+from fuser.runtime.executor import Entry
 from fuser.runtime.runnable_store import RunnableStore
 from fuser.runtime.signature import SCALAR_BOOL, SCALAR_FLOAT, SCALAR_INT, SCALAR_KINDS
 
@@ -193,10 +193,8 @@ class FusionCompiler:
 
     def _describe(self) -> str:
         """The fusion and the options it is compiled with, as the runnable store keys them."""
-        out = StringIO()
-        Printer(stream=out).print_op(self.fusion)
         options = f"split_k={self.split_k} streams={self.streams} welford={self.welford}"
-        return f"{out.getvalue()}\n{options}"
+        return f"{op_text(self.fusion)}{options}"
 
     @property
     def builder(self) -> FusionBuilder:
@@ -327,14 +325,15 @@ class FusionCompiler:
         """Each kernel's launch for these inputs with its outputs allocated once, for timing
         (compiles on a new signature, like `execute`). A fusion that runs as a program gives
         one callable that runs the whole program (allocating its buffers each time)."""
-        from fuser.runtime.executor import Entry
+        from fuser.runtime.host_evaluator import Specialization  # (a program's: not on a hit)
 
         call = read_inputs(inputs, self.layout)
         runnable = self._signatures.lookup(call)
         self._signatures.last = runnable
         if isinstance(runnable, Entry):
             return [runnable.executor.prepare(call)]
-        return [_PreparedProgram(runnable, call)]  # type: ignore[arg-type]
+        assert isinstance(runnable, Specialization)
+        return [_PreparedProgram(runnable, call)]
 
     # ---- describing --------------------------------------------------------------------------
 

@@ -23,19 +23,18 @@ import numbers
 import threading
 from collections.abc import Callable, Sequence
 from enum import Enum, auto
-from io import StringIO
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
-from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 if TYPE_CHECKING:
     from fuser.compiler import CompiledFusion, FusionCompiler, SegmentSummary
 
+from fuser.dialects.common import op_text
 from fuser.dialects.fusion import (
     I1,
     STREAM_AXIS,
@@ -1278,9 +1277,7 @@ class FusionDefinition:
     def fusion_ir(self) -> str:
         """The module as fusion-dialect text; `fuser-opt` parses it back unchanged."""
         self._check_done("fusion_ir()")
-        out = StringIO()
-        Printer(stream=out).print_op(self.module)
-        return out.getvalue() + "\n"
+        return op_text(self.module)
 
     def reference(self, inputs: Sequence[object], compute_dtype: Any = None) -> list[Any]:
         """Evaluates the fusion with numpy (`fuser.runtime.reference`): arrays in, arrays out.

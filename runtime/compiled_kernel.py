@@ -446,7 +446,7 @@ def _compile_group(members: Sequence[CompiledKernel]) -> None:
 
 def pack_tensor_param(ptr: int, sizes: Sequence[int], strides: Sequence[int]) -> bytes:
     """The bytes of `Tensor<T, N>{ptr, sizes, strides}`, the layout of
-    `fuser.dialects.kernel.TENSOR_STRUCT_SOURCE`.
+    `Tensor<T, N>` in `fuser/core.cuh` (the kernel headers).
 
     Sizes and strides are in elements; the struct is 8 + 16 * N bytes with no padding.
     """

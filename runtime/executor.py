@@ -149,6 +149,7 @@ class Entry:
         "graph",
         "grid",
         "in_slots",
+        "key",
         "launched",
         "out_shapes",
         "out_slots",
@@ -168,12 +169,14 @@ class Entry:
         self,
         executor: KernelExecutor,
         plan: LaunchPlan,
+        key: tuple[int, ...],
         metas: Sequence[InputMeta | None],
-        device: int,
     ) -> None:
+        """The entry of signature `key` (its inputs' `metas` decoded) launched with `plan`."""
         params = executor.params
         self.executor = executor
-        self.device = device
+        self.key = key
+        self.device = key[-1]
         self.func: driver.Function | None = None
         self.graph: driver.LaunchGraph | None = None  # see launch()
         self.launched = False
@@ -319,7 +322,7 @@ class KernelExecutor:
                     f"plan gave {len(plan.output_shapes)} output shapes for "
                     f"{len(self.params.outputs)} outputs"
                 )
-            entry = Entry(self, plan, metas, device)
+            entry = Entry(self, plan, key, metas)
             if self.kernel.ensure_block_size(entry.threads):
                 # recompiled with a lower register cap: every entry loads the new function
                 self._retired.extend(self._functions.values())

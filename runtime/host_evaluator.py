@@ -51,7 +51,6 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from io import StringIO
 from typing import Any
 
 import numpy as np
@@ -68,7 +67,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from fuser.dialects import host
@@ -189,7 +187,7 @@ _SUPPORTED: tuple[type[Operation], ...] = (
 
 
 def parse_program(text: str) -> host.ProgramOp:
-    """The `host.program` of printed host IR (what `print_program` writes), verified; a
+    """The `host.program` of printed host IR (`op_text` of one), verified; a
     CompilationError when the text holds none or does not parse."""
     ctx = Context()
     for dialect in (Builtin, Arith, host.Host):
@@ -205,13 +203,6 @@ def parse_program(text: str) -> host.ProgramOp:
     program = programs[0]
     program.detach()
     return program
-
-
-def print_program(program: host.ProgramOp) -> str:
-    """A `host.program` as text `parse_program` reads back."""
-    out = StringIO()
-    Printer(stream=out).print_op(program)
-    return out.getvalue() + "\n"
 
 
 def _where(op: Operation) -> str:

@@ -58,14 +58,15 @@ _EVICT_TO = 0.9
 """Eviction goes down to this share of the cap, so that the next stores do not evict again."""
 
 
-def _off(variable: str) -> bool:
+def switched_off(variable: str) -> bool:
+    """Whether the environment variable turns a cache off (`0`, `off`, `false`, `no`)."""
     return os.environ.get(variable, "1").strip().lower() in ("0", "off", "false", "no")
 
 
 def _base_dir() -> Path | None:
     """`$FUSER_CACHE_DIR`, else `$XDG_CACHE_HOME/fuser` or `~/.cache/fuser`; None when the
     cache is off or there is no home folder."""
-    if _off("FUSER_KERNEL_CACHE"):
+    if switched_off("FUSER_KERNEL_CACHE"):
         return None
     chosen = os.environ.get("FUSER_CACHE_DIR")
     if chosen:
@@ -108,9 +109,8 @@ PCH_MIN_CPUS = 4
 
 
 def _pch_on() -> bool:
-    value = os.environ.get("FUSER_PCH", "").strip().lower()
-    if value:
-        return value not in ("0", "off", "false", "no")
+    if os.environ.get("FUSER_PCH", "").strip():
+        return not switched_off("FUSER_PCH")
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
+from fuser.dialects.common import op_text
 from fuser.errors import FuserError
 from fuser.runtime import driver, kernel_cache
 from fuser.runtime.compiled_kernel import CompiledKernel
@@ -94,8 +95,9 @@ def build_id() -> str:
 
 def enabled() -> bool:
     """Whether runnables are stored: with the kernel cache, unless `FUSER_RUNNABLE_STORE=0`."""
-    off = os.environ.get("FUSER_RUNNABLE_STORE", "1").strip().lower() in ("0", "off", "no")
-    return not off and kernel_cache.cache_dir() is not None
+    if kernel_cache.switched_off("FUSER_RUNNABLE_STORE"):
+        return False
+    return kernel_cache.cache_dir() is not None
 
 
 class RunnableStore:
@@ -167,7 +169,8 @@ class RunnableStore:
                         tuple(grid), tuple(block), smem, tuple(tuple(s) for s in out_shapes)
                     )
                     metas, _, _ = decode_signature(signature, executor.is_tensor)
-                    entry = executor.entries[signature] = Entry(executor, plan, metas, device)
+                    entry = Entry(executor, plan, signature, metas)
+                    executor.entries[signature] = entry
                 entries.append(entry)
         program = record.get("program")
         if program is None:
@@ -254,9 +257,7 @@ def _write(name: str, record: dict[str, Any]) -> None:
     if evaluator is not None:
         text = _programs.get(evaluator)
         if text is None:
-            from fuser.runtime.host_evaluator import print_program
-
-            text = _programs[evaluator] = print_program(evaluator.program)
+            text = _programs[evaluator] = op_text(evaluator.program)
         record["program"] = text
     record["kernels"] = [
         [_blob(kernel, cubin, header), entries]
@@ -298,7 +299,6 @@ def _record(runnable: Runnable) -> dict[str, Any] | None:
 
     def add(executor: KernelExecutor, used: list[Entry]) -> None:
         kernel = executor.kernel
-        keys = {id(e): k for k, e in executor.entries.items()}
         params = executor.params
         header = {
             "name": kernel.kernel_name,
@@ -313,7 +313,7 @@ def _record(runnable: Runnable) -> dict[str, Any] | None:
         }
         entries = [
             [
-                list(keys[id(e)][:-1]),
+                list(e.key[:-1]),
                 list(e.grid),
                 list(e.block),
                 e.shared_bytes,

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from cuda.bindings import driver as cu
 
-from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CompilationError, CudaError
 from fuser.runtime import compiled_kernel, driver, kernel_cache
 from fuser.runtime.compiled_kernel import (
@@ -32,7 +31,7 @@ from fuser.runtime.compiled_kernel import (
 
 HALF_KERNEL = (
     "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
-    + TENSOR_STRUCT_SOURCE
+    + "#include <fuser/core.cuh>\n"
     + """
 extern "C" __global__ void scale_half(Tensor<__half, 2> out, Tensor<__nv_bfloat16, 2> in, float s) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -251,7 +250,7 @@ def test_tensor_struct_layout_matches_nvrtc() -> None:
             )
     source = (
         "#include <cuda_fp16.h>\n"
-        + TENSOR_STRUCT_SOURCE
+        + "#include <fuser/core.cuh>\n"
         + "\n".join(asserts)
         + '\nextern "C" __global__ void layout(Tensor<float, 2> t) { t.data[0] = 1.0f; }\n'
     )

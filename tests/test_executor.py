@@ -32,7 +32,6 @@ from fuser.compiler import (
 )
 from fuser.dialects import kernel
 from fuser.dialects.fusion import F16, F64
-from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
 from fuser.run import compare, main, parse_shapes
 from fuser.runtime import calls, dispatch, driver, executor, frontends, signature
@@ -427,7 +426,7 @@ def test_kernel_params_must_be_the_fusion_inputs_then_outputs() -> None:
 
 
 KERNEL = (
-    TENSOR_STRUCT_SOURCE
+    "#include <fuser/core.cuh>\n"
     + r"""
 extern "C" __global__ void axpy(Tensor<float, 2> x, float a, int n, Tensor<float, 2> out) {}
 """

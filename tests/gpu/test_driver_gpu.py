@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from cuda.bindings import driver as cu
 
-from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.errors import CudaError
 from fuser.runtime import arrays, driver
 from fuser.runtime.arrays import BFLOAT16, DeviceArray, view_of
@@ -45,7 +44,7 @@ DTYPES = [
 ]
 
 ADD_2D = (
-    TENSOR_STRUCT_SOURCE
+    "#include <fuser/core.cuh>\n"
     + r"""
 extern "C" __global__ void add2d(Tensor<float, 2> out, Tensor<float, 2> a, Tensor<float, 2> b) {
   long long n = out.size[0] * out.size[1];
@@ -60,7 +59,7 @@ extern "C" __global__ void add2d(Tensor<float, 2> out, Tensor<float, 2> a, Tenso
 )
 
 SCALARS = (
-    TENSOR_STRUCT_SOURCE
+    "#include <fuser/core.cuh>\n"
     + r"""
 extern "C" __global__ void axpbc(Tensor<double, 1> out, Tensor<double, 1> x, double a,
                                  long long n, float b, int c) {

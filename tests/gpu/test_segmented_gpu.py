@@ -30,7 +30,6 @@ from fuser import DataType, FusionDefinition
 from fuser.compiler import FusionCompiler
 from fuser.dialects import fusion as fu
 from fuser.dialects import host
-from fuser.dialects.kernel import TENSOR_STRUCT_SOURCE
 from fuser.run import main
 from fuser.runtime import driver
 from fuser.runtime.arrays import DeviceArray
@@ -297,7 +296,7 @@ def test_fuser_run_times_a_segmented_fusion(capsys: pytest.CaptureFixture[str]) 
 # The evaluator's streams on a real device: rows on a pool of streams, events between them
 
 ROW_KERNEL = (
-    TENSOR_STRUCT_SOURCE
+    "#include <fuser/core.cuh>\n"
     + r"""
 extern "C" __global__ void scale_row(Tensor<float, 1> x, float a, Tensor<float, 1> y) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;

@@ -1,6 +1,6 @@
 // fuser's kernel support: what every generated kernel uses (fuser/codegen/include/fuser/*.cuh).
-// The `Tensor<T, N>` parameter struct (the layout the runtime packs, see
-// `fuser.dialects.kernel.TENSOR_STRUCT_SOURCE`) and `Vec<T, N>` for 2/4/8-wide memory accesses.
+// The `Tensor<T, N>` parameter struct (the one definition of the layout the runtime packs:
+// `fuser.runtime.compiled_kernel.pack_tensor_param`) and `Vec<T, N>` for 2/4/8-wide accesses.
 // NVRTC compiles these headers without <cstdint> (hence `long long`, never `int64_t`).
 #pragma once
 
