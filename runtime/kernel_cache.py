@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -60,29 +61,43 @@ _EVICT_TO = 0.9
 
 def switched_off(variable: str) -> bool:
     """Whether the environment variable turns a cache off (`0`, `off`, `false`, `no`)."""
-    return os.environ.get(variable, "1").strip().lower() in ("0", "off", "false", "no")
+    return _is_off(os.environ.get(variable))
+
+
+def _is_off(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("0", "off", "false", "no")
+
+
+#: The environment variables that place (or turn off) the cache.
+_PLACE_VARIABLES = ("FUSER_KERNEL_CACHE", "FUSER_CACHE_DIR", "XDG_CACHE_HOME", "HOME")
 
 
 def _base_dir() -> Path | None:
     """`$FUSER_CACHE_DIR`, else `$XDG_CACHE_HOME/fuser` or `~/.cache/fuser`; None when the
     cache is off or there is no home folder."""
-    if switched_off("FUSER_KERNEL_CACHE"):
-        return None
-    chosen = os.environ.get("FUSER_CACHE_DIR")
-    if chosen:
-        return Path(chosen)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    try:
-        base = Path(xdg) if xdg else Path.home() / ".cache"
-    except RuntimeError:  # no home folder to be found: no cache
-        return None
-    return base / "fuser"
+    return _folders(tuple(map(os.environ.get, _PLACE_VARIABLES)))[0]
 
 
 def cache_dir() -> Path | None:
     """The folder cubins are kept in, or None when the cache is off."""
-    base = _base_dir()
-    return None if base is None else base / "kernels"
+    return _folders(tuple(map(os.environ.get, _PLACE_VARIABLES)))[1]
+
+
+@functools.lru_cache(maxsize=8)
+def _folders(place: tuple[str | None, ...]) -> tuple[Path | None, Path | None]:
+    """The base folder and the kernels' folder for the values of `_PLACE_VARIABLES` (kept: a
+    new shape asks for them on every lookup of the runnable store)."""
+    switch, chosen, xdg, _ = place
+    if _is_off(switch):
+        return None, None
+    if chosen:
+        base = Path(chosen)
+    else:
+        try:
+            base = (Path(xdg) if xdg else Path.home() / ".cache") / "fuser"
+        except RuntimeError:  # no home folder to be found: no cache
+            return None, None
+    return base, base / "kernels"
 
 
 def cache_key(

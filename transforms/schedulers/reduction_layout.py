@@ -198,6 +198,25 @@ def _shape_class(structure: Structure, info: FusionInfo) -> tuple[Hashable, tupl
     except ShapeMismatch:
         return None
     statics = static_extents(fusion)
+    inputs, order, input_reach = memoized(
+        "inputs_class", (info, statics), lambda: _inputs_class(info, statics)
+    )
+    space = cast(tuple[int, ...], env[reduction_input(structure.reductions[0])])
+    outputs = [cast(tuple[int, ...], env[v]) for v in fusion.output_op.values]
+    output_strides = tuple(
+        tuple(math.gcd(c, CLASS_DIVISOR) for c in TensorMeta.contiguous(shape).strides)
+        for shape in outputs
+    )
+    reach = 4 * max([math.prod(space), input_reach, *(math.prod(s) for s in outputs), 1])
+    return (inputs, output_strides, order, reach > INT32_MAX), space
+
+
+def _inputs_class(
+    info: FusionInfo, statics: frozenset[int]
+) -> tuple[tuple[Hashable, ...], tuple[int, ...], int]:
+    """The inputs' part of `_shape_class` (the same for a fusion and its two-pass copy, which
+    share their inputs): each input's extents, strides and alignment class, the order of their
+    sizes, and the largest element offset they reach."""
     first_of: dict[int, int] = {}
     inputs: list[Hashable] = []
     spans: list[int] = []
@@ -222,14 +241,7 @@ def _shape_class(structure: Structure, info: FusionInfo) -> tuple[Hashable, tupl
         spans.append(_span(meta))
         numels.append(math.prod(meta.shape))
     order = tuple((a > b) - (a < b) for i, a in enumerate(numels) for b in numels[i + 1 :])
-    space = cast(tuple[int, ...], env[reduction_input(structure.reductions[0])])
-    outputs = [cast(tuple[int, ...], env[v]) for v in fusion.output_op.values]
-    output_strides = tuple(
-        tuple(math.gcd(c, CLASS_DIVISOR) for c in TensorMeta.contiguous(shape).strides)
-        for shape in outputs
-    )
-    reach = 4 * max([math.prod(space), *spans, *(math.prod(s) for s in outputs), 1])
-    return (tuple(inputs), output_strides, order, reach > INT32_MAX), space
+    return tuple(inputs), order, max(spans, default=0)
 
 
 def _along_class(structure: Structure, space: tuple[int, ...], inner: bool) -> int:
