@@ -36,7 +36,7 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import ClassVar, Self
+from typing import ClassVar, Self, TypeVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -1205,6 +1205,85 @@ class VarMeanOp(IRDLOperation):
             _check_reduced_result(self, shape, r.type, self.keepdim is not None)
 
 
+@irdl_op_definition
+class PartialSumOp(IRDLOperation):
+    """Sums of chunks of one axis: the first half of a reduction split across kernels.
+
+    `%p = fusion.partial_sum %x [0] splits(4) : tensor<?x?xf32> -> tensor<4x?xf32>` cuts axis 0
+    of `%x` (extent n) into 4 chunks of `ceil(n / 4)` elements (the last ones shorter or empty)
+    and sums each: the result is `%x`'s shape with that axis replaced by the splits, and a `sum`
+    over it completes the sum of `%x` over the axis. The element type is kept.
+
+    It exists so that a reduction with few outputs (a column sum of a tall matrix, the weight
+    gradients of a norm's backward) can be spread over thread blocks, each summing its chunks,
+    with a second kernel summing the chunks, as `split-k` does for a matmul's K. No scheduler
+    takes it yet: compiling a fusion with it is refused ("no scheduler accepts ...").
+    """
+
+    name = "fusion.partial_sum"
+
+    input = operand_def(base(TensorType))
+    axes = prop_def(DenseArrayBase.constr(i64))
+    splits = prop_def(IntegerAttr.constr(i64))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$input $axes `splits` `(` $splits `)` attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, axis: int, splits: int, result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            properties={
+                "axes": DenseArrayBase.from_list(i64, [axis]),
+                "splits": IntegerAttr(splits, i64),
+            },
+            result_types=[result_type],
+        )
+
+    @property
+    def axis(self) -> int:
+        """The axis cut into chunks."""
+        return self.axes.get_values()[0]
+
+    @property
+    def split_count(self) -> int:
+        return self.splits.value.data
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_element(self.name, "operand", self.input.type, NUMERIC_TYPES)
+        _check_same_element(self, self.result)
+        shape = shape_of(self.input.type) or ()
+        axes = tuple(self.axes.get_values())
+        _check_axes(self.name, axes, len(shape))
+        if len(axes) != 1:
+            raise VerifyException(f"'{self.name}' cuts one axis into chunks, got {list(axes)}")
+        splits = self.split_count
+        if splits < 1:
+            raise VerifyException(f"'{self.name}' splits must be >= 1, got {splits}")
+        expected = partial_sum_shape(shape, axes[0], splits)
+        got = shape_of(self.result.type) or ()
+        if not shapes_compatible(expected, got) or got[axes[0]] != splits:
+            raise VerifyException(
+                f"'{self.name}' result shape {format_shape(got)}, expected "
+                f"{format_shape(expected)} (axis {axes[0]} replaced by the {splits} splits)"
+            )
+
+
+_Extent = TypeVar("_Extent")
+
+
+def partial_sum_shape(
+    shape: Sequence[_Extent], axis: int, splits: int
+) -> tuple[_Extent | int, ...]:
+    """The shape a `partial_sum` of `shape` over `axis` into `splits` chunks leaves (extents
+    may be ints or the symbolic extents of a pass)."""
+    return (*shape[:axis], splits, *shape[axis + 1 :])
+
+
 # --------------------------------------------------------------------------------------------
 # Matmul
 # --------------------------------------------------------------------------------------------
@@ -1442,6 +1521,7 @@ Fusion = Dialect(
         MinOp,
         WelfordOp,
         VarMeanOp,
+        PartialSumOp,
         MatmulOp,
     ],
     [GeluApproximationAttr],

@@ -97,6 +97,7 @@ from fuser.dialects.fusion import (
     NegOp,
     NeOp,
     OutputOp,
+    PartialSumOp,
     PowOp,
     ReciprocalOp,
     ReductionOp,
@@ -454,6 +455,24 @@ class FusionFunctions(InterpreterFunctions):
         mean, var_sum, n = self.moments(x, tuple(op.axes.get_values()), keepdim)
         divisor = x.dtype.type(max(n - op.correction.value.data, 0))
         return np.asarray(var_sum / divisor), mean
+
+    @impl(PartialSumOp)
+    def run_partial_sum(
+        self, interp: Interpreter, op: PartialSumOp, args: PythonValues
+    ) -> PythonValues:
+        x = args[0]
+        axis, splits = op.axis, op.split_count
+        n = x.shape[axis]
+        chunk = -(-n // splits) if n else 0
+        parts = [
+            np.sum(
+                np.take(x, range(g * chunk, min((g + 1) * chunk, n)), axis=axis),
+                axis=axis,
+                dtype=x.dtype,
+            )
+            for g in range(splits)
+        ]
+        return (np.stack(parts, axis=axis).astype(x.dtype, copy=False),)
 
     @impl(MatmulOp)
     def run_matmul(self, interp: Interpreter, op: MatmulOp, args: PythonValues) -> PythonValues:

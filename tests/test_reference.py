@@ -753,6 +753,37 @@ def test_split_k_partials_sum_to_the_matmul(
     np.testing.assert_allclose(partial.sum(0), as_float64(a) @ as_float64(b), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    ("el", "axis", "n", "splits"),
+    [("f32", 0, 4097, 8), ("f32", 1, 127, 4), ("f64", 0, 3, 5), ("i32", 1, 1, 2), ("f32", 0, 0, 3)],
+)
+def test_partial_sum_chunks_sum_to_the_sum(
+    el: str, axis: int, n: int, splits: int, rng: np.random.Generator
+) -> None:
+    """Chunk g of `partial_sum` sums rows [g c, (g + 1) c) of its axis, c = ceil(n / splits)
+    (chunks past n are empty: 0), and the chunks sum to the plain sum; n = 3 with 5 splits has
+    empty chunks, n = 0 all empty."""
+    shape = [n, 5] if axis == 0 else [6, n]
+    out_shape = [splits, 5] if axis == 0 else [6, splits]
+    x_t, p_t = tensor(["?", "?"], el), tensor(out_shape, el)
+    f = single_op_fusion(
+        [x_t],
+        f"  %p = fusion.partial_sum %a [{axis}] splits({splits}) : {x_t} -> {p_t}",
+        [p_t],
+        ["%p"],
+    )
+    x = random_values(rng, shape, el)
+    (partial,) = evaluate(f, [x])
+    assert partial.shape == tuple(out_shape) and partial.dtype == DTYPES[el]
+    chunk = -(-n // splits) if n else 0
+    wide = x.astype(np.float64)
+    for g in range(splits):
+        rows = np.arange(g * chunk, min((g + 1) * chunk, n), dtype=np.int64)
+        want = np.take(wide, rows, axis=axis).sum(axis=axis)
+        np.testing.assert_allclose(np.take(partial, g, axis=axis), want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(partial.sum(axis), wide.sum(axis), rtol=1e-5, atol=1e-3)
+
+
 # --------------------------------------------------------------------------------------------
 # Compute mode, dynamic dims, coverage
 # --------------------------------------------------------------------------------------------

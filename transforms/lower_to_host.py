@@ -263,6 +263,8 @@ def _symbolic_shapes(
                 1 if i in axes else e for i, e in enumerate(shape) if keep or i not in axes
             )
             results = [reduced] * len(op.results)
+        elif isinstance(op, fu.PartialSumOp):
+            results = [fu.partial_sum_shape(tensor(op.input), op.axis, op.split_count)]
         elif isinstance(op, fu.MatmulOp):
             a, b = tensor(op.lhs), tensor(op.rhs)
             full = (*a[:-2], a[-2], b[-1])

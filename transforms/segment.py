@@ -350,6 +350,11 @@ class _Extents:
             for r in op.results:
                 for j, i in enumerate(kept):
                     self.union((op.input, i), (r, i if keep else j))
+        elif isinstance(op, fu.PartialSumOp):
+            rank = len(fu.shape_of(op.input.type) or ())
+            for i in range(rank):
+                if i != op.axis:
+                    self.union((op.input, i), (op.result, i))
         elif isinstance(op, fu.MatmulOp):
             rank = len(fu.shape_of(op.lhs.type) or ())
             at = 0 if op.split_count is None else 1  # a split-K partial leads with the splits

@@ -50,6 +50,7 @@ STANDALONE_HOST_OPS: tuple[type[Operation], ...] = (
     fu.ReductionOp,
     fu.WelfordOp,
     fu.VarMeanOp,
+    fu.PartialSumOp,
     fu.BinaryOp,
     fu.SetOp,
 )

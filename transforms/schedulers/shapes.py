@@ -89,6 +89,8 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
         axes = tuple(op.axes.get_values())
         shape = fu.reduced_shape(_shape(env, op.input), axes, op.keepdim is not None)
         return [shape, shape]
+    if isinstance(op, fu.PartialSumOp):
+        return [fu.partial_sum_shape(_shape(env, op.input), op.axis, op.split_count)]
     if isinstance(op, fu.MatmulOp):
         a, b = _shape(env, op.lhs), _shape(env, op.rhs)
         if a[-1] != b[-2] or a[:-2] != b[:-2]:
@@ -160,7 +162,7 @@ class _ShapeSteps:
             elif isinstance(op, fu.VarMeanOp):
                 kind = _REDUCE
                 data = (tuple(op.axes.get_values()), op.keepdim is not None, 2)
-            elif isinstance(op, fu.MatmulOp) or len(op.results) != 1:
+            elif isinstance(op, fu.MatmulOp | fu.PartialSumOp) or len(op.results) != 1:
                 kind = _OTHER
             else:
                 kind = _SAME

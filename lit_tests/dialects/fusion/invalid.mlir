@@ -844,3 +844,66 @@ fusion.fusion @f(%a: tensor<4x3xf64>, %b: tensor<3x2xf64>) -> () {
   %c = fusion.matmul %a, %b splits(0) : tensor<4x3xf64>, tensor<3x2xf64> -> tensor<0x4x2xf64>
   fusion.output
 }
+
+// -----
+
+// partial_sum: one axis
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.partial_sum' cuts one axis into chunks, got [0, 1]}}
+  %p = fusion.partial_sum %x [0, 1] splits(2) : tensor<4x3xf32> -> tensor<2x3xf32>
+  fusion.output
+}
+
+// -----
+
+// partial_sum: the axis in range
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.partial_sum' axis 2 is out of range for rank 2}}
+  %p = fusion.partial_sum %x [2] splits(2) : tensor<4x3xf32> -> tensor<4x3xf32>
+  fusion.output
+}
+
+// -----
+
+// partial_sum: at least one split
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.partial_sum' splits must be >= 1, got 0}}
+  %p = fusion.partial_sum %x [0] splits(0) : tensor<4x3xf32> -> tensor<0x3xf32>
+  fusion.output
+}
+
+// -----
+
+// partial_sum: the axis replaced by the splits, statically
+fusion.fusion @f(%x: tensor<?x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.partial_sum' result shape [?, 3], expected [2, 3] (axis 0 replaced by the 2 splits)}}
+  %p = fusion.partial_sum %x [0] splits(2) : tensor<?x3xf32> -> tensor<?x3xf32>
+  fusion.output
+}
+
+// -----
+
+// partial_sum: the other dims kept
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.partial_sum' result shape [2, 5], expected [2, 3] (axis 0 replaced by the 2 splits)}}
+  %p = fusion.partial_sum %x [0] splits(2) : tensor<4x3xf32> -> tensor<2x5xf32>
+  fusion.output
+}
+
+// -----
+
+// partial_sum: the element type kept
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.partial_sum' must keep the element type: operand f32, result f64}}
+  %p = fusion.partial_sum %x [0] splits(2) : tensor<4x3xf32> -> tensor<2x3xf64>
+  fusion.output
+}
+
+// -----
+
+// partial_sum: a compute type (bf16 is cast to f32 first)
+fusion.fusion @f(%x: tensor<4x3xbf16>) -> () {
+  // expected-error @+1 {{'fusion.partial_sum' operand has element type bf16, expected one of f32, f64, i32, i64}}
+  %p = fusion.partial_sum %x [0] splits(2) : tensor<4x3xbf16> -> tensor<2x3xbf16>
+  fusion.output
+}

@@ -68,3 +68,20 @@ fusion.fusion @var_mean(%x: tensor<?x127xf32>, %d: tensor<2x3x4xf64>) -> (tensor
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "var_mean"
 // CHECK-GENERIC:         %var, %mean = "fusion.var_mean"(%x) <{axes = array<i64: 1>, correction = 0 : i64}> : (tensor<?x127xf32>) -> (tensor<?xf32>, tensor<?xf32>)
 // CHECK-GENERIC-NEXT:    %dvar, %dmean = "fusion.var_mean"(%d) <{axes = array<i64: 0, 2>, correction = 1 : i64, keepdim}> : (tensor<2x3x4xf64>) -> (tensor<1x3x1xf64>, tensor<1x3x1xf64>)
+
+// partial_sum: the chunk sums of one axis (the first half of a reduction split across kernels),
+// on the outer and the inner axis, static and dynamic, float and integer.
+fusion.fusion @partial_sum(%x: tensor<?x?xf32>, %y: tensor<3x127xf64>, %i: tensor<?xi32>) -> (tensor<8x?xf32>, tensor<3x4xf64>, tensor<2xi32>) {
+  %rows = fusion.partial_sum %x [0] splits(8) : tensor<?x?xf32> -> tensor<8x?xf32>
+  %cols = fusion.partial_sum %y [1] splits(4) : tensor<3x127xf64> -> tensor<3x4xf64>
+  %ints = fusion.partial_sum %i [0] splits(2) : tensor<?xi32> -> tensor<2xi32>
+  fusion.output %rows, %cols, %ints : tensor<8x?xf32>, tensor<3x4xf64>, tensor<2xi32>
+}
+
+// CHECK-LABEL: fusion.fusion @partial_sum
+// CHECK-NEXT:    %rows = fusion.partial_sum %x [0] splits(8) : tensor<?x?xf32> -> tensor<8x?xf32>
+// CHECK-NEXT:    %cols = fusion.partial_sum %y [1] splits(4) : tensor<3x127xf64> -> tensor<3x4xf64>
+// CHECK-NEXT:    %ints = fusion.partial_sum %i [0] splits(2) : tensor<?xi32> -> tensor<2xi32>
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "partial_sum"
+// CHECK-GENERIC:         %rows = "fusion.partial_sum"(%x) <{axes = array<i64: 0>, splits = 8 : i64}> : (tensor<?x?xf32>) -> tensor<8x?xf32>
