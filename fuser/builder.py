@@ -9,6 +9,8 @@ or the emitter. For a new signature it finds what runs it:
    concrete shapes and the device's SM count (or the compiler's `split_k` forces one); a matmul
    split in two kernels makes the signature a program's (steps 2 and 3 on the fusion rewritten
    by `apply_split_k`), and a program is reused only for signatures with the same factors.
+   Column sums beside row sums of the same 2-D tensor (norm backwards) are split likewise by
+   `transforms.split_reductions`, into partial sums for the `inner_outer` scheduler.
 1. **One kernel.** If the fusion holds no `segment_set`, no matmul is split, the compiler has
    no merge predicate (`should_merge`, which replaces the schedulers in the segmenter) and a
    scheduler accepts the whole fusion, the kernel already compiled for the same (arch,
@@ -94,6 +96,7 @@ from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import plan_split_k
+from fuser.transforms.split_reductions import plan_split_reductions
 from fuser.transforms.stream_slicing import has_stream_parallel_ops
 from fuser.transforms.translate_welford import (
     Decision,
@@ -183,10 +186,16 @@ class _Variant:
         return op_text(program)
 
 
+Splits = tuple[tuple[int, ...], tuple[int, ...]]
+"""The split factors of a signature: of each matmul (split-K), of each column sum
+(`split-reductions`)."""
+
+
 class _Program:
     """A segmented fusion compiled for one set of heuristics: the segmented fusion, its host
     program and kernels (one module), an executor per segment, and the evaluator.
-    `split_factors` are the split-K factors of the fusion's matmuls it was rewritten with."""
+    `split_factors` are the split factors of the fusion's matmuls and column sums it was
+    rewritten with (`FusionBuilder._split_factors`)."""
 
     def __init__(
         self,
@@ -194,7 +203,7 @@ class _Program:
         lowering: HostLowering,
         executors: Sequence[KernelExecutor],
         device: DeviceInfo,
-        split_factors: tuple[int, ...] = (),
+        split_factors: Splits = ((), ()),
         streams: int = DEFAULT_STREAMS,
         analyses: AnalysisCache | None = None,
     ) -> None:
@@ -382,9 +391,10 @@ class FusionBuilder:
                 return program, True
         return self._new_program(info, factors), False
 
-    def _split_factors(self, info: FusionInfo, log: list[str] | None = None) -> tuple[int, ...]:
-        """The split-K factor of each matmul of the fusion for `info` (`plan_split_k`)."""
-        return plan_split_k(
+    def _split_factors(self, info: FusionInfo, log: list[str] | None = None) -> Splits:
+        """The split-K factor of each matmul of the fusion for `info` (`plan_split_k`), and
+        the factor of each column sum beside row sums (`plan_split_reductions`)."""
+        matmuls = plan_split_k(
             self.fusion,
             info.input_shapes,
             info.device.sm_count,
@@ -392,6 +402,8 @@ class FusionBuilder:
             log=log,
             arch=info.device.arch,
         )
+        sums = plan_split_reductions(self.fusion, info, log=log)
+        return matmuls, sums
 
     def _single_kernel_fusion(self, info: FusionInfo) -> FusionOp:
         """The fusion that one kernel would run for `info`: the fusion, or a copy with its
@@ -459,15 +471,15 @@ class FusionBuilder:
         self._variant_of[variant.executor] = variant
         return variant, False
 
-    def _new_program(self, info: FusionInfo, factors: tuple[int, ...] = ()) -> _Program:
-        """Split-K with `factors` (see `_split_factors`), segment, lower and compile the fusion
-        for `info`."""
+    def _new_program(self, info: FusionInfo, factors: Splits = ((), ())) -> _Program:
+        """Split matmuls and column sums with `factors` (see `_split_factors`), segment, lower
+        and compile the fusion for `info`."""
         name = self.layout.fusion_name
         dump.dump("fusion_ir", f"@{name}", lambda: op_text(self.fusion))
         c = Compilation(
             self.fusion.clone(),
             info,
-            factors,
+            factors[0],
             self.should_merge,
             self.welford,
             self.streams,
@@ -475,7 +487,8 @@ class FusionBuilder:
             comments=dump.enabled("kernel_ir") or dump.enabled("cuda"),
             analyses=AnalysisCache(),  # the final segments are analysed once, then reused
         )
-        if factors:
+        c.reduction_splits = factors[1]
+        if factors != ((), ()):
             self._split_factors(info, c.log)  # the reasons, for the segmenter log
         logged = False
 
@@ -625,9 +638,9 @@ def _launch_config(analyses: AnalysisCache, seg: LoweredSegment, info: FusionInf
         return seg.scheduler.launch_config(seg.fusion, seg.params, info)
 
 
-def _splits_any(factors: tuple[int, ...]) -> bool:
-    """Whether a split-K plan splits any matmul."""
-    return any(f > 1 for f in factors)
+def _splits_any(factors: Splits) -> bool:
+    """Whether a split plan splits any matmul or column sum."""
+    return any(f > 1 for group in factors for f in group)
 
 
 def _output_shapes(fusion: FusionOp, info: FusionInfo, name: str) -> tuple[tuple[int, ...], ...]:

@@ -46,9 +46,9 @@ def test_a_new_shape_of_a_seen_definition_builds_no_structure(
     built: list[Any] = []
     original = reduction_structure.Structure.__init__
 
-    def counting(self: Any, fusion: Any) -> None:
+    def counting(self: Any, fusion: Any, partials: bool = False) -> None:
         built.append(fusion)
-        original(self, fusion)
+        original(self, fusion, partials)
 
     monkeypatch.setattr(reduction_structure.Structure, "__init__", counting)
     for rows in ROWS[1:]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 import pytest
+from ir_helpers import parse
 from xdsl.dialects.builtin import ModuleOp
 
 from fuser import DataType, FusionDefinition
@@ -95,6 +96,34 @@ def layer_norm(dt: DataType) -> FusionDefinition:
     return fd
 
 
+class _Parsed:
+    """A fusion parsed from text where the frontend has no spelling for it (as `fd.fusion`)."""
+
+    def __init__(self, text: str) -> None:
+        self.fusion = parse(text)[1]
+
+
+def inner_outer(dt: DataType) -> _Parsed:
+    """The split form of a norm backward: a row sum, a full output using it, and partial sums
+    over chunks of rows (`split-reductions` writes it)."""
+    el = {DataType.Float: "f32", DataType.Half: "f16", DataType.BFloat16: "bf16"}.get(dt, "f64")
+    acc = "f64" if el == "f64" else "f32"
+    cast = "" if el == acc else f"%xf = fusion.cast %x : tensor<?x?x{el}> -> tensor<?x?x{acc}>"
+    xf = "%x" if el == acc else "%xf"
+    return _Parsed(
+        f"""
+fusion.fusion @inner_outer(%x: tensor<?x?x{el}>) -> (tensor<?x?x{acc}>, tensor<6x?x{acc}>) {{
+  %h = fusion.dim %x[1] : tensor<?x?x{el}>
+  {cast}
+  %s = fusion.sum {xf} [1] : tensor<?x?x{acc}> -> tensor<?x{acc}>
+  %sb = fusion.broadcast_in_dim %s [0] sizes(%h) : tensor<?x{acc}> -> tensor<?x?x{acc}>
+  %y = fusion.mul {xf}, %sb : tensor<?x?x{acc}>
+  %p = fusion.partial_sum %y [0] splits(6) : tensor<?x?x{acc}> -> tensor<6x?x{acc}>
+  fusion.output %y, %p : tensor<?x?x{acc}>, tensor<6x?x{acc}>
+}}"""
+    )
+
+
 # (definition, dtypes, input shapes, expected scheduler)
 CASES = [
     (gelu_bias, FLOATS, [(64, 1000), (1000,)], "pointwise"),
@@ -105,6 +134,7 @@ CASES = [
     (var_mean, FLOATS, [(64, 1000)], "reduction"),
     (softmax, FLOATS, [(64, 1000)], "persistent"),
     (layer_norm, FLOATS, [(64, 1000), (1000,)], "persistent"),
+    (inner_outer, FLOATS, [(64, 1000)], "inner_outer"),
 ]
 
 

@@ -32,6 +32,7 @@ def test_every_stage_is_a_pass_of_fuser_opt() -> None:
     passes = get_all_passes()
     assert [name for name, _ in PIPELINE] == [
         "split-k",
+        "split-reductions",
         "fuser-segment",
         "fuser-lower-host",
         "lower-stream-parallel",

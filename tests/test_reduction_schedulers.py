@@ -882,7 +882,13 @@ def contiguous_info(fusion: FusionOp, shapes: Sequence[Sequence[int]]) -> Fusion
 
 
 def test_registry_order() -> None:
-    assert [s.name for s in SCHEDULERS] == ["pointwise", "reduction", "persistent", "matmul"]
+    assert [s.name for s in SCHEDULERS] == [
+        "pointwise",
+        "reduction",
+        "persistent",
+        "inner_outer",
+        "matmul",
+    ]
     assert isinstance(get_scheduler("reduction"), ReductionScheduler)
     assert isinstance(get_scheduler("persistent"), PersistentScheduler)
 

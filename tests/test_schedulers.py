@@ -894,7 +894,13 @@ def test_iteration_space_maps() -> None:
 
 
 def test_registry() -> None:
-    assert [s.name for s in SCHEDULERS] == ["pointwise", "reduction", "persistent", "matmul"]
+    assert [s.name for s in SCHEDULERS] == [
+        "pointwise",
+        "reduction",
+        "persistent",
+        "inner_outer",
+        "matmul",
+    ]
     assert get_scheduler("pointwise") is SCHEDULERS[0]
     with pytest.raises(KeyError):
         get_scheduler("wgmma")

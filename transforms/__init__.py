@@ -28,6 +28,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return SplitKPass
 
+    def get_split_reductions() -> type[ModulePass]:
+        from fuser.transforms.split_reductions import SplitReductionsPass
+
+        return SplitReductionsPass
+
     def get_lower_stream_parallel() -> type[ModulePass]:
         from fuser.transforms.lower_stream_parallel import LowerStreamParallelPass
 
@@ -56,5 +61,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuser-plan-memory": get_plan_memory,
         "fuser-compile": get_compile,
         "split-k": get_split_k,
+        "split-reductions": get_split_reductions,
         "translate-welford": get_translate_welford,
     }

@@ -3,11 +3,12 @@
 `PIPELINE` lists the stages in order, each the function its own pass applies:
 
 1. `split-k` (`transforms.split_k`): the matmuls the compiler split, rewritten;
-2. `fuser-segment` (`transforms.segment`): the fusion cut into scheduled segments;
-3. `fuser-lower-host` (`transforms.lower_to_host`): a `host.program` and a `kernel.func` per
+2. `split-reductions` (`transforms.split_reductions`): the column sums split beside row sums;
+3. `fuser-segment` (`transforms.segment`): the fusion cut into scheduled segments;
+4. `fuser-lower-host` (`transforms.lower_to_host`): a `host.program` and a `kernel.func` per
    segment;
-4. `lower-stream-parallel` (`transforms.lower_stream_parallel`): marked loops over streams;
-5. `fuser-plan-memory` (`transforms.plan_memory`): the intermediates in one workspace.
+5. `lower-stream-parallel` (`transforms.lower_stream_parallel`): marked loops over streams;
+6. `fuser-plan-memory` (`transforms.plan_memory`): the intermediates in one workspace.
 
 `run_pipeline` runs them on a `Compilation` (one fusion, its input metadata and the options).
 `fd.execute` runs it for a signature that needs a new program (`FusionCompiler._new_program`),
@@ -15,7 +16,8 @@ and `fuser-opt -p 'fuser-compile{shapes=...}'` runs the same stages through `Com
 replaces each `fusion.fusion` of a module by its program and kernels: what `execute` runs is
 what the pass prints. Options of the pass: `shapes`, `arch` and `sm_count` as every pass takes
 them (without `shapes`, the recorded or static ones), `streams` (as `lower-stream-parallel`),
-`splits` (as `split-k`: unset lets the planner choose), `merge` and `welford` (as
+`splits` (as `split-k`: unset lets the planner choose; the column sums `split-reductions` would
+split are planned by their own rule), `merge` and `welford` (as
 `fuser-segment`).
 """
 
@@ -44,9 +46,14 @@ from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
 from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
 from fuser.transforms.schedulers.kernel_builder import kernel_comments
 from fuser.transforms.schedulers.shapes import ShapeMismatch
-from fuser.transforms.segment import segment_fusion
+from fuser.transforms.segment import SegmentationError, segment_fusion
 from fuser.transforms.segment_rules import MergePredicate, merge_rule
 from fuser.transforms.split_k import apply_split_k, plan_split_k
+from fuser.transforms.split_reductions import (
+    apply_split_reductions,
+    plan_split_reductions,
+    split_pays,
+)
 from fuser.transforms.translate_welford import check_mode
 
 
@@ -67,6 +74,10 @@ class Compilation:
     """Whether kernels get `kernel.comment` ops (None: as the caller's `kernel_comments`)."""
     analyses: AnalysisCache | None = None
     """Where the lowering keeps the schedulers' analyses of the final segments (for reuse)."""
+    reduction_splits: tuple[int, ...] = ()
+    """The `split-reductions` factors of the fusion's column sums."""
+    unsplit: fu.FusionOp | None = None
+    """The fusion before `split-reductions` split it, until it is segmented."""
     log: list[str] = field(default_factory=list[str])
     lowering: HostLowering | None = None
 
@@ -81,8 +92,29 @@ def _split_k(c: Compilation) -> None:
         apply_split_k(c.fusion, c.split_factors)
 
 
+def _split_reductions(c: Compilation) -> None:
+    if any(f > 1 for f in c.reduction_splits):
+        c.unsplit = c.fusion.clone()
+        apply_split_reductions(c.fusion, c.reduction_splits)
+
+
 def _segment(c: Compilation) -> None:
-    segment_fusion(c.fusion, c.info, should_merge=c.should_merge, log=c.log, welford=c.welford)
+    def segment() -> None:
+        segment_fusion(c.fusion, c.info, should_merge=c.should_merge, log=c.log, welford=c.welford)
+
+    if c.unsplit is None:
+        segment()
+        return
+    try:
+        segment()
+        why = None if split_pays(c.fusion) else "a partial sum is in a segment without row sums"
+    except SegmentationError as e:
+        why = f"the split fusion has no segmentation: {e}"
+    if why is not None:  # segment the fusion as it was before `split-reductions`
+        c.log.append(f"split-reductions: undone, {why}")
+        c.fusion = c.unsplit
+        segment()
+    c.unsplit = None
 
 
 def _lower(c: Compilation) -> None:
@@ -103,6 +135,7 @@ Stage = Callable[[Compilation], None]
 
 PIPELINE: tuple[tuple[str, Stage], ...] = (
     ("split-k", _split_k),
+    ("split-reductions", _split_reductions),
     ("fuser-segment", _segment),
     ("fuser-lower-host", _lower),
     ("lower-stream-parallel", _streams),
@@ -164,6 +197,7 @@ class CompilePass(ModulePass):
                     fusion, info.input_shapes, self.sm_count, splits=self.splits, arch=self.arch
                 )
                 c = Compilation(fusion, info, factors, predicate, self.welford, self.streams)
+                c.reduction_splits = plan_split_reductions(fusion, info)
                 lowering = run_pipeline(c)
             except ShapeMismatch as e:
                 raise ScheduleOptionError(

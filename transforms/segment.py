@@ -30,7 +30,10 @@ consumer of it; (b) the group graph stays acyclic: no path from A to B (or B to 
 third group; (c) a scheduler accepts the union as a fusion of its own (`accepts` on the union
 with the inputs' `FusionInfo`: real metadata for fusion inputs, contiguous tensors of the
 concrete shapes for intermediates), or, when `should_merge` is given, `should_merge(a, b)`.
-Only producer/consumer pairs merge; siblings that merely share an input stay apart.
+Only producer/consumer pairs merge; siblings that merely share an input stay apart, except a
+group holding a `partial_sum` (`split-reductions`): after the final merge it merges with a
+sibling that reads one of its inputs where a scheduler takes the union (the `inner_outer` one,
+so that layer norm's dw and db partial sums share the read of dy with dx).
 
 **Forwarded unary chains.** A unary op (`neg`, `exp`, ..., `gelu`, `cast`, `set`; not `segment_set`,
 not `broadcast_in_dim`) whose operand is a fusion input, or the result of a forwarded op that has no
@@ -851,6 +854,7 @@ class _Segmenter:
         self.log.append("initial groups: " + " ".join(self.label(g) for g in self.groups))
         self._level_merge()
         self._final_merge()
+        self._partial_sum_merge()
         layout = self._layout(self.groups)
         return layout, self._translate_welfords(layout, self._name_schedulers(layout))
 
@@ -888,6 +892,30 @@ class _Segmenter:
                 if merged:
                     break
             if not merged:
+                return
+
+    def _partial_sum_merge(self) -> None:
+        """Each group holding a `partial_sum` merges with a sibling that reads one of its
+        inputs (no edge between the two), where a scheduler takes the union: the column sums
+        `split-reductions` split beside row sums then share one read of the rows."""
+        while True:
+            edges = self._edges()
+            order = self._topological(edges)
+            pairs = [
+                (a, b)
+                for a in order
+                if any(isinstance(op, fu.PartialSumOp) for op in a.ops)
+                for b in order
+                if b is not a
+                and b not in edges[a]
+                and a not in edges[b]
+                and set(self._plan(a.ops).inputs) & set(self._plan(b.ops).inputs)
+            ]
+            for a, b in pairs:
+                if self._try_merge(b, a, edges, "partial sum merge") is not None:
+                    self._merge(b, a)
+                    break
+            else:
                 return
 
     def _name_schedulers(self, layout: _Layout) -> dict[_Group, str]:

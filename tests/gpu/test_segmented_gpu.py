@@ -81,7 +81,8 @@ CASES = [
     ("sum_broadcast", [(64, 100000), (64, 100000)], ["reduction", "pointwise"]),
     ("segment_set", [(33, 1000), (33, 1000)], ["pointwise"] * 3),
     ("segment_set", [(1, 1), (1, 1)], ["pointwise"] * 3),
-    ("two_reductions", [(513, 1024)], ["reduction", "reduction"]),
+    # the column sum split beside the row max (`split-reductions`): one read of x
+    ("two_reductions", [(513, 1024)], ["inner_outer", "reduction"]),
     ("five_segments", [(300, 3000), (3000,)], None),
 ]
 

@@ -11,7 +11,10 @@ accepts runs better on an earlier one:
    or a reduction of another's result).
 3. `persistent`: inner normalizations (softmax, layer norm, RMS norm) whose rows fit in
    registers: each row is read once and kept on chip across its reductions.
-4. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
+4. `inner_outer`: the `split-reductions` form of a fusion reducing one 2-D tensor along both
+   axes (norm backwards): row reductions and partial sums over chunks of rows, from one read of
+   each row kept in registers.
+5. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
    epilogue, as one tiled kernel (tensor cores for f16/bf16). No other template takes a matmul
    and it takes nothing else, so its place in the order only decides whose reason comes first.
 """
@@ -26,6 +29,7 @@ from fuser.transforms.schedulers.base import (
     cached_heuristics,
 )
 from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.inner_outer import InnerOuterScheduler
 from fuser.transforms.schedulers.matmul import MatmulScheduler
 from fuser.transforms.schedulers.persistent import PersistentScheduler
 from fuser.transforms.schedulers.pointwise import PointwiseScheduler
@@ -35,6 +39,7 @@ SCHEDULERS: tuple[Scheduler, ...] = (
     PointwiseScheduler(),
     ReductionScheduler(),
     PersistentScheduler(),
+    InnerOuterScheduler(),
     MatmulScheduler(),
 )
 """Every scheduler, in priority order."""

@@ -42,6 +42,7 @@ its size, e.g. "row of 100000 f32 elements does not fit in registers".
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import cast
 
@@ -124,19 +125,19 @@ class PersistentParams(Params):
 
 
 @dataclass(frozen=True)
-class _Sizing:
+class Sizing:
     bdx: int
     chunks: int
 
 
-def _size(structure: Structure, problem: Problem) -> _Sizing | str:
+def size_row(structure: Structure, problem: Problem) -> Sizing | str:
     """Threads per row and chunks per thread, or why the row does not fit."""
     v = problem.layout.vector_width
     regs = structure.slot_registers()
     max_chunks = max(1, min(MAX_SLOTS, REGISTER_BUDGET // regs) // v)
     total = ceil_div(problem.reduced, v)
     if ceil_div(total, MAX_THREADS) > max_chunks:
-        t = fu.type_name(fu.element_type(reduction_input(structure.reductions[0]).type))
+        t = fu.type_name(fu.element_type(structure.space_value.type))
         return (
             f"row of {problem.reduced} {t} elements does not fit in registers: at most "
             f"{MAX_THREADS * max_chunks * v} ({MAX_THREADS} threads x {max_chunks * v} "
@@ -147,20 +148,20 @@ def _size(structure: Structure, problem: Problem) -> _Sizing | str:
     if bdx > WARP and total <= WARP * max_chunks:
         # a warp holds the row: its reductions are warp shuffles, with no shared memory or
         # barrier, and a block holds several rows
-        return _Sizing(WARP, ceil_div(total, WARP))
+        return Sizing(WARP, ceil_div(total, WARP))
     if bdx > MAX_THREADS:
         bdx = ceil_div(total, ceil_div(total, MAX_THREADS))
     bdx = min(MAX_THREADS, ceil_div(bdx, 32) * 32) if bdx > 32 else pow2_ceil(bdx)
-    return _Sizing(bdx, max(1, ceil_div(total, bdx)))
+    return Sizing(bdx, max(1, ceil_div(total, bdx)))
 
 
-def analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, _Sizing] | str:
+def analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, Sizing] | str:
     """The structure, layout and sizing of `fusion` for `info`, or why the template does not
     take it (once per (fusion, info) under an open analysis cache)."""
     return memoized("persistent", (fusion, info), lambda: _analyze(fusion, info))
 
 
-def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, _Sizing] | str:
+def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, Sizing] | str:
     structure = structure_of(fusion)
     if structure.error is not None:
         return structure.error
@@ -172,13 +173,13 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem,
             "the reduced dims are not the fastest-varying dims of the input: the inner "
             "persistent scheduler keeps rows along the fastest dim"
         )
-    sizing = _size(structure, problem)
+    sizing = size_row(structure, problem)
     if isinstance(sizing, str):
         return sizing
     return structure, problem, sizing
 
 
-def _rows_per_block(sizing: _Sizing, problem: Problem, info: FusionInfo) -> int:
+def _rows_per_block(sizing: Sizing, problem: Problem, info: FusionInfo) -> int:
     """Rows per block: BLOCK_THREADS threads, halved while the grid would fill fewer than two
     waves of one block per SM."""
     bdy = max(1, BLOCK_THREADS // sizing.bdx)
@@ -232,7 +233,7 @@ class PersistentScheduler(Scheduler):
         assert structure.error is None, structure.error
         parts = KernelParts(structure, p.layout, kernel_name, p.block[0] * p.block[1])
         with parts.kb.build():
-            _emit(parts, p)
+            emit_rows(parts, p)
         return parts.kb.func
 
 
@@ -366,18 +367,64 @@ def _roots(structure: Structure, phase: int, last: bool) -> list[Key]:
     roots = [(reduction_input(op), structure.input_maps[op]) for op in stage]
     if last:
         roots.extend(key for _, key in full_output_keys(structure))
+        roots.extend(structure.partial_keys())
     return roots
 
 
-def _emit(parts: KernelParts, p: PersistentParams) -> None:
-    kb, structure, layout = parts.kb, parts.structure, p.layout
-    bdx, bdy, _ = p.block
-    v = layout.vector_width
+def emit_rows(parts: KernelParts, p: PersistentParams) -> None:
+    """The kernel body: a row per `threadIdx.y` of each block, or, where the fusion has
+    partial sums over rows (the inner-outer form), block g walks the rows of chunk g of each
+    partial sum, one at a time, adding each row's values into per-thread accumulators (the
+    same columns every row), and stores them as row g of the partial sums at the end."""
+    kb, structure = parts.kb, parts.structure
     tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
     bx = kb.geometry(kernel.BlockIdOp, kernel.Dimension.X)
-    row: Index = kb.mul(bx, bdy)
-    if bdy > 1:
-        row = kb.add(row, kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y))
+    if not structure.partials:
+        row: Index = kb.mul(bx, p.block[1])
+        if p.block[1] > 1:
+            row = kb.add(row, kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y))
+        _emit_row(parts, p, row, {})
+        return
+    assert p.block[1] == 1, "the inner-outer form takes one row per block at a time"
+    splits = structure.partials[0].split_count
+    assert all(op.split_count == splits for op in structure.partials)
+    v = p.layout.vector_width
+    rows = parts.kept_extent
+    per_chunk = named(kb.div(kb.add(rows, splits - 1), splits), "chunk_rows")
+    first = named(kb.mul(bx, per_chunk), "first_row")
+    last = arith.MinSIOp(kb.value(kb.add(first, per_chunk)), kb.value(rows)).result
+    last.name_hint = "last_row"
+    sums: dict[Key, SSAValue] = {}
+    for key in structure.partial_keys():
+        t = fu.element_type(key[0].type)
+        sums[key] = kernel.AllocOp(
+            kernel.ArrayType(p.slots, t, kernel.MemorySpace.LOCAL), True
+        ).result
+        sums[key].name_hint = f"{key[0].name_hint or 'value'}_sums"
+    with kb.loop(first, last, name="row") as row:
+        _emit_row(parts, p, row, sums)
+    length = parts.reduced_extent
+    outputs = dict(structure.partial_outputs)
+    keys = dict(zip(structure.partials, structure.partial_keys(), strict=True))
+    for o, op in outputs.items():
+        comment(f"store output #{o} (partial sums of chunk blockIdx.x)")
+        row_offset = [kb.mul(bx, kb.stride(parts.kb.outputs[o], 0))]
+        with kb.loop(0, p.chunks, unroll=True, name="c") if p.chunks > 1 else nullcontext(0) as c:
+            column = kb.add(kb.mul(tx, v), kb.mul(c, p.block[0] * v))
+            valid = named(kb.cmp("slt", named(column, "col"), length), "valid")
+            chunk = Chunk(bx, column, v, True, valid)
+            parts.store_full_slots(o, chunk, sums[keys[op]], kb.mul(c, v), row_offset)
+
+
+def _emit_row(
+    parts: KernelParts, p: PersistentParams, row: Index, sums: dict[Key, SSAValue]
+) -> None:
+    """One row's loads, phases, reductions and stores; the values of the partial sums' inputs
+    are added into `sums` (an array of one element per slot for each)."""
+    kb, structure, layout = parts.kb, parts.structure, p.layout
+    bdx = p.block[0]
+    v = layout.vector_width
+    tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
     rows, length = parts.kept_extent, parts.reduced_extent
     named(row, "row")
     row_ok = named(kb.cmp("slt", row, rows), "row_ok")
@@ -474,6 +521,14 @@ def _emit(parts: KernelParts, p: PersistentParams) -> None:
                         op, slot_state(op, slots, value_at(key)), kernel.Dimension.X, bdx
                     )
                 env_row.update(parts.results(op, state))
+    # the partial sums' inputs (computed in the last phase), added per slot
+    for key, array in sums.items():
+        comment(f"add {key[0].name_hint or 'value'} into its partial sums")
+        value = value_at(key)
+        with slots.loop(slots.count, "s") as s:
+            total = kernel.ArrayLoadOp(array, kb.value(s)).result
+            add = arith.AddfOp if is_float(total.type) else arith.AddiOp
+            kernel.ArrayStoreOp(add(total, value(s)).result, array, kb.value(s))
     # the full-shape outputs (computed in the last phase)
     for o, key in full:
         output = parts.output_plans[o]

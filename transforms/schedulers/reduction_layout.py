@@ -31,6 +31,7 @@ from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import active, memoized
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import DimMap
+from fuser.transforms.schedulers.kernel_builder import value_name
 from fuser.transforms.schedulers.reduction_structure import (
     INT32_MAX,
     Structure,
@@ -201,7 +202,7 @@ def _shape_class(structure: Structure, info: FusionInfo) -> tuple[Hashable, tupl
     inputs, order, input_reach = memoized(
         "inputs_class", (info, statics), lambda: _inputs_class(info, statics)
     )
-    space = cast(tuple[int, ...], env[reduction_input(structure.reductions[0])])
+    space = cast(tuple[int, ...], env[structure.space_value])
     outputs = [cast(tuple[int, ...], env[v]) for v in fusion.output_op.values]
     output_strides = tuple(
         tuple(math.gcd(c, CLASS_DIVISOR) for c in TensorMeta.contiguous(shape).strides)
@@ -256,13 +257,13 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
         env = value_shapes(fusion, info.input_shapes)
     except ShapeMismatch as e:
         return str(e)
-    space = cast(tuple[int, ...], env[reduction_input(structure.reductions[0])])
-    for op in structure.reductions[1:]:
+    space = cast(tuple[int, ...], env[structure.space_value])
+    for op in [*structure.reductions, *structure.partials]:
         shape = env[reduction_input(op)]
         if shape != space:
             return (
                 f"{op_label(op)} reduces a {list(cast(tuple[int, ...], shape))} tensor, "
-                f"{op_label(structure.reductions[0])} a {list(space)} tensor"
+                f"{value_name(structure.space_value)} is a {list(space)} tensor"
             )
     kept_dims = tuple(d for d in structure.kept_axes if space[d] != 1)
     reduced_dims = tuple(d for d in structure.axes if space[d] != 1)
@@ -318,8 +319,18 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
         strides = TensorMeta.contiguous(shape).strides
         outputs_raw.append((n_in + o, m, dims, strides, 16, el, math.prod(shape)))
 
+    # Partial sums: [splits, H] outputs; row g is written by the block that sums chunk g, so
+    # their dim 0 is indexed by the chunk (by the kernel), not by a group of the space.
+    partials_raw: list[tuple[int, DimMap, DimMap, tuple[int, ...], int, int, int]] = []
+    for o, op in structure.partial_outputs:
+        shape = cast(tuple[int, ...], env[op.result])
+        el = kernel.byte_size(fu.element_type(op.result.type))
+        dims = (None, 1 if 1 in groups else None)
+        strides = TensorMeta.contiguous(shape).strides
+        partials_raw.append((n_in + o, dims, dims, strides, 16, el, math.prod(shape)))
+
     # Extents: a static extent, else a parameter that has the dim at its full extent.
-    in_type = cast(TensorType, reduction_input(structure.reductions[0]).type)
+    in_type = cast(TensorType, structure.space_value.type)
     extents: list[tuple[int, int]] = []
     for d in range(structure.rank):
         if d not in groups or in_type.get_shape()[d] != DYNAMIC_INDEX:
@@ -385,14 +396,14 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
     reduced = math.prod(space[d] for d in reduced_dims)
     spans = [_span(m) for m in info.inputs if m is not None]
     # offsets of masked-off points may overshoot the tensors: keep a margin of 4x
-    reach = 4 * max([kept * reduced, *spans, *(a[6] for a in outputs_raw), 1])
+    reach = 4 * max([kept * reduced, *spans, *(a[6] for a in [*outputs_raw, *partials_raw]), 1])
     layout = Layout(
         inner=inner,
         kept_dims=kept_dims,
         reduced_dims=reduced_dims,
         extents=tuple(extents),
         reads=tuple(plans(raw, width)),
-        outputs=tuple(plans(outputs_raw, width)),
+        outputs=tuple(plans([*outputs_raw, *partials_raw], width)),
         vector_width=width,
         index_bits=64 if reach > INT32_MAX else 32,
     )
@@ -409,7 +420,7 @@ def _span(meta: TensorMeta) -> int:
 def space_shape(structure: Structure, info: FusionInfo) -> tuple[int, ...]:
     """The run-time shape of the reductions' input."""
     env = value_shapes(structure.fusion, info.input_shapes)
-    return cast(tuple[int, ...], env[reduction_input(structure.reductions[0])])
+    return cast(tuple[int, ...], env[structure.space_value])
 
 
 def kept_points(structure: Structure, layout: Layout, info: FusionInfo) -> int:

@@ -58,7 +58,7 @@ def reduction_axes(op: Operation) -> tuple[int, ...]:
 
 
 def reduction_input(op: Operation) -> SSAValue:
-    assert isinstance(op, REDUCTION_OPS)
+    assert isinstance(op, (*REDUCTION_OPS, fu.PartialSumOp))
     return op.input
 
 
@@ -108,28 +108,42 @@ def has_dims(m: DimMap, dims: Sequence[int]) -> bool:
 class Structure:
     """The reductions of a fusion, their stages, and the maps each phase needs values under."""
 
-    def __init__(self, fusion: fu.FusionOp) -> None:
+    def __init__(self, fusion: fu.FusionOp, partials: bool = False) -> None:
         self.fusion = fusion
         ops = body_ops(fusion)
         self.pointwise: list[Operation] = [op for op in ops if is_pointwise(op)]
         self.reductions: list[Operation] = [op for op in ops if isinstance(op, REDUCTION_OPS)]
+        self.partials: list[fu.PartialSumOp] = [op for op in ops if isinstance(op, fu.PartialSumOp)]
+        """Partial sums over the rows of the space (axis 0 of a 2-D space), taken with
+        `partials` only: their inputs are needed per element after the last stage, and each
+        is stored as an output of its own (`partial_outputs`)."""
         self.error: str | None = None
         self.persistent_reason: str | None = None
         for op in ops:
             if isinstance(op, fu.SegmentSetOp):
                 self.error = f"{op_label(op)} marks a kernel boundary"
                 return
-            if not (is_pointwise(op) or isinstance(op, (fu.DimOp, *REDUCTION_OPS))):
+            if isinstance(op, fu.PartialSumOp) and not partials:
+                self.error = (
+                    f"{op_label(op)} is a partial sum over rows: the inner-outer scheduler takes it"
+                )
+                return
+            if not (
+                is_pointwise(op) or isinstance(op, (fu.DimOp, fu.PartialSumOp, *REDUCTION_OPS))
+            ):
                 self.error = f"{op_label(op)} is not a pointwise op or a reduction"
                 return
-        if not self.reductions:
+        if not self.reductions and not self.partials:
             self.error = "the fusion has no reduction"
             return
-        first = self.reductions[0]
-        self.axes = reduction_axes(first)
+        first = self.reductions[0] if self.reductions else self.partials[0]
         in_type = cast(TensorType, reduction_input(first).type)
         self.rank = in_type.get_num_dims()
+        self.axes = reduction_axes(first) if self.reductions else (1,)
         self.kept_axes = tuple(d for d in range(self.rank) if d not in self.axes)
+        if self.partials and (error := self._partials_error(in_type)) is not None:
+            self.error = error
+            return
         for op in self.reductions[1:]:
             t = cast(TensorType, reduction_input(op).type)
             if reduction_axes(op) != self.axes or not fu.shapes_compatible(
@@ -146,6 +160,39 @@ class Structure:
             self._analyze()
         except MappingError as e:
             self.error = str(e)
+
+    @property
+    def space_value(self) -> SSAValue:
+        """A value of the space's shape: the first reduction's input (or partial sum's)."""
+        return reduction_input(self.reductions[0] if self.reductions else self.partials[0])
+
+    def _partials_error(self, in_type: TensorType) -> str | None:
+        """Why the partial sums do not fit the inner-outer form, or None: a 2-D space whose
+        reductions (if any) reduce dim 1, partial sums over dim 0 of it, each a fusion output
+        used by nothing else."""
+        if self.rank != 2 or self.axes != (1,):
+            first = self.reductions[0] if self.reductions else self.partials[0]
+            return (
+                f"{op_label(first)} reduces dims {list(self.axes)} of a rank-{self.rank} tensor: "
+                "partial sums over rows go with reductions over dim 1 of a 2-D tensor"
+            )
+        outputs = set(self.fusion.output_op.values)
+        for op in self.partials:
+            shape = cast(TensorType, op.input.type).get_shape()
+            if op.axis != 0:
+                return f"{op_label(op)} sums chunks of dim {op.axis}: only rows (dim 0) are taken"
+            if not fu.shapes_compatible(shape, in_type.get_shape()):
+                return (
+                    f"{op_label(op)} sums a {fu.format_shape(shape)} tensor, the reductions a "
+                    f"{fu.format_shape(in_type.get_shape())} one"
+                )
+            aliases = partial_aliases(op)
+            if aliases is None or not any(v in outputs for v in aliases):
+                return (
+                    f"{op_label(op)} must be used by the fusion's outputs only (directly or "
+                    "through copies)"
+                )
+        return None
 
     def _analyze(self) -> None:
         fusion, rank = self.fusion, self.rank
@@ -171,7 +218,7 @@ class Structure:
                     f"{op_label(op)} needs the result of {op_label(deps[0])}: the row must "
                     "stay on chip between the two reductions"
                 )
-        count = 1 + max(stage_of.values())
+        count = 1 + max(stage_of.values(), default=-1)
         self.stages: list[list[Operation]] = [
             [op for op in self.reductions if stage_of[op] == s] for s in range(count)
         ]
@@ -184,7 +231,12 @@ class Structure:
         # Outputs: of the reduced shape (the epilogue) or of the full shape.
         self.reduced_outputs: list[tuple[int, DimMap]] = []
         self.full_outputs: list[tuple[int, DimMap]] = []
+        self.partial_outputs: list[tuple[int, fu.PartialSumOp]] = []
+        partial_of = {v: op for op in self.partials for v in partial_aliases(op) or ()}
         for i, value in enumerate(fusion.output_op.values):
+            if value in partial_of:
+                self.partial_outputs.append((i, partial_of[value]))
+                continue
             t = cast(TensorType, value.type)
             m = self.result_maps.get(value) or reduced_map(t, rank, self.axes)
             if m is not None:
@@ -200,7 +252,10 @@ class Structure:
         self.reduced_needs = expand(
             self.pointwise, {outputs[i]: [m] for i, m in self.reduced_outputs}
         )
-        self.full_needs = expand(self.pointwise, {outputs[i]: [m] for i, m in self.full_outputs})
+        full_roots: Needs = {outputs[i]: [m] for i, m in self.full_outputs}
+        for key in self.partial_keys():
+            full_roots.setdefault(key[0], []).append(key[1])
+        self.full_needs = expand(self.pointwise, full_roots)
         for value, maps in self.reduced_needs.items():
             if any(has_dims(m, self.axes) for m in maps):
                 raise MappingError(
@@ -222,6 +277,10 @@ class Structure:
                         "values: the row must stay on chip until the reduction is done"
                     )
                     break
+
+    def partial_keys(self) -> list[Key]:
+        """The per-element values the partial sums add up (their inputs, identity map)."""
+        return [(op.input, identity_map(cast(TensorType, op.input.type))) for op in self.partials]
 
     # --- phases ---------------------------------------------------------------------------
 
@@ -266,7 +325,7 @@ class Structure:
             [(reduction_input(op), self.input_maps[op]) for op in stage] for stage in self.stages
         ]
         outputs = self.fusion.output_op.values
-        roots.append([(outputs[o], m) for o, m in self.full_outputs])
+        roots.append([(outputs[o], m) for o, m in self.full_outputs] + self.partial_keys())
         for p, needs in enumerate(self.phases):
             used: list[Key] = list(roots[p])
             for op in self.pointwise:
@@ -293,12 +352,30 @@ class Structure:
                 if has_dims(m, self.axes) and p <= boundary < last_use.get((v, m), p)
             )
             worst = max(worst, live)
+        # a partial sum's accumulators are live from the first row to the last
+        worst += sum(kernel.byte_size(fu.element_type(op.result.type)) / 4 for op in self.partials)
         return max(1, math.ceil(worst))
 
 
-def structure_of(fusion: fu.FusionOp) -> Structure:
-    """`Structure(fusion)`, built once per fusion under an open analysis cache."""
-    return memoized("structure", fusion, lambda: Structure(fusion))
+def partial_aliases(op: fu.PartialSumOp) -> list[SSAValue] | None:
+    """The partial sum's result and its copies (`set`: a segment's trailing `segment_set`
+    becomes one), when every use is a copy or an output; None otherwise."""
+    found: list[SSAValue] = []
+    todo: list[SSAValue] = [op.result]
+    while todo:
+        value = todo.pop()
+        found.append(value)
+        for use in value.uses:
+            if isinstance(use.operation, fu.SetOp):
+                todo.append(use.operation.result)
+            elif not isinstance(use.operation, fu.OutputOp):
+                return None
+    return found
+
+
+def structure_of(fusion: fu.FusionOp, partials: bool = False) -> Structure:
+    """`Structure(fusion, partials)`, built once per fusion under an open analysis cache."""
+    return memoized("structure", (fusion, partials), lambda: Structure(fusion, partials))
 
 
 def full_output_keys(structure: Structure) -> list[tuple[int, Key]]:

@@ -1,0 +1,275 @@
+"""`split-reductions`: the column sums of a fusion that also sums its rows become partial sums
+over chunks of rows, so that one kernel reads the rows once for both (the inner-outer form).
+
+The backward of layer norm and RMS norm reduces one `[N, H]` tensor along both axes: dx needs a
+sum over each row, dw and db a sum over each column. No kernel can finish both in one pass (a
+column's sum needs every row), so fuser made two kernels that each read the inputs, the first
+writing a full `[N, H]` f32 intermediate for the second. This pass rewrites each column sum
+
+```mlir
+%dw = fusion.sum %g [0] : tensor<?x?xf32> -> tensor<?xf32>
+```
+into
+```mlir
+%dw_partial = fusion.partial_sum %g [0] splits(264) : tensor<?x?xf32> -> tensor<264x?xf32>
+%dw_partials = fusion.segment_set %dw_partial : tensor<264x?xf32>
+%dw = fusion.sum %dw_partials [0] : tensor<264x?xf32> -> tensor<?xf32>
+```
+so that the first segment (the row sums, dx and the partial sums: the `inner_outer` scheduler)
+reads every input once, and the second sums `splits x H` partials (the reduction scheduler), as
+`split-k` does for a matmul's K. Only the order of the f32 additions changes.
+
+**When.** A `sum` over dim 0 (with or without `keepdim`) of a 2-D value, in a fusion that also
+reduces a value of the same shape over dim 1 (`sum`, `max`, `min`, `var_mean`, `welford`) that
+can share its kernel (it does not need the column sum, and no `segment_set` lies upstream of
+either), with the inputs' rows their fastest dim, for concrete shapes with enough rows: the
+factor is `min(BLOCKS_PER_SM * sm_count, N // MIN_CHUNK_ROWS)`, and a factor below 2 leaves
+the fusion alone. nvFuser's
+`InnerOuterPersistent` scheduler does the same in one kernel with a grid reduction; fuser keeps
+the second kernel visible in the IR.
+
+A split is undone where it does not pay: when the segmenter finds no segmentation of the split
+fusion, or one where a partial sum does not share its segment with a reduction over rows (a row
+too long for registers leaves the two apart). The pipeline then segments the fusion as it was
+before the split and logs why (`transforms.pipeline`).
+
+**Where it runs.** `FusionBuilder` plans the factors for each new signature
+(`plan_split_reductions`) beside the split-K factors; a program is reused only for signatures
+with the same factors.
+`fuser-opt -p 'split-reductions{shapes="16384x4096,..."}'` runs it on its own (options as
+`split-k`: `shapes`, `arch`, `sm_count`, and `splits` to force the factor; 1 never splits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import DiagnosticException
+
+from fuser.dialects import fusion as fu
+from fuser.transforms.schedule import device_options, pass_fusion_info
+from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
+from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
+
+BLOCKS_PER_SM = 2
+"""Chunks of rows per SM: the inner-outer kernel gives each chunk a block."""
+MIN_CHUNK_ROWS = 8
+"""The fewest rows a chunk sums: fewer would write more partials than they save."""
+
+_ROW_REDUCTIONS = (fu.ReductionOp, fu.VarMeanOp, fu.WelfordOp)
+
+
+class SplitReductionsOptionError(DiagnosticException):
+    """A `split-reductions` option that is malformed or does not fit the module."""
+
+
+def column_sums(fusion: fu.FusionOp) -> list[fu.SumOp]:
+    """The `sum`s over dim 0 of a 2-D value in the fusion's body, in block order, when the
+    body also reduces a 2-D value over dim 1 (not the sums of the chunks of an earlier split):
+    the ones `split-reductions` may rewrite, in the order `plan_split_reductions` gives their
+    factors."""
+    ops = list(fusion.body.block.ops)
+    if any(isinstance(op, fu.SegmentOp) for op in ops):
+        return []
+
+    def rank2(op: Operation) -> bool:
+        return len(fu.shape_of(op.operands[0].type) or ()) == 2
+
+    if not any(
+        isinstance(op, _ROW_REDUCTIONS) and rank2(op) and tuple(op.axes.get_values()) == (1,)
+        for op in ops
+    ):
+        return []
+
+    def split(op: fu.SumOp) -> bool:  # the sum of the chunks of an earlier split
+        staged = op.input.owner
+        return isinstance(staged, fu.SegmentSetOp) and isinstance(
+            staged.input.owner, fu.PartialSumOp
+        )
+
+    return [
+        op
+        for op in ops
+        if isinstance(op, fu.SumOp) and rank2(op) and op.reduction_axes == (0,) and not split(op)
+    ]
+
+
+def plan_split_reductions(
+    fusion: fu.FusionOp,
+    info: FusionInfo | None,
+    *,
+    splits: int | None = None,
+    log: list[str] | None = None,
+) -> tuple[int, ...]:
+    """The factor of each of the fusion's `column_sums` for the inputs and device of `info`
+    (1 for those left alone): see the module docstring. `log`, if given, receives a line per
+    sum saying why. Raises ShapeMismatch when the shapes do not fit the fusion."""
+    sums = column_sums(fusion)
+    if not sums:
+        return ()
+    lines: list[str] = [] if log is None else log
+    if splits is not None:
+        lines.extend(f"split-reductions: {_label(op)}: splits={splits} forced" for op in sums)
+        return (splits,) * len(sums)
+    if info is None:
+        raise ValueError("plan_split_reductions needs the inputs' metadata unless splits is given")
+    env = value_shapes(fusion, info.input_shapes)
+    # the inner-outer kernel walks rows along the fastest dim of its inputs
+    columns_fastest = all(
+        m is None or len(m.shape) != 2 or m.shape[1] <= 1 or m.strides[1] == 1 for m in info.inputs
+    )
+    rows = [
+        (op, _upstream(op.operands[0]))
+        for op in fusion.body.block.ops
+        if isinstance(op, _ROW_REDUCTIONS) and tuple(op.axes.get_values()) == (1,)
+    ]
+    factors: list[int] = []
+    for op in sums:
+        shape = cast(tuple[int, int], env[op.input])
+        n, h = shape
+        before = _upstream(op.input)
+        partners = [
+            r
+            for r, r_before in rows
+            if env[r.operands[0]] == shape
+            and op not in r_before
+            and not any(isinstance(u, fu.SegmentSetOp) for u in r_before | before)
+        ]
+        if not partners:
+            factor, why = (
+                1,
+                (
+                    "no reduction over the rows of the same shape can share its kernel (none, or "
+                    "each needs this sum or lies across a segment_set): not split"
+                ),
+            )
+        elif not columns_fastest:
+            factor, why = 1, "an input's rows are not its fastest dim: not split"
+        else:
+            factor = min(BLOCKS_PER_SM * info.device.sm_count, n // MIN_CHUNK_ROWS)
+            if factor < 2:
+                factor, why = 1, f"{n} rows make fewer than 2 chunks of {MIN_CHUNK_ROWS}: not split"
+            else:
+                why = f"splits({factor}), chunks of {-(-n // factor)} rows"
+        lines.append(f"split-reductions: {_label(op)} {n}x{h}: {why}")
+        factors.append(factor)
+    return tuple(factors)
+
+
+def split_pays(segmented: fu.FusionOp) -> bool:
+    """Whether every `partial_sum` of a segmented fusion shares its segment with a reduction
+    over rows (what the split is for; otherwise the split only adds a kernel)."""
+    for segment in segmented.body.block.ops:
+        if not isinstance(segment, fu.SegmentOp):
+            continue
+        ops = list(segment.body.walk())
+        if any(isinstance(op, fu.PartialSumOp) for op in ops) and not any(
+            isinstance(op, _ROW_REDUCTIONS) for op in ops
+        ):
+            return False
+    return True
+
+
+def _upstream(value: SSAValue) -> set[Operation]:
+    """Every op of the fusion's body that `value` depends on."""
+    found: set[Operation] = set()
+    todo = [value]
+    while todo:
+        owner = todo.pop().owner
+        if isinstance(owner, Operation) and owner not in found:
+            found.add(owner)
+            todo.extend(owner.operands)
+    return found
+
+
+def _label(op: fu.SumOp) -> str:
+    hint = op.result.name_hint
+    return f"%{hint}" if hint else "fusion.sum"
+
+
+@dataclass
+class SplitColumnSum(RewritePattern):
+    """Rewrites a column sum with a factor above 1 in `factors` into its partial sums, a
+    `segment_set` and the sum over the chunks."""
+
+    factors: Mapping[Operation, int]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fu.SumOp, rewriter: PatternRewriter, /) -> None:
+        s = self.factors.get(op, 1)
+        if s < 2:
+            return
+        t = cast(TensorType, op.input.type)
+        name = op.result.name_hint or "sum"
+        partial_type = TensorType(t.element_type, fu.partial_sum_shape(t.get_shape(), 0, s))
+        partial = fu.PartialSumOp(op.input, 0, s, partial_type)
+        partial.result.name_hint = f"{name}_partial"
+        staged = fu.SegmentSetOp(partial.result)
+        staged.result.name_hint = f"{name}_partials"
+        total = fu.SumOp(staged.result, [0], op.keepdim is not None, op.result.type)
+        total.result.name_hint = name
+        rewriter.replace(op, [partial, staged, total])
+
+
+def apply_split_reductions(fusion: fu.FusionOp, factors: Sequence[int]) -> int:
+    """Rewrites the fusion's `column_sums` in place with the given factors (one each, as
+    `plan_split_reductions` returns them; 1 leaves a sum alone). Returns how many were split."""
+    sums = column_sums(fusion)
+    if len(factors) != len(sums):
+        raise ValueError(
+            f"apply_split_reductions: {len(factors)} factor(s) for the {len(sums)} column "
+            f"sum(s) of fusion @{fusion.sym_name.data}"
+        )
+    chosen: dict[Operation, int] = {op: f for op, f in zip(sums, factors, strict=True) if f > 1}
+    if chosen:
+        walker = PatternRewriteWalker(SplitColumnSum(chosen), apply_recursively=False)
+        walker.rewrite_region(fusion.body)
+    return len(chosen)
+
+
+@dataclass(frozen=True)
+class SplitReductionsPass(ModulePass):
+    """Splits the column sums of fusions that also sum their rows (see the module docstring)."""
+
+    name = "split-reductions"
+
+    splits: int | None = None
+    shapes: str = ""
+    arch: str = DEFAULT_ARCH
+    sm_count: int = DEFAULT_SM_COUNT
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.splits is not None and self.splits < 1:
+            raise SplitReductionsOptionError(
+                f"split-reductions: splits must be at least 1 (1 never splits), got {self.splits}"
+            )
+        shapes, device = device_options(
+            self.name, self.shapes, self.arch, self.sm_count, SplitReductionsOptionError
+        )
+        for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
+            if not column_sums(fusion):
+                continue
+            info = None
+            if self.splits is None or shapes is not None:
+                info = pass_fusion_info(
+                    self.name, fusion, shapes, device, SplitReductionsOptionError
+                )
+            try:
+                factors = plan_split_reductions(fusion, info, splits=self.splits)
+            except ShapeMismatch as e:
+                raise SplitReductionsOptionError(
+                    f"split-reductions: the shapes do not fit fusion @{fusion.sym_name.data}: {e}"
+                ) from None
+            apply_split_reductions(fusion, factors)
