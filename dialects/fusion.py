@@ -1216,8 +1216,9 @@ class PartialSumOp(IRDLOperation):
 
     It exists so that a reduction with few outputs (a column sum of a tall matrix, the weight
     gradients of a norm's backward) can be spread over thread blocks, each summing its chunks,
-    with a second kernel summing the chunks, as `split-k` does for a matmul's K. No scheduler
-    takes it yet: compiling a fusion with it is refused ("no scheduler accepts ...").
+    with a second kernel summing the chunks, as `split-k` does for a matmul's K:
+    `split-reductions` writes it, and the `inner_outer` scheduler takes it (over rows, axis 0,
+    of a 2-D tensor).
     """
 
     name = "fusion.partial_sum"

@@ -96,7 +96,7 @@ from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import plan_split_k
-from fuser.transforms.split_reductions import plan_split_reductions
+from fuser.transforms.split_reductions import column_sums, plan_split_reductions
 from fuser.transforms.stream_slicing import has_stream_parallel_ops
 from fuser.transforms.translate_welford import (
     Decision,
@@ -304,6 +304,7 @@ class FusionBuilder:
         self._two_pass: FusionOp | None = None
         self._welford_decisions: dict[Hashable, Decision] = {}  # by `decision_key`
         self._has_welford = bool(welford_ops(fusion.body))
+        self._has_column_sums = bool(column_sums(fusion))
         # the schedulers' analyses of `fusion` and its two-pass copy, which are never rewritten:
         # a new shape analyses each once (the segmenter's copies are rewritten: not kept)
         self._analyses = AnalysisCache()
@@ -402,8 +403,9 @@ class FusionBuilder:
             log=log,
             arch=info.device.arch,
         )
-        sums = plan_split_reductions(self.fusion, info, log=log)
-        return matmuls, sums
+        if not self._has_column_sums:
+            return matmuls, ()
+        return matmuls, plan_split_reductions(self.fusion, info, log=log)
 
     def _single_kernel_fusion(self, info: FusionInfo) -> FusionOp:
         """The fusion that one kernel would run for `info`: the fusion, or a copy with its

@@ -65,7 +65,8 @@ def info(n: int, h: int, transposed_x: bool = False) -> FusionInfo:
     [(16384, False, 264), (1000, False, 125), (15, False, 1), (16384, True, 1)],
 )
 def test_the_factor(n: int, transposed: bool, factor: int) -> None:
-    """min(2 x SMs, rows / 8); fewer than 2 chunks, or rows that are not the inputs' fastest
+    """min(k x SMs, rows / 8), k = 2 chunks per SM for rows of 4096 bf16 (blocks of about 256
+    threads); fewer than 2 chunks, or rows that are not the inputs' fastest
     dim, are not split. Both column sums (dw and db) get the factor."""
     fusion = rms_backward().fusion
     log: list[str] = []

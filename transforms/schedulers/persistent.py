@@ -130,11 +130,12 @@ class Sizing:
     chunks: int
 
 
-def size_row(structure: Structure, problem: Problem) -> Sizing | str:
-    """Threads per row and chunks per thread, or why the row does not fit."""
+def size_row(structure: Structure, problem: Problem, budget: int = REGISTER_BUDGET) -> Sizing | str:
+    """Threads per row and chunks per thread, with `budget` registers per thread for the
+    slots' values, or why the row does not fit."""
     v = problem.layout.vector_width
     regs = structure.slot_registers()
-    max_chunks = max(1, min(MAX_SLOTS, REGISTER_BUDGET // regs) // v)
+    max_chunks = max(1, min(MAX_SLOTS, budget // regs) // v)
     total = ceil_div(problem.reduced, v)
     if ceil_div(total, MAX_THREADS) > max_chunks:
         t = fu.type_name(fu.element_type(structure.space_value.type))

@@ -1,8 +1,9 @@
 // split-reductions on RMS norm backward: the column sum dw (over dim 0) beside the row sum c
 // (over dim 1) becomes partial sums over chunks of rows, a segment_set and the sum of the
-// chunks. 4097 rows on 132 SMs: min(2 x 132, 4097 / 8) = 264 chunks of 16 rows. 15 rows make
-// one chunk of 8 and are left alone; `splits` forces a factor; fuser-compile then gives an
-// inner_outer kernel (row sums, dx, partial sums) and a reduction kernel (the sum of the chunks).
+// chunks. 4097 rows of 4096 bf16 on 132 SMs: min(2 x 132, 4097 / 8) = 264 chunks of 16 rows
+// (2 chunks per SM fill them with blocks of about 256 threads). 15 rows make one chunk of 8
+// and are left alone; `splits` forces a factor; fuser-compile then gives an inner_outer kernel
+// (row sums, dx, partial sums) and a reduction kernel (the sum of the chunks).
 // RUN: fuser-opt %s -p 'split-reductions{shapes="4097x4096,4097x4096,4097,4096"}' | filecheck %s
 // RUN: fuser-opt %s -p 'split-reductions{shapes="15x4096,15x4096,15,4096"}' | filecheck %s --check-prefix=FEW
 // RUN: fuser-opt %s -p 'split-reductions{splits=3}' | filecheck %s --check-prefix=FORCED
