@@ -46,7 +46,7 @@ from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64, Fusion, Fus
 from fuser.dialects.kernel import Kernel
 from fuser.runtime.compiled_kernel import nvrtc_compile
 from fuser.runtime.reference import evaluate
-from fuser.transforms.schedulers import SCHEDULERS, get_scheduler, propose
+from fuser.transforms.schedulers import get_scheduler, propose
 from fuser.transforms.schedulers.base import Params, Scheduler
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.persistent import PersistentParams, PersistentScheduler
@@ -881,14 +881,8 @@ def contiguous_info(fusion: FusionOp, shapes: Sequence[Sequence[int]]) -> Fusion
     )
 
 
-def test_registry_order() -> None:
-    assert [s.name for s in SCHEDULERS] == [
-        "pointwise",
-        "reduction",
-        "persistent",
-        "inner_outer",
-        "matmul",
-    ]
+def test_registry_names() -> None:
+    """(The order is pinned in test_schedulers.py.)"""
     assert isinstance(get_scheduler("reduction"), ReductionScheduler)
     assert isinstance(get_scheduler("persistent"), PersistentScheduler)
 

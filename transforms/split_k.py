@@ -79,23 +79,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.utils.exceptions import DiagnosticException
 
 from fuser.dialects import fusion as fu
-from fuser.transforms.schedule import device_options, pass_fusion_info
-from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT
+from fuser.transforms.schedulers.info import DEFAULT_ARCH, FusionInfo
 from fuser.transforms.schedulers.matmul_tiles import matmul_tile
-from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
+from fuser.transforms.schedulers.shapes import value_shapes
+from fuser.transforms.split_pass import SplitPass, rewrite_split
 
 __all__ = [
     "ALIGNED_FILL",
@@ -271,19 +268,9 @@ class SplitMatmul(RewritePattern):
 def apply_split_k(fusion: fu.FusionOp, factors: Sequence[int]) -> int:
     """Rewrites the fusion's `plain_matmuls` in place with the given factors (one each, as
     `plan_split_k` returns them; 1 leaves a matmul alone). Returns how many were split."""
-    matmuls = plain_matmuls(fusion)
-    if len(factors) != len(matmuls):
-        raise ValueError(
-            f"apply_split_k: {len(factors)} factor(s) for the {len(matmuls)} plain matmul(s) "
-            f"of fusion @{fusion.sym_name.data}"
-        )
-    if any(f < 1 for f in factors):
-        raise ValueError(f"apply_split_k: split factors must be >= 1, got {list(factors)}")
-    chosen: dict[Operation, int] = {op: f for op, f in zip(matmuls, factors, strict=True) if f > 1}
-    if chosen:
-        walker = PatternRewriteWalker(SplitMatmul(chosen), apply_recursively=False)
-        walker.rewrite_region(fusion.body)
-    return len(chosen)
+    return rewrite_split(
+        fusion, plain_matmuls(fusion), factors, SplitMatmul, "apply_split_k", "plain matmul(s)"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,39 +279,20 @@ def apply_split_k(fusion: fu.FusionOp, factors: Sequence[int]) -> int:
 
 
 @dataclass(frozen=True)
-class SplitKPass(ModulePass):
+class SplitKPass(SplitPass):
     """Splits the K axis of matmuls that cannot fill the GPU (see the module docstring)."""
 
     name = "split-k"
+    error = SplitKOptionError
 
-    splits: int | None = None
-    shapes: str = ""
-    arch: str = DEFAULT_ARCH
-    sm_count: int = DEFAULT_SM_COUNT
+    def candidates(self, fusion: fu.FusionOp) -> Sequence[Operation]:
+        if any(isinstance(s, fu.SegmentOp) for s in fusion.body.block.ops):
+            return []
+        return plain_matmuls(fusion)
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.splits is not None and self.splits < 1:
-            raise SplitKOptionError(
-                f"split-k: splits must be at least 1 (1 never splits), got {self.splits}"
-            )
-        shapes, device = device_options(
-            self.name, self.shapes, self.arch, self.sm_count, SplitKOptionError
-        )
-        for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
-            if any(isinstance(s, fu.SegmentOp) for s in fusion.body.block.ops):
-                continue
-            if not plain_matmuls(fusion):
-                continue
-            input_shapes = None
-            if self.splits is None or shapes is not None:
-                info = pass_fusion_info(self.name, fusion, shapes, device, SplitKOptionError)
-                input_shapes = info.input_shapes
-            try:
-                factors = plan_split_k(
-                    fusion, input_shapes, self.sm_count, splits=self.splits, arch=self.arch
-                )
-            except ShapeMismatch as e:
-                raise SplitKOptionError(
-                    f"split-k: the shapes do not fit fusion @{fusion.sym_name.data}: {e}"
-                ) from None
-            apply_split_k(fusion, factors)
+    def plan(self, fusion: fu.FusionOp, info: FusionInfo | None) -> tuple[int, ...]:
+        shapes = None if info is None else info.input_shapes
+        return plan_split_k(fusion, shapes, self.sm_count, splits=self.splits, arch=self.arch)
+
+    def rewrite(self, fusion: fu.FusionOp, factors: Sequence[int]) -> int:
+        return apply_split_k(fusion, factors)

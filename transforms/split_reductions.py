@@ -46,13 +46,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -60,9 +57,9 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
-from fuser.transforms.schedule import device_options, pass_fusion_info
-from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
-from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
+from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.shapes import value_shapes
+from fuser.transforms.split_pass import SplitPass, rewrite_split
 
 THREADS_PER_SM = 512
 """Threads per SM the chunks aim at: the inner-outer kernel gives each chunk a block, which
@@ -253,50 +250,28 @@ class SplitColumnSum(RewritePattern):
 def apply_split_reductions(fusion: fu.FusionOp, factors: Sequence[int]) -> int:
     """Rewrites the fusion's `column_sums` in place with the given factors (one each, as
     `plan_split_reductions` returns them; 1 leaves a sum alone). Returns how many were split."""
-    sums = column_sums(fusion)
-    if len(factors) != len(sums):
-        raise ValueError(
-            f"apply_split_reductions: {len(factors)} factor(s) for the {len(sums)} column "
-            f"sum(s) of fusion @{fusion.sym_name.data}"
-        )
-    chosen: dict[Operation, int] = {op: f for op, f in zip(sums, factors, strict=True) if f > 1}
-    if chosen:
-        walker = PatternRewriteWalker(SplitColumnSum(chosen), apply_recursively=False)
-        walker.rewrite_region(fusion.body)
-    return len(chosen)
+    return rewrite_split(
+        fusion,
+        column_sums(fusion),
+        factors,
+        SplitColumnSum,
+        "apply_split_reductions",
+        "column sum(s)",
+    )
 
 
 @dataclass(frozen=True)
-class SplitReductionsPass(ModulePass):
+class SplitReductionsPass(SplitPass):
     """Splits the column sums of fusions that also sum their rows (see the module docstring)."""
 
     name = "split-reductions"
+    error = SplitReductionsOptionError
 
-    splits: int | None = None
-    shapes: str = ""
-    arch: str = DEFAULT_ARCH
-    sm_count: int = DEFAULT_SM_COUNT
+    def candidates(self, fusion: fu.FusionOp) -> Sequence[Operation]:
+        return column_sums(fusion)
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.splits is not None and self.splits < 1:
-            raise SplitReductionsOptionError(
-                f"split-reductions: splits must be at least 1 (1 never splits), got {self.splits}"
-            )
-        shapes, device = device_options(
-            self.name, self.shapes, self.arch, self.sm_count, SplitReductionsOptionError
-        )
-        for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
-            if not column_sums(fusion):
-                continue
-            info = None
-            if self.splits is None or shapes is not None:
-                info = pass_fusion_info(
-                    self.name, fusion, shapes, device, SplitReductionsOptionError
-                )
-            try:
-                factors = plan_split_reductions(fusion, info, splits=self.splits)
-            except ShapeMismatch as e:
-                raise SplitReductionsOptionError(
-                    f"split-reductions: the shapes do not fit fusion @{fusion.sym_name.data}: {e}"
-                ) from None
-            apply_split_reductions(fusion, factors)
+    def plan(self, fusion: fu.FusionOp, info: FusionInfo | None) -> tuple[int, ...]:
+        return plan_split_reductions(fusion, info, splits=self.splits)
+
+    def rewrite(self, fusion: fu.FusionOp, factors: Sequence[int]) -> int:
+        return apply_split_reductions(fusion, factors)

@@ -19,25 +19,17 @@ traffic at the splits `split-reductions` picks.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import cast
-
 from fuser.dialects import fusion as fu
-from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
-from fuser.transforms.schedulers.base import (
-    ACCEPT,
-    LaunchConfig,
-    Params,
-    Scheduler,
-    Verdict,
-    check_grid,
-    reject,
-)
+from fuser.transforms.schedulers.base import LaunchConfig, Params, check_grid
 from fuser.transforms.schedulers.info import FusionInfo
-from fuser.transforms.schedulers.persistent import PersistentParams, Sizing, emit_rows, size_row
-from fuser.transforms.schedulers.reduction_layout import Problem, plan_layout, refusal_key
-from fuser.transforms.schedulers.reduction_parts import KernelParts
+from fuser.transforms.schedulers.persistent import (
+    Analysis,
+    PersistentScheduler,
+    Sizing,
+    analyze_rows,
+)
+from fuser.transforms.schedulers.reduction_layout import Problem
 from fuser.transforms.schedulers.reduction_structure import Structure, structure_of
 
 REGISTER_BUDGET = 128
@@ -50,74 +42,38 @@ unchanged (benchmarks/RESULTS.md, run 23). Two rows per block at a time (a row p
 but one."""
 
 
-def analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, Sizing] | str:
+def analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     """The structure, layout and row sizing of `fusion` for `info`, or why the template does
     not take it (once per (fusion, info) under an open analysis cache)."""
     return memoized("inner_outer", (fusion, info), lambda: _analyze(fusion, info))
 
 
-def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, Sizing] | str:
+def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     structure = structure_of(fusion, partials=True)
-    if structure.error is not None:
-        return structure.error
-    if not structure.partials:
+    if structure.error is None and not structure.partials:
         return "no 'fusion.partial_sum' over rows (the persistent scheduler's form)"
     if len({op.split_count for op in structure.partials}) > 1:
         return "the partial sums have different splits: one kernel walks one set of row chunks"
-    problem = plan_layout(structure, info)
-    if isinstance(problem, str):
-        return problem
-    if not problem.layout.inner:
-        return (
-            "the rows are not the fastest-varying dim of the inputs: the inner-outer scheduler "
-            "walks rows along the fastest dim"
-        )
-    sizing = size_row(structure, problem, REGISTER_BUDGET)
-    if isinstance(sizing, str):
-        return sizing
-    return structure, problem, sizing
+    return analyze_rows(structure, info, REGISTER_BUDGET)
 
 
-class InnerOuterScheduler(Scheduler):
-    """Norm backwards: row sums and column partial sums of one read of `[N, H]` inputs."""
+class InnerOuterScheduler(PersistentScheduler):
+    """Norm backwards: row sums and column partial sums of one read of `[N, H]` inputs (the
+    persistent template, one row per block at a time; see the module docstring)."""
 
     name = "inner_outer"
 
-    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        result = analyze(fusion, info)
-        return reject(result) if isinstance(result, str) else ACCEPT
+    def structure(self, fusion: fu.FusionOp) -> Structure:
+        return structure_of(fusion, partials=True)
 
-    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
-        """The layout and the row's sizing (threads per row, chunks per thread)."""
-        result = analyze(fusion, info)
-        if isinstance(result, str):
-            return refusal_key(structure_of(fusion, partials=True), info, result)
-        _, problem, sizing = result
-        return (problem.layout, sizing.bdx, sizing.chunks)
+    def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
+        return analyze(fusion, info)
 
-    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PersistentParams:
-        result = analyze(fusion, info)
-        if isinstance(result, str):
-            raise ValueError(
-                f"inner-outer scheduler cannot schedule @{fusion.sym_name.data}: {result}"
-            )
-        _, problem, sizing = result
-        return PersistentParams(
-            block=(sizing.bdx, 1, 1), layout=problem.layout, chunks=sizing.chunks
-        )
+    def rows_per_block(self, sizing: Sizing, problem: Problem, info: FusionInfo) -> int:
+        return 1
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
-        p = cast(PersistentParams, params)
-        splits = structure_of(fusion, partials=True).partials[0].split_count
+        splits = self.structure(fusion).partials[0].split_count
         grid = (splits, 1, 1)
         check_grid(fusion, self.name, grid)
-        return LaunchConfig(grid, p.block)
-
-    def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
-        p = cast(PersistentParams, params)
-        structure = structure_of(fusion, partials=True)
-        assert structure.error is None, structure.error
-        parts = KernelParts(structure, p.layout, kernel_name, p.block[0])
-        with parts.kb.build():
-            emit_rows(parts, p)
-        return parts.kb.func
+        return LaunchConfig(grid, params.block)

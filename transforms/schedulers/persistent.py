@@ -156,14 +156,24 @@ def size_row(structure: Structure, problem: Problem, budget: int = REGISTER_BUDG
     return Sizing(bdx, max(1, ceil_div(total, bdx)))
 
 
-def analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, Sizing] | str:
+Analysis = tuple[Structure, Problem, Sizing] | str
+"""A template's analysis of a fusion for an info: its structure, layout and row sizing, or why
+it does not take the fusion."""
+
+
+def analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     """The structure, layout and sizing of `fusion` for `info`, or why the template does not
     take it (once per (fusion, info) under an open analysis cache)."""
     return memoized("persistent", (fusion, info), lambda: _analyze(fusion, info))
 
 
-def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem, Sizing] | str:
-    structure = structure_of(fusion)
+def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
+    return analyze_rows(structure_of(fusion), info)
+
+
+def analyze_rows(structure: Structure, info: FusionInfo, budget: int = REGISTER_BUDGET) -> Analysis:
+    """The layout and row sizing (`budget` registers per thread for the slots) of a structure
+    for `info`, or why the template does not take it: rows along the fastest dim that fit."""
     if structure.error is not None:
         return structure.error
     problem = plan_layout(structure, info)
@@ -171,10 +181,10 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem,
         return problem
     if not problem.layout.inner:
         return (
-            "the reduced dims are not the fastest-varying dims of the input: the inner "
-            "persistent scheduler keeps rows along the fastest dim"
+            "the reduced dims are not the fastest-varying dims of the input: the persistent "
+            "template keeps rows along the fastest dim"
         )
-    sizing = size_row(structure, problem)
+    sizing = size_row(structure, problem, budget)
     if isinstance(sizing, str):
         return sizing
     return structure, problem, sizing
@@ -190,32 +200,46 @@ def _rows_per_block(sizing: Sizing, problem: Problem, info: FusionInfo) -> int:
 
 
 class PersistentScheduler(Scheduler):
-    """Inner normalizations (softmax, layer norm, RMS norm): one read, rows in registers."""
+    """Inner normalizations (softmax, layer norm, RMS norm): one read, rows in registers.
+
+    The inner-outer scheduler (`inner_outer`) is this template with partial sums over rows: it
+    overrides `structure`, `analysis`, `rows_per_block` and `launch_config`."""
 
     name = "persistent"
 
+    def structure(self, fusion: fu.FusionOp) -> Structure:
+        return structure_of(fusion)
+
+    def analysis(
+        self, fusion: fu.FusionOp, info: FusionInfo
+    ) -> tuple[Structure, Problem, Sizing] | str:
+        return analyze(fusion, info)
+
+    def rows_per_block(self, sizing: Sizing, problem: Problem, info: FusionInfo) -> int:
+        return _rows_per_block(sizing, problem, info)
+
     def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        result = analyze(fusion, info)
+        result = self.analysis(fusion, info)
         return reject(result) if isinstance(result, str) else ACCEPT
 
     def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
         """The layout (per `layout_class`), the row's sizing (threads per row and chunks per
         thread: the row length class) and the rows per block (the waves class)."""
-        result = analyze(fusion, info)
+        result = self.analysis(fusion, info)
         if isinstance(result, str):
-            return refusal_key(structure_of(fusion), info, result)
+            return refusal_key(self.structure(fusion), info, result)
         _, problem, sizing = result
-        bdy = _rows_per_block(sizing, problem, info)
+        bdy = self.rows_per_block(sizing, problem, info)
         return (problem.layout, sizing.bdx, sizing.chunks, bdy)
 
     def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PersistentParams:
-        result = analyze(fusion, info)
+        result = self.analysis(fusion, info)
         if isinstance(result, str):
             raise ValueError(
-                f"persistent scheduler cannot schedule @{fusion.sym_name.data}: {result}"
+                f"{self.name} scheduler cannot schedule @{fusion.sym_name.data}: {result}"
             )
         _, problem, sizing = result
-        bdy = _rows_per_block(sizing, problem, info)
+        bdy = self.rows_per_block(sizing, problem, info)
         return PersistentParams(
             block=(sizing.bdx, bdy, 1), layout=problem.layout, chunks=sizing.chunks
         )
@@ -230,7 +254,7 @@ class PersistentScheduler(Scheduler):
 
     def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
         p = cast(PersistentParams, params)
-        structure = structure_of(fusion)
+        structure = self.structure(fusion)
         assert structure.error is None, structure.error
         parts = KernelParts(structure, p.layout, kernel_name, p.block[0] * p.block[1])
         with parts.kb.build():
