@@ -126,6 +126,9 @@ class PersistentParams(Params):
 
 @dataclass(frozen=True)
 class Sizing:
+    """How a row is spread over threads: `bdx` threads per row, each holding `chunks` chunks
+    of `vector_width` elements."""
+
     bdx: int
     chunks: int
 
@@ -210,9 +213,7 @@ class PersistentScheduler(Scheduler):
     def structure(self, fusion: fu.FusionOp) -> Structure:
         return structure_of(fusion)
 
-    def analysis(
-        self, fusion: fu.FusionOp, info: FusionInfo
-    ) -> tuple[Structure, Problem, Sizing] | str:
+    def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
         return analyze(fusion, info)
 
     def rows_per_block(self, sizing: Sizing, problem: Problem, info: FusionInfo) -> int:
