@@ -241,6 +241,25 @@ def test_new_rows_and_hidden_sizes_share_the_key(make: Callable[[], FusionDefini
     assert len(keys) == 1
 
 
+def test_new_rows_share_every_schedulers_key_and_the_welford_decision() -> None:
+    """Every scheduler's key of a layer norm, and so its Welford `decision_key`, is the same for
+    new row counts: a scheduler that refuses the fusion for its structure (the inner-outer one:
+    no partial sums) must refuse it by reason, not per shape, or every new shape decides again."""
+    fusion = layer_norm().fusion
+    two_pass = translated(fusion)
+    cache = AnalysisCache()
+    keys: dict[str, set[Any]] = {s.name: set() for s in SCHEDULERS}
+    decisions = set()
+    for rows in range(1025, 1041):
+        info = contiguous((rows, 4096), *[(4096,)] * (len(fusion.inputs) - 1))
+        with cached_analyses(cache):
+            for s in SCHEDULERS:
+                keys[s.name].add(s.heuristics_key(fusion, info))
+            decisions.add(decision_key(fusion, info, "auto", two_pass))
+    assert {name: len(k) for name, k in keys.items()} == {name: 1 for name in keys}
+    assert len(decisions) == 1
+
+
 def numpy_inputs(fd: FusionDefinition, rows: int, hidden: int) -> list[np.ndarray]:
     n = len(fd.fusion.inputs)
     return [np.ones((rows, hidden), np.float32)] + [np.ones(hidden, np.float32)] * (n - 1)

@@ -50,8 +50,6 @@ def analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
 
 def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     structure = structure_of(fusion, partials=True)
-    if structure.error is None and not structure.partials:
-        return "no 'fusion.partial_sum' over rows (the persistent scheduler's form)"
     if len({op.split_count for op in structure.partials}) > 1:
         return "the partial sums have different splits: one kernel walks one set of row chunks"
     return analyze_rows(structure, info, REGISTER_BUDGET)

@@ -136,6 +136,9 @@ class Structure:
         if not self.reductions and not self.partials:
             self.error = "the fusion has no reduction"
             return
+        if partials and not self.partials:
+            self.error = "no 'fusion.partial_sum' over rows (the persistent scheduler's form)"
+            return
         first = self.reductions[0] if self.reductions else self.partials[0]
         in_type = cast(TensorType, reduction_input(first).type)
         self.rank = in_type.get_num_dims()
