@@ -1003,9 +1003,12 @@ EXPECTED = {
 
 
 def test_benchmark_heuristics() -> None:
-    """The decisions for the benchmark shapes (printed: `pytest -s`)."""
+    """The decisions for the benchmark shapes that run as one kernel (printed: `pytest -s`);
+    the tall, narrow column sum is split in two (tests/test_split_reductions.py)."""
     seen = set()
     for w in _workloads():
+        if w.name == "sum(0) tall narrow":
+            continue
         fusion = w.define().fusion
         info = contiguous_info(fusion, w.shapes)
         scheduler, params = propose(fusion, info)

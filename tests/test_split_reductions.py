@@ -88,11 +88,21 @@ def test_the_rewrite() -> None:
     assert len(column_sums(fusion)) == 1  # db, left alone
 
 
-def test_a_fusion_without_row_sums_has_no_column_sums_to_split() -> None:
+@pytest.mark.parametrize(("shape", "factor"), [((1048576, 64), 1056), ((16384, 16384), 1)])
+def test_a_column_sum_alone_is_split_where_its_rows_are_narrow(
+    shape: tuple[int, int], factor: int
+) -> None:
+    """Without row sums, a column sum is split only where the reduction scheduler could not
+    fill the GPU (fewer than 8 x SMs vectors a row): 64 columns of f32 take 8 chunks per SM;
+    16384 columns fill it as they are."""
     with FusionDefinition("colsum") as fd:
         fd.add_output(fd.ops.sum(fd.define_tensor([-1, -1]), [0]))
-    assert column_sums(fd.fusion) == []
-    assert plan_split_reductions(fd.fusion, info(16384, 4)) == ()
+    assert len(column_sums(fd.fusion)) == 1
+    i = FusionInfo((TensorMeta.contiguous(shape),), DeviceInfo(sm_count=132))
+    assert plan_split_reductions(fd.fusion, i) == (factor,)
+    kernels = fd.compile([np.ones(shape, np.float32)], arch="sm_90").kernels
+    expected = ["inner_outer", "reduction"] if factor > 1 else ["reduction"]
+    assert [k.scheduler for k in kernels] == expected
 
 
 def test_norm_backward_compiles_to_one_inner_outer_kernel() -> None:

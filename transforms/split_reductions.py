@@ -22,7 +22,10 @@ reads every input once, and the second sums `splits x H` partials (the reduction
 **When.** A `sum` over dim 0 (with or without `keepdim`) of a 2-D value, in a fusion that also
 reduces a value of the same shape over dim 1 (`sum`, `max`, `min`, `var_mean`, `welford`) that
 can share its kernel (it does not need the column sum, and no `segment_set` lies upstream of
-either), with the inputs' rows their fastest dim, for concrete shapes with enough rows: the
+either), or, in a fusion whose only reductions are column sums, whose rows are too narrow for
+the reduction scheduler to fill the GPU (fewer than `NARROW_VECTORS_PER_SM` x SMs 16-byte
+vectors: a column sum of a tall, narrow matrix, which the inner-outer kernel then takes alone);
+with the inputs' rows their fastest dim, for concrete shapes with enough rows: the
 factor is `min(k * sm_count, N // MIN_CHUNK_ROWS)` with `k` chunks per SM (2 to 8: enough
 blocks for `THREADS_PER_SM`), and a factor below 2 leaves the fusion alone. nvFuser's
 `InnerOuterPersistent` scheduler finishes the partials inside its one kernel; fuser keeps the
@@ -70,6 +73,10 @@ chunks per SM, 0.096 with 8), and more chunks than needed cost partials and thei
 MIN_CHUNKS_PER_SM, MAX_CHUNKS_PER_SM = 2, 8
 VECTOR_BYTES = 16
 """Bytes a thread loads at once along a row, for the estimate of the block's threads."""
+NARROW_VECTORS_PER_SM = 4
+"""A column sum with no row sums beside it is split where its rows hold fewer 16-byte vectors
+than this many per SM: the reduction scheduler's outer kernel then has fewer blocks (8 threads
+of vectors wide) than half the SMs (a [1048576, 64] f32 sum ran on 2 blocks)."""
 MIN_CHUNK_ROWS = 8
 """The fewest rows a chunk sums: fewer would write more partials than they save."""
 
@@ -81,22 +88,15 @@ class SplitReductionsOptionError(DiagnosticException):
 
 
 def column_sums(fusion: fu.FusionOp) -> list[fu.SumOp]:
-    """The `sum`s over dim 0 of a 2-D value in the fusion's body, in block order, when the
-    body also reduces a 2-D value over dim 1 (not the sums of the chunks of an earlier split):
-    the ones `split-reductions` may rewrite, in the order `plan_split_reductions` gives their
-    factors."""
+    """The `sum`s over dim 0 of a 2-D value in the fusion's body, in block order (not the sums
+    of the chunks of an earlier split): the ones `split-reductions` may rewrite, in the order
+    `plan_split_reductions` gives their factors."""
     ops = list(fusion.body.block.ops)
     if any(isinstance(op, fu.SegmentOp) for op in ops):
         return []
 
     def rank2(op: Operation) -> bool:
         return len(fu.shape_of(op.operands[0].type) or ()) == 2
-
-    if not any(
-        isinstance(op, _ROW_REDUCTIONS) and rank2(op) and tuple(op.axes.get_values()) == (1,)
-        for op in ops
-    ):
-        return []
 
     def split(op: fu.SumOp) -> bool:  # the sum of the chunks of an earlier split
         staged = op.input.owner
@@ -135,11 +135,11 @@ def plan_split_reductions(
     columns_fastest = all(
         m is None or len(m.shape) != 2 or m.shape[1] <= 1 or m.strides[1] == 1 for m in info.inputs
     )
-    rows = [
-        (op, _upstream(op.operands[0]))
-        for op in fusion.body.block.ops
-        if isinstance(op, _ROW_REDUCTIONS) and tuple(op.axes.get_values()) == (1,)
-    ]
+    rows = [(op, _upstream(op.operands[0])) for op in fusion.body.block.ops if _reduces_rows(op)]
+    # a column sum alone is split only where no other reduction would have shared its kernel
+    sums_only = all(
+        op in sums for op in fusion.body.block.ops if isinstance(op, (*_ROW_REDUCTIONS,))
+    )
     factors: list[int] = []
     for op in sums:
         shape = cast(tuple[int, int], env[op.input])
@@ -152,14 +152,19 @@ def plan_split_reductions(
             and op not in r_before
             and not any(isinstance(u, fu.SegmentSetOp) for u in r_before | before)
         ]
-        if not partners:
+        same_shape = [r for r, _ in rows if env[r.operands[0]] == shape]
+        vectors = -(-h // max(1, VECTOR_BYTES // _widest(fusion)))
+        narrow = vectors < NARROW_VECTORS_PER_SM * info.device.sm_count and sums_only
+        if not partners and same_shape:
             factor, why = (
                 1,
                 (
-                    "no reduction over the rows of the same shape can share its kernel (none, or "
-                    "each needs this sum or lies across a segment_set): not split"
+                    "no reduction over the rows of the same shape can share its kernel (each "
+                    "needs this sum or lies across a segment_set): not split"
                 ),
             )
+        elif not partners and not narrow:
+            factor, why = 1, "no reduction over the rows, and columns enough to fill the GPU"
         elif not columns_fastest:
             factor, why = 1, "an input's rows are not its fastest dim: not split"
         else:
@@ -174,11 +179,9 @@ def plan_split_reductions(
     return tuple(factors)
 
 
-def _chunks_per_sm(fusion: fu.FusionOp, h: int) -> int:
-    """Chunks per SM for rows of `h` elements: enough blocks for `THREADS_PER_SM`, a block's
-    threads estimated as the inner-outer scheduler sizes them (a row of 16-byte vectors of the
-    widest 2-D input, two per thread)."""
-    widest = max(
+def _widest(fusion: fu.FusionOp) -> int:
+    """Bytes of an element of the fusion's widest 2-D input (4 without one)."""
+    return max(
         (
             kernel.byte_size(fu.element_type(t))
             for t in (a.type for a in fusion.inputs)
@@ -186,7 +189,13 @@ def _chunks_per_sm(fusion: fu.FusionOp, h: int) -> int:
         ),
         default=4,
     )
-    vectors = -(-h // max(1, VECTOR_BYTES // widest))
+
+
+def _chunks_per_sm(fusion: fu.FusionOp, h: int) -> int:
+    """Chunks per SM for rows of `h` elements: enough blocks for `THREADS_PER_SM`, a block's
+    threads estimated as the inner-outer scheduler sizes them (a row of 16-byte vectors of the
+    widest 2-D input, two per thread)."""
+    vectors = -(-h // max(1, VECTOR_BYTES // _widest(fusion)))
     threads = min(1024, max(32, -(-vectors // 2)))
     per_sm = -(-THREADS_PER_SM // threads)
     return min(MAX_CHUNKS_PER_SM, max(MIN_CHUNKS_PER_SM, per_sm))
@@ -194,16 +203,27 @@ def _chunks_per_sm(fusion: fu.FusionOp, h: int) -> int:
 
 def split_pays(segmented: fu.FusionOp) -> bool:
     """Whether every `partial_sum` of a segmented fusion shares its segment with a reduction
-    over rows (what the split is for; otherwise the split only adds a kernel)."""
+    over rows, or the fusion has none (a column sum split alone); otherwise the split only
+    added a kernel."""
+    alone = False
+    rows = False
     for segment in segmented.body.block.ops:
         if not isinstance(segment, fu.SegmentOp):
             continue
         ops = list(segment.body.walk())
-        if any(isinstance(op, fu.PartialSumOp) for op in ops) and not any(
-            isinstance(op, _ROW_REDUCTIONS) for op in ops
-        ):
-            return False
-    return True
+        has_rows = any(_reduces_rows(op) for op in ops)
+        rows = rows or has_rows
+        alone = alone or (any(isinstance(op, fu.PartialSumOp) for op in ops) and not has_rows)
+    return not (alone and rows)
+
+
+def _reduces_rows(op: Operation) -> bool:
+    """Whether `op` reduces a 2-D value over dim 1 (each row)."""
+    return (
+        isinstance(op, _ROW_REDUCTIONS)
+        and len(fu.shape_of(op.operands[0].type) or ()) == 2
+        and tuple(op.axes.get_values()) == (1,)
+    )
 
 
 def _upstream(value: SSAValue) -> set[Operation]:

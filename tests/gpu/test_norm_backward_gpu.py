@@ -159,6 +159,26 @@ def test_norm_backward_of_torch_views(rng: np.random.Generator, torch: Any, kind
     assert "inner_outer" not in _schedulers(fd, views)
 
 
+@pytest.mark.parametrize(
+    "shape", [(4097, 3), (100003, 64), (262144, 16), (65537, 1000)], ids=lambda s: f"{s[0]}x{s[1]}"
+)
+@pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16], ids=lambda d: d.name)
+def test_tall_narrow_column_sums(
+    rng: np.random.Generator, shape: tuple[int, int], dtype: DataType
+) -> None:
+    """A column sum of a tall, narrow matrix is split (no row sums beside it): the inner-outer
+    kernel sums chunks of rows, several rows at a time for rows of few threads."""
+    with FusionDefinition(f"colsum_{dtype.name}") as fd:
+        x = fd.define_tensor([-1, -1], dtype)
+        fd.add_output(fd.ops.sum(_f32(fd, x), [0]))
+    d = numpy_dtype(dtype.element_type)
+    inputs = [round_to_float(rng.standard_normal(shape), d)]
+    (out,) = fd.execute(inputs)
+    (ref,) = fd.reference(inputs, compute_dtype=np.float64)
+    assert_close(out, ref, f"column sums {shape}", (2e-5, 1e-5 + 2e-5 * math.sqrt(shape[0])))
+    assert _schedulers(fd, inputs) == ["inner_outer", "reduction"]
+
+
 @pytest.mark.parametrize("shape", [(4097, 33), (5, 4096), (0, 8)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_column_partial_sums(rng: np.random.Generator, shape: tuple[int, int]) -> None:
     """`partial_sum` over rows with no row reduction: the inner-outer kernel alone."""

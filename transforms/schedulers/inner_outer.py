@@ -38,8 +38,14 @@ kernel runs one row per block at a time, so its blocks are better small, with mo
 per thread. On an H100, layer norm backward of [16384, 4096] went from 0.277 to 0.201 ms in
 bf16 and from 0.375 to 0.295 ms in f32 (blocks of 512 and 1024 threads to 256), RMS norm's
 unchanged (benchmarks/RESULTS.md, run 23). Two rows per block at a time (a row per
-`threadIdx.y`, the accumulators summed across it at the end) was slower on every shape tried
-but one."""
+`threadIdx.y`, the accumulators summed across it at the end) was slower for rows of 768 to
+12288 elements; short rows take several (`SHORT_ROW_THREADS`)."""
+
+
+SHORT_ROW_THREADS = 64
+"""Rows that take fewer threads than this are worked on several at a time (a row per
+`threadIdx.y`, `BLOCK_THREADS` threads a block): a column sum of a tall, narrow matrix."""
+BLOCK_THREADS = 256
 
 
 def analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
@@ -68,7 +74,11 @@ class InnerOuterScheduler(PersistentScheduler):
         return analyze(fusion, info)
 
     def rows_per_block(self, sizing: Sizing, problem: Problem, info: FusionInfo) -> int:
-        return 1
+        """One row at a time, except short rows (fewer than `SHORT_ROW_THREADS` threads):
+        `BLOCK_THREADS` threads of them at a time."""
+        if sizing.bdx >= SHORT_ROW_THREADS:
+            return 1
+        return max(1, BLOCK_THREADS // sizing.bdx)
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         splits = self.structure(fusion).partials[0].split_count

@@ -400,8 +400,10 @@ def _roots(structure: Structure, phase: int, last: bool) -> list[Key]:
 def emit_rows(parts: KernelParts, p: PersistentParams) -> None:
     """The kernel body: a row per `threadIdx.y` of each block, or, where the fusion has
     partial sums over rows (the inner-outer form), block g walks the rows of chunk g of each
-    partial sum, one at a time, adding each row's values into per-thread accumulators (the
-    same columns every row), and stores them as row g of the partial sums at the end."""
+    partial sum, one at a time (short rows: `blockDim.y` at a time, a row per `threadIdx.y`),
+    adding each row's values into per-thread accumulators (the same columns every row), and
+    stores them as row g of the partial sums at the end (short rows: summed across
+    `threadIdx.y` first)."""
     kb, structure = parts.kb, parts.structure
     tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
     bx = kb.geometry(kernel.BlockIdOp, kernel.Dimension.X)
@@ -411,7 +413,7 @@ def emit_rows(parts: KernelParts, p: PersistentParams) -> None:
             row = kb.add(row, kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y))
         _emit_row(parts, p, row, {})
         return
-    assert p.block[1] == 1, "the inner-outer form takes one row per block at a time"
+    bdy = p.block[1]
     splits = structure.partials[0].split_count
     assert all(op.split_count == splits for op in structure.partials)
     v = p.layout.vector_width
@@ -427,33 +429,54 @@ def emit_rows(parts: KernelParts, p: PersistentParams) -> None:
             kernel.ArrayType(p.slots, t, kernel.MemorySpace.LOCAL), True
         ).result
         sums[key].name_hint = f"{key[0].name_hint or 'value'}_sums"
-    with kb.loop(first, last, name="row") as row:
-        _emit_row(parts, p, row, sums)
+    if bdy == 1:
+        with kb.loop(first, last, name="row") as row:
+            _emit_row(parts, p, row, sums)
+    else:  # short rows: a row per threadIdx.y, the last rows of the chunk masked
+        ty = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y)
+        with kb.loop(first, last, bdy, name="rows") as rows_at:
+            _emit_row(parts, p, kb.add(rows_at, ty), sums, last)
+        comment("sum the accumulators across threadIdx.y")
+        for array in sums.values():
+            with kb.loop(0, p.slots, unroll=True, name="s") if p.slots > 1 else nullcontext(0) as s:
+                total = kernel.ArrayLoadOp(array, kb.value(s)).result
+                total = kernel.BlockReduceOp(kernel.ReduceKind.SUM, total, kernel.Dimension.Y)
+                kernel.ArrayStoreOp(total.result, array, kb.value(s))
     length = parts.reduced_extent
     outputs = dict(structure.partial_outputs)
     keys = dict(zip(structure.partials, structure.partial_keys(), strict=True))
-    for o, op in outputs.items():
-        comment(f"store output #{o} (partial sums of chunk blockIdx.x)")
-        row_offset = [kb.mul(bx, kb.stride(parts.kb.outputs[o], 0))]
-        with kb.loop(0, p.chunks, unroll=True, name="c") if p.chunks > 1 else nullcontext(0) as c:
-            column = kb.add(kb.mul(tx, v), kb.mul(c, p.block[0] * v))
-            valid = named(kb.cmp("slt", named(column, "col"), length), "valid")
-            chunk = Chunk(bx, column, v, True, valid)
-            parts.store_full_slots(o, chunk, sums[keys[op]], kb.mul(c, v), row_offset)
+    first_row_thread = (
+        None if bdy == 1 else kb.cmp("eq", kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y), 0)
+    )
+    with kb.if_(first_row_thread):
+        for o, op in outputs.items():
+            comment(f"store output #{o} (partial sums of chunk blockIdx.x)")
+            row_offset = [kb.mul(bx, kb.stride(parts.kb.outputs[o], 0))]
+            loop = kb.loop(0, p.chunks, unroll=True, name="c") if p.chunks > 1 else nullcontext(0)
+            with loop as c:
+                column = kb.add(kb.mul(tx, v), kb.mul(c, p.block[0] * v))
+                valid = named(kb.cmp("slt", named(column, "col"), length), "valid")
+                chunk = Chunk(bx, column, v, True, valid)
+                parts.store_full_slots(o, chunk, sums[keys[op]], kb.mul(c, v), row_offset)
 
 
 def _emit_row(
-    parts: KernelParts, p: PersistentParams, row: Index, sums: dict[Key, SSAValue]
+    parts: KernelParts,
+    p: PersistentParams,
+    row: Index,
+    sums: dict[Key, SSAValue],
+    row_end: Index | None = None,
 ) -> None:
     """One row's loads, phases, reductions and stores; the values of the partial sums' inputs
-    are added into `sums` (an array of one element per slot for each)."""
+    are added into `sums` (an array of one element per slot for each). A row past `row_end`
+    (default: the row count) loads nothing, stores nothing and, when given, adds nothing."""
     kb, structure, layout = parts.kb, parts.structure, p.layout
     bdx = p.block[0]
     v = layout.vector_width
     tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
     rows, length = parts.kept_extent, parts.reduced_extent
     named(row, "row")
-    row_ok = named(kb.cmp("slt", row, rows), "row_ok")
+    row_ok = named(kb.cmp("slt", row, rows if row_end is None else row_end), "row_ok")
     end = arith.SelectOp(row_ok, kb.value(length), kb.value(0)).result
     end.name_hint = "end"
     row_chunk = Chunk(row, 0, 1, True, row_ok)
@@ -554,7 +577,10 @@ def _emit_row(
         with slots.loop(slots.count, "s") as s:
             total = kernel.ArrayLoadOp(array, kb.value(s)).result
             add = arith.AddfOp if is_float(total.type) else arith.AddiOp
-            kernel.ArrayStoreOp(add(total, value(s)).result, array, kb.value(s))
+            term = value(s)
+            if row_end is not None:  # a row past the chunk's end adds nothing
+                term = arith.SelectOp(row_ok, term, constant(0, total.type)).result
+            kernel.ArrayStoreOp(add(total, term).result, array, kb.value(s))
     # the full-shape outputs (computed in the last phase)
     for o, key in full:
         output = parts.output_plans[o]
