@@ -285,7 +285,6 @@ def _pch_salt() -> str:
 def _write_pch(prefix: str, options: list[str], path: Path) -> bool:
     """Compile the `#include` lines `prefix` alone with `options` (which hold
     `--create-pch=path`): True when NVRTC wrote the PCH (not when its heap was too small)."""
-    nvrtc = _bindings()
     nvrtc = _nvrtc()
     prog = _nvrtc_check(
         nvrtc.nvrtcCreateProgram(prefix.encode(), b"fuser_pch.cu", 0, [], []),
@@ -305,7 +304,6 @@ def _run_nvrtc(
     source: str, names: Sequence[str], opts: Sequence[str], pch: PchUse | None
 ) -> tuple[Any, str, bytes | None, list[str]]:
     """One NVRTC compile: (result, log, cubin or None when it failed, lowered names)."""
-    nvrtc = _bindings()
     nvrtc = _nvrtc()
     options = [o.encode() for o in (*opts, *(pch.options if pch else ()))]
     try:

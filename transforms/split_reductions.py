@@ -137,9 +137,8 @@ def plan_split_reductions(
     )
     rows = [(op, _upstream(op.operands[0])) for op in fusion.body.block.ops if _reduces_rows(op)]
     # a column sum alone is split only where no other reduction would have shared its kernel
-    sums_only = all(
-        op in sums for op in fusion.body.block.ops if isinstance(op, (*_ROW_REDUCTIONS,))
-    )
+    sums_only = all(op in sums for op in fusion.body.block.ops if isinstance(op, _ROW_REDUCTIONS))
+    vector = max(1, VECTOR_BYTES // _widest(fusion))  # elements a thread loads at once
     factors: list[int] = []
     for op in sums:
         shape = cast(tuple[int, int], env[op.input])
@@ -153,8 +152,7 @@ def plan_split_reductions(
             and not any(isinstance(u, fu.SegmentSetOp) for u in r_before | before)
         ]
         same_shape = [r for r, _ in rows if env[r.operands[0]] == shape]
-        vectors = -(-h // max(1, VECTOR_BYTES // _widest(fusion)))
-        narrow = vectors < NARROW_VECTORS_PER_SM * info.device.sm_count and sums_only
+        narrow = -(-h // vector) < NARROW_VECTORS_PER_SM * info.device.sm_count and sums_only
         if not partners and same_shape:
             factor, why = (
                 1,
@@ -168,7 +166,7 @@ def plan_split_reductions(
         elif not columns_fastest:
             factor, why = 1, "an input's rows are not its fastest dim: not split"
         else:
-            per_sm = _chunks_per_sm(fusion, h)
+            per_sm = _chunks_per_sm(-(-h // vector))
             factor = min(per_sm * info.device.sm_count, n // MIN_CHUNK_ROWS)
             if factor < 2:
                 factor, why = 1, f"{n} rows make fewer than 2 chunks of {MIN_CHUNK_ROWS}: not split"
@@ -191,11 +189,10 @@ def _widest(fusion: fu.FusionOp) -> int:
     )
 
 
-def _chunks_per_sm(fusion: fu.FusionOp, h: int) -> int:
-    """Chunks per SM for rows of `h` elements: enough blocks for `THREADS_PER_SM`, a block's
-    threads estimated as the inner-outer scheduler sizes them (a row of 16-byte vectors of the
-    widest 2-D input, two per thread)."""
-    vectors = -(-h // max(1, VECTOR_BYTES // _widest(fusion)))
+def _chunks_per_sm(vectors: int) -> int:
+    """Chunks per SM for rows of `vectors` 16-byte vectors: enough blocks for `THREADS_PER_SM`,
+    a block's threads estimated as the inner-outer scheduler sizes them (two vectors per
+    thread)."""
     threads = min(1024, max(32, -(-vectors // 2)))
     per_sm = -(-THREADS_PER_SM // threads)
     return min(MAX_CHUNKS_PER_SM, max(MIN_CHUNKS_PER_SM, per_sm))

@@ -9,7 +9,8 @@ it is the kernel boundary; a plain `sum` over the chunks completes it in a secon
 fusion with partial sums and no reduction is taken too: a column sum split over row chunks.
 
 The kernel is the persistent template's (`persistent.emit_rows`) with one row per block at a
-time: block g walks the rows of chunk g, and each row is read once and kept in registers across
+time (short rows: several, a row per `threadIdx.y`, the accumulators summed across it at the
+end): block g walks the rows of chunk g, and each row is read once and kept in registers across
 its reductions, as there. A thread's slots are the same columns of every row, so the values a
 partial sum adds up are added into an array of one register per slot; after the last row the
 thread stores its array as row g of the partial sums (vectorized like the row). The inputs are
