@@ -157,6 +157,13 @@ def _param_fits(param: TensorParam | ScalarParam, t: Attribute) -> bool:
     return not isinstance(param, TensorParam)
 
 
+def kernel_stem(name: str) -> str:
+    """The part of a kernel's name a fusion's name gives: letters, digits and single
+    underscores, none at either end (C++ reserves names with `__`), e.g. "sum_1" for
+    "sum(-1)"; "f" for a name with none of them."""
+    return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]", "_", name)).strip("_") or "f"
+
+
 @dataclass
 class _Variant:
     """A compiled kernel for one (arch, scheduler, heuristics), and its executor; described,
@@ -320,7 +327,7 @@ class FusionBuilder:
         self._compiled_signatures: set[tuple[str, tuple[int, ...]]] = set()
         self.kernels_compiled = 0
         self.heuristic_reuses = 0
-        self._base_name = "fuser_" + (re.sub(r"[^A-Za-z0-9_]", "_", fusion.sym_name.data) or "f")
+        self._base_name = "fuser_" + kernel_stem(fusion.sym_name.data)
 
     @property
     def programs(self) -> int:

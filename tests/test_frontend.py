@@ -1144,3 +1144,16 @@ def test_import_fuser_alone_loads_no_frontend() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:3] == ["[]", "DataType.Float True", "False"], out.stdout
+
+
+@pytest.mark.parametrize("name", ["sum(-1)", "a__b", "_x_", "((", "rms norm (bf16)"])
+def test_any_fusion_name_gives_valid_kernel_names(name: str) -> None:
+    """A definition's name may be any text: its kernels' names keep its letters and digits
+    with single underscores (C++ reserves `__`), and NVRTC compiles them."""
+    with FusionDefinition(name) as fd:
+        x = fd.define_tensor([-1, -1], DataType.Float)
+        fd.add_output(fd.ops.sum(x, [0]))
+    for shape in ((64, 64), (262144, 16)):  # one kernel; a split column sum's two
+        compiled = fd.compile([np.zeros(shape, np.float32)], arch="sm_90")
+        for k in compiled.kernels:
+            assert k.name.startswith("fuser_") and "__" not in k.name and not k.name.endswith("_")

@@ -72,8 +72,8 @@ def var_mean(dt: DataType) -> FusionDefinition:
     return fd
 
 
-def softmax(dt: DataType) -> FusionDefinition:
-    with FusionDefinition("softmax") as fd:
+def softmax(dt: DataType, name: str = "softmax") -> FusionDefinition:
+    with FusionDefinition(name) as fd:
         x = fd.define_tensor([-1, -1], dt)
         m = fd.ops.broadcast_in_dim(fd.ops.max(x, [1]), x.shape(), [0])
         e = fd.ops.exp(fd.ops.sub(x, m))
@@ -82,8 +82,8 @@ def softmax(dt: DataType) -> FusionDefinition:
     return fd
 
 
-def layer_norm(dt: DataType) -> FusionDefinition:
-    with FusionDefinition("layer_norm") as fd:
+def layer_norm(dt: DataType, name: str = "layer_norm") -> FusionDefinition:
+    with FusionDefinition(name) as fd:
         x = fd.define_tensor([-1, -1], dt)
         w = fd.define_tensor([-1], dt)
         xf = x if dt in (DataType.Float, DataType.Double) else fd.ops.cast(x, DataType.Float)
@@ -94,6 +94,16 @@ def layer_norm(dt: DataType) -> FusionDefinition:
         y = fd.ops.mul(fd.ops.mul(centered, inv), fd.ops.broadcast_in_dim(w, shape, [1]))
         fd.add_output(fd.ops.cast(y, dt))
     return fd
+
+
+def long_softmax(dt: DataType) -> FusionDefinition:
+    """Softmax over rows too long for registers (the looped scheduler)."""
+    return softmax(dt, "long_softmax")
+
+
+def long_layer_norm(dt: DataType) -> FusionDefinition:
+    """Layer norm (a Welford reduction) over rows too long for registers."""
+    return layer_norm(dt, "long_layer_norm")
 
 
 class _Parsed:
@@ -135,6 +145,8 @@ CASES = [
     (softmax, FLOATS, [(64, 1000)], "persistent"),
     (layer_norm, FLOATS, [(64, 1000), (1000,)], "persistent"),
     (inner_outer, FLOATS, [(64, 1000)], "inner_outer"),
+    (long_softmax, FLOATS, [(8, 70001)], "looped"),
+    (long_layer_norm, FLOATS, [(8, 100003), (100003,)], "looped"),
 ]
 
 

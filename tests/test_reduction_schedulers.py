@@ -49,12 +49,14 @@ from fuser.runtime.reference import evaluate
 from fuser.transforms.schedulers import get_scheduler, propose
 from fuser.transforms.schedulers.base import Params, Scheduler
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
+from fuser.transforms.schedulers.looped import LoopedParams, LoopedScheduler
 from fuser.transforms.schedulers.persistent import PersistentParams, PersistentScheduler
 from fuser.transforms.schedulers.reduction import ReductionParams, ReductionScheduler
 from fuser.transforms.split_reductions import plan_split_reductions
 
 REDUCTION = ReductionScheduler()
 PERSISTENT = PersistentScheduler()
+LOOPED = LoopedScheduler()
 
 # --------------------------------------------------------------------------------------------
 # A kernel-dialect interpreter
@@ -882,6 +884,78 @@ def contiguous_info(fusion: FusionOp, shapes: Sequence[Sequence[int]]) -> Fusion
     )
 
 
+def test_looped_takes_long_rows_read_by_two_passes() -> None:
+    """The looped scheduler takes an inner normalization whose row does not fit in registers
+    where a later pass reads an input an earlier one read, and says why not otherwise."""
+    f = softmax()
+    info = contiguous_info(f, [(10, 100000)])
+    assert not PERSISTENT.accepts(f, info) and LOOPED.accepts(f, info)
+    assert propose(f, info)[0].name == "looped"
+    params = LOOPED.heuristics(f, info)
+    assert isinstance(params, LoopedParams)
+    # one block of 1024 threads per SM: 132 rows of 400 KB in flight do not fit half of L2
+    assert params.block == (1024, 1, 1) and params.blocks == 132 and params.unroll == 4
+    assert LOOPED.launch_config(f, params, info).grid == (10, 1, 1)
+    assert LOOPED.launch_config(f, params, contiguous_info(f, [(5000, 100000)])).grid == (132, 1, 1)
+    # rows of 32 KB: two blocks per SM fit half of L2, each 256 threads (two tiles per thread)
+    short = LOOPED.heuristics(f, contiguous_info(f, [(10000, 8192)]))
+    assert short.block == (256, 1, 1) and short.blocks == 264
+    # z / sum(x): x is read by the first pass only, z by the second: two kernels are as good
+    sum_div = parse_fusion("""
+fusion.fusion @f(%x: tensor<?x?xf32>, %z: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
+  %d = fusion.dim %x[1] : tensor<?x?xf32>
+  %s = fusion.sum %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = fusion.broadcast_in_dim %s [0] sizes(%d) : tensor<?xf32> -> tensor<?x?xf32>
+  %y = fusion.div %z, %sb : tensor<?x?xf32>
+  fusion.output %y : tensor<?x?xf32>
+}""")
+    verdict = LOOPED.accepts(sum_div, contiguous_info(sum_div, [(10, 100000), (10, 100000)]))
+    assert not verdict and verdict.reason.startswith("no input is read by two passes")
+    outer_norm = parse_fusion("""
+fusion.fusion @f(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
+  %n = fusion.dim %x[0] : tensor<?x?xf32>
+  %s = fusion.sum %x [0] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = fusion.broadcast_in_dim %s [1] sizes(%n) : tensor<?xf32> -> tensor<?x?xf32>
+  %y = fusion.div %x, %sb : tensor<?x?xf32>
+  fusion.output %y : tensor<?x?xf32>
+}""")
+    verdict = LOOPED.accepts(outer_norm, contiguous_info(outer_norm, [(100000, 64)]))
+    assert not verdict and "not the fastest-varying dims" in verdict.reason
+
+
+def test_looped_computes_softmax_normalizer_online() -> None:
+    """softmax: the max and the sum of exp(x - max) in one pass (two carried values), then the
+    output: two loops over the row; a sum of exp(x - max) of another value stays a pass."""
+    f = softmax()
+    func = LOOPED.emit(f, LOOPED.heuristics(f, contiguous_info(f, [(4, 100003)])), "k")
+    loops = [
+        op for op in func.walk() if isinstance(op, scf.ForOp) and "unroll" not in op.attributes
+    ]
+    assert len(loops) == 3  # the rows, the normalizer pass, the output pass
+    assert len(loops[1].results) == 2
+    names = [op.name for op in func.walk()]
+    assert names.count("kernel.block_reduce") == 2
+
+
+def test_looped_merges_welford_states_pairwise() -> None:
+    """A long row's var_mean: per-thread states merged across tiles, then across the block by
+    `kernel.block_welford` (Chan's formula), not by sums of count x mean."""
+    f = parse_fusion("""
+fusion.fusion @f(%x: tensor<?x?xf32>) -> (tensor<?xf32>, tensor<?x?xf32>) {
+  %d = fusion.dim %x[1] : tensor<?x?xf32>
+  %var, %mean = fusion.var_mean %x [1] correction(1)
+      : tensor<?x?xf32> -> tensor<?xf32>, tensor<?xf32>
+  %mb = fusion.broadcast_in_dim %mean [0] sizes(%d) : tensor<?xf32> -> tensor<?x?xf32>
+  %c = fusion.sub %x, %mb : tensor<?x?xf32>
+  fusion.output %var, %c : tensor<?xf32>, tensor<?x?xf32>
+}""")
+    info = contiguous_info(f, [(4, 100003)])
+    func = LOOPED.emit(f, LOOPED.heuristics(f, info), "k")
+    names = [op.name for op in func.walk()]
+    assert names.count("kernel.block_welford") == 1 and "kernel.block_reduce" not in names
+    assert names.count("scf.for") == 3  # the rows; the Welford pass; the output pass
+
+
 def test_registry_names() -> None:
     """(The order is pinned in test_schedulers.py.)"""
     assert isinstance(get_scheduler("reduction"), ReductionScheduler)
@@ -1079,6 +1153,9 @@ def _compile_cases() -> list[tuple[Scheduler, FusionOp, list[tuple[int, ...]]]]:
     cases.append((PERSISTENT, softmax(), [(100, 32768)]))  # 1024 threads x 32 elements
     cases.append((PERSISTENT, softmax(), [(100, 77)]))  # scalar accesses
     cases.append((PERSISTENT, parse_fusion(TWO_REDUCTIONS_EPILOGUE), [(1000, 96), (1000,)]))
+    cases.append((LOOPED, softmax(), [(100, 100003)]))  # scalar accesses
+    cases.append((LOOPED, softmax("bf16"), [(7, 262144)]))
+    cases.append((LOOPED, softmax("f64"), [(7, 20481)]))
     return cases
 
 

@@ -24,7 +24,14 @@ from xdsl.builder import ImplicitBuilder
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Builtin, FloatAttr, IntegerAttr, TensorType, VectorType
+from xdsl.dialects.builtin import (
+    Builtin,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    VectorType,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.parser import Parser
 
@@ -895,13 +902,15 @@ def test_iteration_space_maps() -> None:
 
 def test_registry() -> None:
     assert [s.name for s in SCHEDULERS] == [
+        "transpose",
         "pointwise",
         "reduction",
         "persistent",
         "inner_outer",
+        "looped",
         "matmul",
     ]
-    assert get_scheduler("pointwise") is SCHEDULERS[0]
+    assert get_scheduler("pointwise") is SCHEDULERS[1]
     with pytest.raises(KeyError):
         get_scheduler("wgmma")
 
@@ -1071,3 +1080,56 @@ def test_pointwise_iterates_over_the_highest_rank_of_equal_outputs(rows: int) ->
     assert [k.scheduler for k in compiled.kernels] == ["pointwise"]
     small, big = fd.reference([xs])
     assert small.shape == (rows, 1) and big.shape == (rows, 1, 129)
+
+
+def _transposed(shape: tuple[int, ...], order: tuple[int, ...]) -> TensorMeta:
+    """A view of logical `shape` whose dims lie in memory in `order` (slowest first)."""
+    strides = [0] * len(shape)
+    stride = 1
+    for d in reversed(order):
+        strides[d] = stride
+        stride *= shape[d]
+    return TensorMeta(tuple(shape), tuple(strides))
+
+
+def test_transpose_takes_a_transposed_input_and_says_why_not() -> None:
+    """The transpose scheduler takes gelu(x + b) where x's fastest dim is not the output's,
+    and leaves the rest to the pointwise scheduler with a reason."""
+    from fuser.transforms.schedulers.transpose import TransposeParams, TransposeScheduler
+
+    transpose = TransposeScheduler()
+    fusion = parse_fusion(GELU_BIAS)
+    bias = TensorMeta.contiguous((4096,))
+    info = FusionInfo((_transposed((8192, 4096), (1, 0)), bias))
+    scheduler, params = propose(fusion, info)
+    assert scheduler.name == "transpose"
+    assert params == TransposeParams(
+        block=(32, 8, 1), tile=32, reference=0, tiled=0, staged=(0,), index_bits=32
+    )
+    assert transpose.launch_config(fusion, params, info).grid == (128, 256, 1)
+    row_major = transpose.accepts(fusion, FusionInfo((TensorMeta.contiguous((8192, 4096)), bias)))
+    assert not row_major and "no input's fastest dim differs" in row_major.reason
+    narrow = FusionInfo((_transposed((8192, 8), (1, 0)), TensorMeta.contiguous((8,))))
+    short = transpose.accepts(fusion, narrow)
+    assert not short and "a 32x32 tile would stay mostly idle" in short.reason
+    assert propose(fusion, narrow)[0].name == "pointwise"
+
+
+@pytest.mark.parametrize("el", ["f32", "bf16", "f64"])
+def test_transpose_kernels_compile_with_nvrtc(el: str) -> None:
+    """f32 and f64 tiles of 32 elements a side, bf16 of 64."""
+    from fuser.codegen.cuda import emit_cuda
+    from fuser.runtime.compiled_kernel import nvrtc_compile
+    from fuser.transforms.schedulers.transpose import TransposeScheduler
+
+    text = GELU_BIAS.replace("f32", el)
+    fusion = parse_fusion(text)
+    info = FusionInfo((_transposed((1000, 4097), (1, 0)), TensorMeta.contiguous((4097,))))
+    transpose = TransposeScheduler()
+    params = transpose.heuristics(fusion, info)
+    assert params.tile == (64 if el == "bf16" else 32)
+    func = transpose.emit(fusion, params, f"transpose_{el}")
+    func.verify()
+    names = [op.name for op in func.walk()]
+    assert names.count("kernel.barrier") == 1 and "kernel.alloc" in names
+    nvrtc_compile(emit_cuda(ModuleOp([func])), func.sym_name.data, "sm_90")

@@ -527,7 +527,10 @@ def test_log_names_each_candidate_and_every_rejection() -> None:
     assert tuple(log) == result.log
     assert log[0] == "segmenter: fusion @sum_div"
     whole = log[1]
-    assert whole.startswith("whole fusion: rejected: pointwise: 'fusion.sum' (%s) is a reduction")
+    assert whole.startswith(
+        "whole fusion: rejected: transpose: not a pointwise fusion (the pointwise scheduler says "
+        "why); pointwise: 'fusion.sum' (%s) is a reduction"
+    )
     assert "; reduction: it has persistent buffers" in whole
     assert "; persistent: row of 70000 f32 elements does not fit in registers" in whole
     assert log[2] == "initial groups: g0{sum %s} g1{broadcast_in_dim %sb} g2{div %y}"

@@ -78,7 +78,8 @@ NARROW_VECTORS_PER_SM = 4
 than this many per SM: the reduction scheduler's outer kernel then has fewer blocks (8 threads
 of vectors wide) than half the SMs (a [1048576, 64] f32 sum ran on 2 blocks)."""
 MIN_CHUNK_ROWS = 8
-"""The fewest rows a chunk sums: fewer would write more partials than they save."""
+"""The fewest rows a chunk sums: fewer would write more partials than they save. A narrow column
+sum alone is split only with this many rows per SM (a small matrix is one kernel's work)."""
 
 _ROW_REDUCTIONS = (fu.ReductionOp, fu.VarMeanOp, fu.WelfordOp)
 
@@ -163,6 +164,8 @@ def plan_split_reductions(
             )
         elif not partners and not narrow:
             factor, why = 1, "no reduction over the rows, and columns enough to fill the GPU"
+        elif not partners and n < MIN_CHUNK_ROWS * info.device.sm_count:
+            factor, why = 1, f"no reduction over the rows, and {n} rows are few: one kernel"
         elif not columns_fastest:
             factor, why = 1, "an input's rows are not its fastest dim: not split"
         else:

@@ -31,8 +31,9 @@ us). `_element_count` is the one place to change once an extent can be a number 
 share a decision): with `mode=auto` a fusion (or a
 segment, in `fuser-segment`) is translated only if the persistent scheduler accepts the
 translated form for the given shapes (its rows fit in registers) and it reduces over the innermost
-dims; a row that does not fit, or a reduction over outer dims, would need the reduction split
-across blocks (a grid reduction) to keep the two passes on chip, and keeps its one-pass Welford.
+dims; a row that does not fit keeps its one-pass Welford (the looped scheduler walks such a row
+once per pass from L2, and the two-pass form would add a pass), and a reduction over outer dims
+would need the reduction split across blocks (a grid reduction) to keep the two passes on chip.
 `AUTO_TRANSLATE` then says, by the scheduler that takes the Welford form, whether the two-pass
 form is wanted: that table is the one place to change the defaults (`benchmarks/welford.py`
 times both paths; as measured, normalizations keep the in-kernel Welford and statistics alone
@@ -450,8 +451,8 @@ def decide(
     if not verdict:
         return Decision(
             False,
-            f"the persistent scheduler rejects the two-pass form ({verdict.reason}); two passes "
-            "over a row split across blocks would need a grid reduction",
+            f"the persistent scheduler rejects the two-pass form ({verdict.reason}); a row "
+            "walked once per pass reads it once more in two passes than in one Welford pass",
         )
     baseline = _untranslated_scheduler(fusion, info)
     if baseline is None:

@@ -4,17 +4,22 @@
 accepts it. The order puts the most specialized template first, as a fusion a later one also
 accepts runs better on an earlier one:
 
-1. `pointwise`: pointwise ops, casts and broadcasts, no reduction.
-2. `reduction`: reductions of one shape over the same axes with a pointwise prologue, an
+1. `transpose`: pointwise fusions reading an input whose fastest dim is not the output's (a
+   transposed view): tiles staged through shared memory, read and written coalesced.
+2. `pointwise`: pointwise ops, casts and broadcasts, no reduction.
+3. `reduction`: reductions of one shape over the same axes with a pointwise prologue, an
    epilogue on reduced values and full-shape outputs of the prologue, read in one streaming pass;
    it rejects fusions with persistent buffers (a reduction result used with per-element values,
    or a reduction of another's result).
-3. `persistent`: inner normalizations (softmax, layer norm, RMS norm) whose rows fit in
+4. `persistent`: inner normalizations (softmax, layer norm, RMS norm) whose rows fit in
    registers: each row is read once and kept on chip across its reductions.
-4. `inner_outer`: the `split-reductions` form of a fusion reducing one 2-D tensor along both
+5. `inner_outer`: the `split-reductions` form of a fusion reducing one 2-D tensor along both
    axes (norm backwards): row reductions and partial sums over chunks of rows, from one read of
    each row kept in registers.
-5. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
+6. `looped`: inner normalizations whose rows are too long for registers (softmax over a large
+   vocabulary): one kernel that walks each row once per stage of reductions, the later walks
+   served by L2.
+7. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
    epilogue, as one tiled kernel (tensor cores for f16/bf16). No other template takes a matmul
    and it takes nothing else, so its place in the order only decides whose reason comes first.
 """
@@ -30,16 +35,20 @@ from fuser.transforms.schedulers.base import (
 )
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.inner_outer import InnerOuterScheduler
+from fuser.transforms.schedulers.looped import LoopedScheduler
 from fuser.transforms.schedulers.matmul import MatmulScheduler
 from fuser.transforms.schedulers.persistent import PersistentScheduler
 from fuser.transforms.schedulers.pointwise import PointwiseScheduler
 from fuser.transforms.schedulers.reduction import ReductionScheduler
+from fuser.transforms.schedulers.transpose import TransposeScheduler
 
 SCHEDULERS: tuple[Scheduler, ...] = (
+    TransposeScheduler(),
     PointwiseScheduler(),
     ReductionScheduler(),
     PersistentScheduler(),
     InnerOuterScheduler(),
+    LoopedScheduler(),
     MatmulScheduler(),
 )
 """Every scheduler, in priority order."""

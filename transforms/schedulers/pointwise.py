@@ -98,7 +98,7 @@ def _op_label(op: Operation) -> str:
 
 
 @dataclass(frozen=True)
-class _Analysis:
+class PointwiseAnalysis:
     """What the heuristics know about a fusion and one set of input shapes."""
 
     reference: int
@@ -107,7 +107,7 @@ class _Analysis:
     output_shapes: tuple[tuple[int, ...], ...]
 
 
-def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
+def analyze(fusion: fu.FusionOp, info: FusionInfo) -> PointwiseAnalysis | str:
     """Once per (fusion, info) under an open analysis cache."""
     return memoized("pointwise", (fusion, info), lambda: _analysis(fusion, info))
 
@@ -134,7 +134,7 @@ def _ops_problem(fusion: fu.FusionOp) -> str | None:
     return None
 
 
-def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
+def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> PointwiseAnalysis | str:
     """The iteration space for `info`'s shapes, or why this template cannot handle them."""
     if (problem := _structure_problem(fusion)) is not None:
         return problem
@@ -165,7 +165,7 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Analysis | str:
                     f"{what} has extent {s} in dim {d}, which cannot be indexed by dim {e} "
                     f"(extent {extents[e]}) of the iteration space {list(extents)}"
                 )
-    return _Analysis(reference, space, extents, outputs)
+    return PointwiseAnalysis(reference, space, extents, outputs)
 
 
 def _space(fusion: fu.FusionOp, reference: int) -> Space | str:
@@ -181,7 +181,7 @@ def _contiguous(meta: TensorMeta) -> bool:
     return all(e == 1 or s == x for e, s, x in zip(meta.shape, meta.strides, expected, strict=True))
 
 
-def _span(meta: TensorMeta) -> int:
+def span(meta: TensorMeta) -> int:
     """One past the largest element offset `meta` reaches (0 when empty)."""
     if 0 in meta.shape:
         return 0
@@ -194,7 +194,7 @@ class PointwiseScheduler(Scheduler):
     name = "pointwise"
 
     def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        analysis = _analyze(fusion, info)
+        analysis = analyze(fusion, info)
         return reject(analysis) if isinstance(analysis, str) else ACCEPT
 
     # --- heuristics ------------------------------------------------------------------------
@@ -203,14 +203,14 @@ class PointwiseScheduler(Scheduler):
         """The parameters themselves: a handful of numbers and flags (vector width, unroll,
         threads, 2-D grid, index width, dense accesses) that follow from the shapes with
         little work once the iteration space is known."""
-        analysis = _analyze(fusion, info)
+        analysis = analyze(fusion, info)
         if isinstance(analysis, str):
             structural = _structure_problem(fusion) is not None
             return ("refused", analysis if structural else info)
         return self.heuristics(fusion, info)
 
     def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PointwiseParams:
-        analysis = _analyze(fusion, info)
+        analysis = analyze(fusion, info)
         if isinstance(analysis, str):
             raise ValueError(
                 f"pointwise scheduler cannot schedule @{fusion.sym_name.data}: {analysis}"
@@ -231,7 +231,7 @@ class PointwiseScheduler(Scheduler):
         if grid_2d:
             threads = min(threads, 1 << (inner_vectors // unroll).bit_length() - 1)
         reach = numel + threads * unroll * width
-        spans = [_span(m) for m in info.inputs if m is not None]
+        spans = [span(m) for m in info.inputs if m is not None]
         index_bits = 64 if max([reach, *spans]) + width > INT32_MAX else 32
         ref_shape = analysis.output_shapes[analysis.reference]
         return PointwiseParams(
@@ -248,7 +248,7 @@ class PointwiseScheduler(Scheduler):
         )
 
     @staticmethod
-    def _vector_width(fusion: fu.FusionOp, info: FusionInfo, analysis: _Analysis) -> int:
+    def _vector_width(fusion: fu.FusionOp, info: FusionInfo, analysis: PointwiseAnalysis) -> int:
         """The widest vector every access along the innermost dim can use, or 1.
 
         Accesses that span the innermost dim need stride 1 there, that dim's full extent (not a
@@ -286,7 +286,7 @@ class PointwiseScheduler(Scheduler):
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         p = cast(PointwiseParams, params)
-        analysis = _analyze(fusion, info)
+        analysis = analyze(fusion, info)
         if isinstance(analysis, str):
             raise ValueError(analysis)
         extents = analysis.extents

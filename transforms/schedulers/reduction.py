@@ -52,7 +52,7 @@ from fuser.transforms.schedulers.base import (
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo
-from fuser.transforms.schedulers.iteration_space import DimMap
+from fuser.transforms.schedulers.iteration_space import DimMap, Needs
 from fuser.transforms.schedulers.kernel_builder import Index, comment, named
 from fuser.transforms.schedulers.reduction_layout import (
     NONE,
@@ -72,6 +72,7 @@ from fuser.transforms.schedulers.reduction_parts import (
     cooperate,
     identity_state,
     merge_states,
+    online_sum,
     partial_state,
 )
 from fuser.transforms.schedulers.reduction_structure import (
@@ -225,15 +226,15 @@ class ReductionScheduler(Scheduler):
 # --------------------------------------------------------------------------------------------
 
 
-def _reduction_type(op: Operation) -> Attribute:
+def reduction_type(op: Operation) -> Attribute:
     return fu.element_type(reduction_input(op).type)
 
 
-def _flatten(states: list[State]) -> list[SSAValue]:
+def flatten_states(states: list[State]) -> list[SSAValue]:
     return [v for s in states for v in s]
 
 
-def _unflatten(values: list[SSAValue], like: list[State]) -> list[State]:
+def unflatten_states(values: list[SSAValue], like: list[State]) -> list[State]:
     result: list[State] = []
     k = 0
     for s in like:
@@ -245,17 +246,34 @@ def _unflatten(values: list[SSAValue], like: list[State]) -> list[State]:
 Arrays = dict[tuple[int, DimMap], tuple[SSAValue, bool]]
 
 
-def _stream_chunks(
+@dataclass(frozen=True)
+class StreamPass:
+    """What one streaming pass over a row computes per element: the inputs of the reductions
+    `ops` (from `needs`, the pass's per-element values, given the row's values `env_row`:
+    reduction results of earlier passes and what is computed from them), and, if `store_full`,
+    the full-shape outputs, stored as they are computed."""
+
+    ops: Sequence[Operation]
+    needs: Needs
+    env_row: dict[Key, SSAValue]
+    store_full: bool
+    online: Operation | None = None
+    """A `sum` of `exp(a - max(a))` whose `max(a)` is one of `ops`: its state, after theirs,
+    is the sum relative to the running max (`online_sum`)."""
+
+
+def stream_chunks(
     parts: KernelParts,
     chunks: list[Chunk],
     invariant: Arrays,
     kept: dict[int, list[Index]],
     states: list[list[State]],
+    stream: StreamPass,
 ) -> list[list[State]]:
-    """Loads the chunks, computes the prologue of every slot, stores full-shape outputs and
-    merges each slot's reduction inputs into `states[r][s]`, the state of reduction r for slot
-    s of a chunk (one state per chunk for inner, one per slot for outer); returns the new
-    states."""
+    """Loads the chunks, computes the pass's values at every slot, stores full-shape outputs
+    (if the pass stores them) and merges each slot's reduction inputs into `states[r][s]`, the
+    state of the pass's reduction r for slot s of a chunk (one state per chunk for inner, one
+    per slot for outer); returns the new states."""
     structure = parts.structure
     element_plans = [p for p in parts.layout.reads if p.reduced != NONE]
     loaded: list[Arrays] = []
@@ -268,16 +286,14 @@ def _stream_chunks(
         loaded.append(arrays)
     # values[c][j][r]: the input of reduction r at slot j of chunk c
     values: list[list[list[SSAValue]]] = []
-    full = full_output_keys(structure)
+    full = full_output_keys(structure) if stream.store_full else []
     for c, chunk in enumerate(chunks):
         row: list[list[SSAValue]] = []
         full_values: list[list[SSAValue]] = [[] for _ in full]
         for j in range(chunk.width):
             read = parts.reader(loaded[c], j)
-            env: dict[Key, SSAValue] = parts.compute(structure.stage_needs[0], {}, read)
-            row.append(
-                [env[reduction_input(op), structure.input_maps[op]] for op in structure.reductions]
-            )
+            env: dict[Key, SSAValue] = parts.compute(stream.needs, dict(stream.env_row), read)
+            row.append([env[reduction_input(op), structure.input_maps[op]] for op in stream.ops])
             if full:
                 parts.compute(structure.full_needs, env, read)
                 for f, (_, key) in enumerate(full):
@@ -288,7 +304,7 @@ def _stream_chunks(
             parts.store_full(o, chunk, full_values[f], kept[id(plan)])
     new: list[list[State]] = []
     along_reduced = chunks[0].along_reduced
-    for r, op in enumerate(structure.reductions):
+    for r, op in enumerate(stream.ops):
         comment(f"reduce {op.name} {reduction_input(op).name_hint or ''}".rstrip())
         if along_reduced:
             groups = [
@@ -310,6 +326,14 @@ def _stream_chunks(
                     for j in range(slots)
                 ]
             )
+    if stream.online is not None:
+        r = next(r for r, op in enumerate(stream.ops) if isinstance(op, fu.MaxOp))
+        terms = [
+            (chunk.valid, [values[c][j][r] for j in range(chunk.width)])
+            for c, chunk in enumerate(chunks)
+        ]
+        total = online_sum(states[r][0][0], new[r][0][0], states[-1][0][0], terms)
+        new.append([(total,)])
     return new
 
 
@@ -338,24 +362,25 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
         if plan.reduced == NONE:
             comment("load (once per row)")
             invariant[plan.param, plan.map] = (parts.load(plan, row_chunk, kept[id(plan)]), False)
-    states0 = [identity_state(op, _reduction_type(op)) for op in structure.reductions]
+    states0 = [identity_state(op, reduction_type(op)) for op in structure.reductions]
     for s in states0:
         for value in s:
             value.name_hint = "acc"
 
     def body(k: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
-        states = [[s] for s in _unflatten(list(carried), states0)]
+        states = [[s] for s in unflatten_states(list(carried), states0)]
         chunks: list[Chunk] = []
         for u in range(unroll):
             col = kb.add(k, u * bdx * v)
             valid = named(kb.cmp("slt", named(col, "col"), end), "valid")
             chunks.append(Chunk(row, col, v, True, valid))
-        new = _stream_chunks(parts, chunks, invariant, kept, states)
-        return _flatten([s[0] for s in new])
+        stream = StreamPass(structure.reductions, structure.stage_needs[0], {}, True)
+        new = stream_chunks(parts, chunks, invariant, kept, states, stream)
+        return flatten_states([s[0] for s in new])
 
     start = kb.mul(tx, v)
-    final = carried_loop(kb, start, end, bdx * v * unroll, _flatten(states0), body, "col")
-    states = _unflatten(list(final), states0)
+    final = carried_loop(kb, start, end, bdx * v * unroll, flatten_states(states0), body, "col")
+    states = unflatten_states(list(final), states0)
     env: dict[Key, SSAValue] = {}
     for op, state in zip(structure.reductions, states, strict=True):
         comment(f"combine {op.name} across the row's threads")
@@ -395,7 +420,7 @@ def _emit_outer(parts: KernelParts, p: ReductionParams) -> None:
             array = parts.load(plan, column_chunk, kept[id(plan)])
             invariant[plan.param, plan.map] = (array, parts.varies(plan, False))
     states0 = [
-        [identity_state(op, _reduction_type(op)) for _ in range(v)] for op in structure.reductions
+        [identity_state(op, reduction_type(op)) for _ in range(v)] for op in structure.reductions
     ]
     for per_op in states0:
         for s in per_op:
@@ -404,18 +429,19 @@ def _emit_outer(parts: KernelParts, p: ReductionParams) -> None:
     flat0 = [s for per_op in states0 for s in per_op]
 
     def body(k: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
-        flat = _unflatten(list(carried), flat0)
+        flat = unflatten_states(list(carried), flat0)
         states = [flat[r * v : (r + 1) * v] for r in range(len(structure.reductions))]
         chunks: list[Chunk] = []
         for u in range(unroll):
             r = kb.add(k, u * bdy)
             valid = named(kb.cmp("slt", named(r, "row"), end), "valid")
             chunks.append(Chunk(column, r, v, False, valid))
-        new = _stream_chunks(parts, chunks, invariant, kept, states)
-        return _flatten([s for per_op in new for s in per_op])
+        stream = StreamPass(structure.reductions, structure.stage_needs[0], {}, True)
+        new = stream_chunks(parts, chunks, invariant, kept, states, stream)
+        return flatten_states([s for per_op in new for s in per_op])
 
-    final = carried_loop(kb, ty, end, bdy * unroll, _flatten(flat0), body, "row")
-    flat = _unflatten(list(final), flat0)
+    final = carried_loop(kb, ty, end, bdy * unroll, flatten_states(flat0), body, "row")
+    flat = unflatten_states(list(final), flat0)
     first = kb.cmp("eq", ty, 0) if bdy > 1 else None
     envs: list[dict[Key, SSAValue]] = []
     for j in range(v):

@@ -151,6 +151,56 @@ def _addf(a: SSAValue, b: SSAValue) -> SSAValue:
     return arith.AddfOp(a, b).result
 
 
+def _both_neg_inf(a: SSAValue, b: SSAValue) -> SSAValue:
+    inf = constant(-math.inf, a.type)
+    return arith.AndIOp(
+        arith.CmpfOp(a, inf, "oeq").result, arith.CmpfOp(b, inf, "oeq").result
+    ).result
+
+
+def rescale(value: SSAValue, old_max: SSAValue, new_max: SSAValue) -> SSAValue:
+    """`value` (a sum of exp(a - old_max)) relative to `new_max >= old_max`: times
+    exp(old_max - new_max), or unchanged where both maxima are -inf (no finite value yet)."""
+    factor = xmath.ExpOp(arith.SubfOp(old_max, new_max).result).result
+    factor = arith.SelectOp(
+        _both_neg_inf(old_max, new_max), constant(1.0, value.type), factor
+    ).result
+    return arith.MulfOp(value, factor).result
+
+
+def online_sum(
+    old_max: SSAValue,
+    new_max: SSAValue,
+    old_sum: SSAValue,
+    groups: Sequence[tuple[SSAValue | None, Sequence[SSAValue]]],
+) -> SSAValue:
+    """The running sum of exp(a - max) after a tile (Milakov and Gimelshein's online
+    normalizer): the old sum rescaled to the new max, plus exp(a - new_max) of the tile's valid
+    values. A value of -inf while the max is -inf counts 1, so that a row of -inf only ends
+    with a positive sum (made NaN, the reference's exp(-inf - -inf), by `finish_online_sum`),
+    and a later finite max rescales it to 0."""
+    t = old_sum.type
+    zero = constant(0.0, t)
+    tile: list[SSAValue] = []
+    for valid, values in groups:
+        terms: list[SSAValue] = []
+        for a in values:
+            e = xmath.ExpOp(arith.SubfOp(a, new_max).result).result
+            terms.append(arith.SelectOp(_both_neg_inf(a, new_max), constant(1.0, t), e).result)
+        tile.append(_select(valid, tree(terms, _addf), zero))
+    return _addf(rescale(old_sum, old_max, new_max), tree(tile, _addf))
+
+
+def finish_online_sum(total: SSAValue, row_max: SSAValue) -> SSAValue:
+    """The sum of exp(a - max) as the reference computes it: NaN where the max is -inf and
+    the row is not empty (every term exp(-inf - -inf))."""
+    t = total.type
+    empty_max = arith.CmpfOp(row_max, constant(-math.inf, t), "oeq").result
+    counted = arith.CmpfOp(total, constant(0.0, t), "ogt").result
+    nan = constant(math.nan, t)
+    return arith.SelectOp(arith.AndIOp(empty_max, counted).result, nan, total).result
+
+
 def identity_state(op: Operation, t: Attribute) -> State:
     if is_welford(op):
         return (constant(0.0, t), constant(0.0, t), constant(0.0, t))

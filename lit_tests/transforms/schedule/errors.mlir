@@ -24,6 +24,7 @@ fusion.fusion @f(%x: tensor<?x16xf32>, %bias: tensor<?xf32>) -> (tensor<?x16xf32
 // STATIC: fuser-opt: error: fuser-schedule: shape [16, 15] of input #0 (%x) of fusion @f does not match its type tensor<?x16xf32>
 // SYNTAX: fuser-opt: error: fuser-schedule: bad shape '16xa' in shapes="16xa,16": expected one shape per tensor input, separated by ',': extents joined by 'x' (16384x4096), '()' for a rank-0 tensor
 // MISMATCH: fuser-opt: error: no scheduler accepts fusion @f:
+// MISMATCH-NEXT: transpose: not a pointwise fusion (the pointwise scheduler says why)
 // MISMATCH-NEXT: pointwise: 'fusion.broadcast_in_dim' cannot broadcast extent 8 to 16 in dim 1
 // ARCH: fuser-opt: error: fuser-schedule: bad arch 'sm90': expected sm_<digits>, like sm_90
 // SMS: fuser-opt: error: fuser-schedule: sm_count must be at least 1, got 0

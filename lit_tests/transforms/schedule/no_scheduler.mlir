@@ -8,6 +8,7 @@ fusion.fusion @two_axes(%x: tensor<?x?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
 }
 
 // CHECK:      fuser-opt: error: no scheduler accepts fusion @two_axes:
+// CHECK-NEXT:   transpose: not a pointwise fusion (the pointwise scheduler says why)
 // CHECK-NEXT:   pointwise: 'fusion.sum' (%rows) is a reduction
 // CHECK-NEXT:   reduction: 'fusion.sum' (%cols) reduces [?, ?] over [0], but 'fusion.sum' (%rows) reduces [?, ?] over [1]: one kernel takes reductions of one shape over the same axes
 // CHECK-NEXT:   persistent: 'fusion.sum' (%cols) reduces [?, ?] over [0], but

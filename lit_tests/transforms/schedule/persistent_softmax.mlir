@@ -6,9 +6,11 @@
 // loop), and are stored as four vectors. A value is kept in an array only where a later phase
 // uses it (e, not x - max).
 // RUN: fuser-opt %s -p 'fuser-schedule{shapes="32768x1024"}' | filecheck %s
-// A row of 100000 f32 elements does not fit in registers: no scheduler takes the fusion, and the
-// error says why for each.
-// RUN: not fuser-opt %s -p 'fuser-schedule{shapes="10x100000"}' 2>&1 | filecheck %s --check-prefix=LONG
+// A row of 100000 elements does not fit in registers: the looped scheduler takes the fusion, one
+// kernel whose blocks walk rows gridDim.x apart, each row in two passes: the max and the sum of
+// exp(x - max) together (online: the sum kept relative to the running max; both loop-carried per
+// thread, then combined across the block, the sums rescaled to the row's max), then the output.
+// RUN: fuser-opt %s -p 'fuser-schedule{shapes="10x100000"}' | filecheck %s --check-prefix=LONG
 
 fusion.fusion @softmax(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>) {
   %d = fusion.dim %x[1] : tensor<?x?xbf16>
@@ -75,8 +77,13 @@ fusion.fusion @softmax(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>) {
 // CHECK-NEXT: } {unroll}
 // CHECK-NOT:  kernel.store
 
-// LONG:      fuser-opt: error: no scheduler accepts fusion @softmax:
-// LONG-NEXT:   pointwise: 'fusion.max' (%m) is a reduction
-// LONG-NEXT:   reduction: it has persistent buffers: 'fusion.sum' (%s) needs the result of 'fusion.max' (%m): the row must stay on chip between the two reductions
-// LONG-NEXT:   persistent: row of 100000 f32 elements does not fit in registers: at most 32768 (1024 threads x 32 elements of 1 register(s) each)
-// LONG-NOT:  Traceback
+// LONG:      kernel.func @softmax_looped(%x: !kernel.tensor<bf16, 2>, %yo: !kernel.tensor<bf16, 2>)
+// LONG-SAME:  fuser.scheduler = "looped"
+// LONG-SAME:  vector_width=8, index_bits=32), unroll=4, blocks=132)"
+// LONG:       scf.for %row = %block_id_x to %x_size0 step %grid_dim_x : i32 {
+// LONG:         scf.for %col = %start to %x_size1 step %{{.*}} iter_args(%{{.*}} = %acc, %{{.*}} = %{{.*}}) -> (f32, f32) : i32 {
+// LONG:         %m = kernel.block_reduce max %{{.*}} along x : f32
+// LONG:         kernel.block_reduce sum %{{.*}} along x : f32
+// LONG-NOT:     iter_args
+// LONG:         scf.for %{{.*}} = %start to %x_size1 step %{{.*}} : i32 {
+// LONG:           kernel.store %{{.*}}, %yo[%{{.*}}] : vector<8xbf16>, !kernel.tensor<bf16, 2>, i32

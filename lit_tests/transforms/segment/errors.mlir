@@ -22,5 +22,5 @@ fusion.fusion @mm(%a: tensor<?x?x?xf32>, %b: tensor<?x?x?xf32>) -> (tensor<?x?x?
 // SYNTAX: fuser-opt: error: fuser-segment: bad shape '8xk' in shapes="8xk,16x4": expected one shape per tensor input, separated by ',': extents joined by 'x' (16384x4096), '()' for a rank-0 tensor
 // ARCH: fuser-opt: error: fuser-segment: bad arch 'hopper': expected sm_<digits>, like sm_90
 // SMS: fuser-opt: error: fuser-segment: sm_count must be at least 1, got 0
-// MATMUL: fuser-opt: error: fusion @mm: no scheduler accepts segment g0{matmul %m}: pointwise: 'fusion.matmul' (%m) is a matmul; reduction: {{.*}}; persistent: {{.*}}; matmul: 70000 leading (split and batch) indices: more than the 65535 blocks of gridDim.z
+// MATMUL: fuser-opt: error: fusion @mm: no scheduler accepts segment g0{matmul %m}: transpose: not a pointwise fusion (the pointwise scheduler says why); pointwise: 'fusion.matmul' (%m) is a matmul; reduction: {{.*}}; persistent: {{.*}}; matmul: 70000 leading (split and batch) indices: more than the 65535 blocks of gridDim.z
 // MATMUL-NOT: Traceback

@@ -1,6 +1,7 @@
 // fuser-segment (and the compiler, for a fusion one kernel runs) decides on each segment holding
 // a Welford op and logs why (FUSER_DUMP=segmenter_log): kept for a row too long for registers
-// and for a reduction over outer dims (both would need a grid reduction); where the persistent
+// (the looped scheduler then takes the whole fusion: a Welford pass and a normalization pass)
+// and for a reduction over outer dims (a grid reduction); where the persistent
 // scheduler takes the two-pass form, AUTO_TRANSLATE decides by the scheduler that takes the
 // Welford form (the checks accept either setting of the table). A translated segment carries the
 // reason as `fuser.welford`. welford=always translates before segmenting, welford=never never.
@@ -21,9 +22,9 @@ fusion.fusion @normalize(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
 }
 
 // LONG:      ===== FUSER_DUMP segmenter_log: @normalize =====
-// LONG:      whole fusion: rejected: {{.*}}persistent: row of 100000 f32 elements does not fit in registers
-// LONG:      welford g{{[0-9]+}}{var_mean %var}: kept: the persistent scheduler rejects the two-pass form (row of 100000 f32 elements does not fit in registers: at most 32768 (1024 threads x 32 elements of 1 register(s) each)); two passes over a row split across blocks would need a grid reduction
-// LONG-NEXT: segments: "reduction" g{{[0-9]+}}{var_mean %var}, "pointwise" g{{[0-9]+}}{
+// LONG-NEXT: whole fusion, welford: kept: the persistent scheduler rejects the two-pass form (row of 100000 f32 elements does not fit in registers: at most 20480 (1024 threads x 20 elements of 2 register(s) each)); a row walked once per pass reads it once more in two passes than in one Welford pass
+// LONG-NEXT: @normalize for sm_90: 1 kernel
+// LONG-NEXT:   #0 fuser_normalize_looped_0 [looped]
 
 // FITS:      ===== FUSER_DUMP segmenter_log: @normalize =====
 // FITS-NEXT: whole fusion, welford: {{translated|kept}}: the persistent scheduler accepts the two-pass form; the Welford form goes to persistent (AUTO_TRANSLATE['persistent'] is {{True|False}})

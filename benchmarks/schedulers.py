@@ -1,0 +1,382 @@
+"""The schedulers issue's workload classes on one GPU: fuser against torch eager, `torch.compile`
+and nvFuser in the same process.
+
+    python benchmarks/schedulers.py [--out DIR] [--only TEXT] [--no-compile]
+
+Each case is written once, against the FusionDefinition API that fuser and nvFuser share
+(`fd.ops.*`), and defined in both; torch's version is the same computation in torch ops. The
+classes: softmax backward; softmax and logsumexp over large vocabularies (32k-128k); skinny sums
+along both axes (few very long rows, many very short ones); a pointwise op on a transposed
+input; decode-size norms (1-8 rows). Times are CUDA-event medians with the L2 emptied before
+every run (`run.median_ms`); GB/s counts each input read once and each output written once, "%
+copy" is against a 2 GiB device-to-device copy in the same run. nvFuser (`nvfuser_direct`,
+loaded lazily as `shared/notes/peers.md` says) reads "n/a" where it fails or does not import.
+Writes `schedulers.json` and `schedulers.md` to DIR (default ./bench-out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch  # first: torch must be imported before fuser initializes CUDA
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from new_shape import load_nvfuser
+from norm_backward import rel_error
+from run import copy_bandwidth, median_ms, nbytes, run_meta, write_results
+
+import fuser
+
+EPS = 1e-5
+
+
+@dataclass
+class Frontend:
+    """What a case's definition needs of the frontend it is defined in: the FusionDefinition,
+    the frontend's f32 DataType and the case's storage DataType (f32 or bf16), and the width
+    of the rows (the last extent of the first input)."""
+
+    fd: Any
+    f32: Any
+    io: Any
+    width: int
+
+    def up(self, t: Any) -> Any:
+        """`t` (of the storage type) in f32."""
+        return t if self.io == self.f32 else self.fd.ops.cast(t, self.f32)
+
+    def down(self, t: Any) -> Any:
+        """`t` (f32) in the storage type."""
+        return t if self.io == self.f32 else self.fd.ops.cast(t, self.io)
+
+
+Build = Callable[[Frontend, list[Any]], None]
+"""Defines a case's computation on the fd's tensor inputs (defined from the torch tensors)."""
+
+
+@dataclass
+class Case:
+    """One row of the table."""
+
+    name: str
+    make_inputs: Callable[[], list[Any]]
+    build: Build
+    torch_fn: Callable[..., Any]
+    dtype: str
+
+
+def softmax_backward(f: Frontend, inputs: list[Any]) -> None:
+    """dx = y * (dy - sum(dy * y, -1))."""
+    fd, (y, dy) = f.fd, inputs
+    yf, dyf = f.up(y), f.up(dy)
+    s = fd.ops.sum(fd.ops.mul(dyf, yf), dims=[1], keepdim=False)
+    sb = fd.ops.broadcast_in_dim(s, shape=y.shape(), broadcast_dims=[0])
+    fd.add_output(f.down(fd.ops.mul(yf, fd.ops.sub(dyf, sb))))
+
+
+def _row(f: Frontend, value: Any, like: Any) -> Any:
+    return f.fd.ops.broadcast_in_dim(value, shape=like.shape(), broadcast_dims=[0])
+
+
+def softmax(f: Frontend, inputs: list[Any]) -> None:
+    fd, x = f.fd, inputs[0]
+    xf = f.up(x)
+    e = fd.ops.exp(fd.ops.sub(xf, _row(f, fd.ops.max(xf, dims=[1], keepdim=False), x)))
+    s = fd.ops.sum(e, dims=[1], keepdim=False)
+    fd.add_output(f.down(fd.ops.div(e, _row(f, s, x))))
+
+
+def logsumexp(f: Frontend, inputs: list[Any]) -> None:
+    fd, x = f.fd, inputs[0]
+    xf = f.up(x)
+    m = fd.ops.max(xf, dims=[1], keepdim=False)
+    e = fd.ops.exp(fd.ops.sub(xf, _row(f, m, x)))
+    fd.add_output(fd.ops.add(fd.ops.log(fd.ops.sum(e, dims=[1], keepdim=False)), m))
+
+
+def row_sum(dim: int) -> Build:
+    def build(f: Frontend, inputs: list[Any]) -> None:
+        f.fd.add_output(f.fd.ops.sum(inputs[0], dims=[dim], keepdim=False))
+
+    return build
+
+
+def gelu_bias(f: Frontend, inputs: list[Any]) -> None:
+    """gelu(x + b), tanh approximation, written out; x a transposed view."""
+    fd, (x, b) = f.fd, inputs
+    bb = fd.ops.broadcast_in_dim(b, shape=x.shape(), broadcast_dims=[1])
+    s = fd.ops.add(f.up(x), f.up(bb))
+    cube = fd.ops.mul(fd.ops.mul(s, s), s)
+    inner = fd.ops.mul(fd.ops.add(s, fd.ops.mul(cube, 0.044715)), 0.7978845608028654)
+    y = fd.ops.mul(fd.ops.mul(s, 0.5), fd.ops.add(fd.ops.tanh(inner), 1.0))
+    fd.add_output(f.down(y))
+
+
+def layer_norm(f: Frontend, inputs: list[Any]) -> None:
+    fd, (x, w, b) = f.fd, inputs
+    xf = f.up(x)
+    var, mean = fd.ops.var_mean(xf, dims=[1], correction=0, keepdim=False)
+    shape = x.shape()
+    inv = _row(f, fd.ops.rsqrt(fd.ops.add(var, EPS)), x)
+    wb = fd.ops.broadcast_in_dim(f.up(w), shape=shape, broadcast_dims=[1])
+    bb = fd.ops.broadcast_in_dim(f.up(b), shape=shape, broadcast_dims=[1])
+    y = fd.ops.add(fd.ops.mul(fd.ops.mul(fd.ops.sub(xf, _row(f, mean, x)), inv), wb), bb)
+    fd.add_output(f.down(y))
+
+
+def rms_norm(f: Frontend, inputs: list[Any]) -> None:
+    fd, (x, w) = f.fd, inputs
+    xf = f.up(x)
+    ms = fd.ops.mul(fd.ops.sum(fd.ops.mul(xf, xf), dims=[1], keepdim=False), 1.0 / f.width)
+    inv = _row(f, fd.ops.rsqrt(fd.ops.add(ms, EPS)), x)
+    wb = fd.ops.broadcast_in_dim(f.up(w), shape=x.shape(), broadcast_dims=[1])
+    fd.add_output(f.down(fd.ops.mul(fd.ops.mul(xf, inv), wb)))
+
+
+def _randn(*shape: int, dtype: str = "float32") -> Any:
+    return torch.randn(*shape, device="cuda", dtype=getattr(torch, dtype))
+
+
+def cases() -> list[Case]:
+    f = torch.nn.functional
+
+    def t_softmax_backward(y: Any, dy: Any) -> Any:
+        yf, dyf = y.float(), dy.float()
+        return (yf * (dyf - (dyf * yf).sum(-1, keepdim=True))).to(y.dtype)
+
+    def t_softmax(x: Any) -> Any:
+        return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+    def t_logsumexp(x: Any) -> Any:
+        return torch.logsumexp(x.float(), dim=-1)
+
+    def t_gelu(x: Any, b: Any) -> Any:
+        return f.gelu(x.float() + b.float(), approximate="tanh").to(x.dtype)
+
+    def t_layer_norm(x: Any, w: Any, b: Any) -> Any:
+        return f.layer_norm(x.float(), x.shape[-1:], w.float(), b.float(), EPS).to(x.dtype)
+
+    def t_rms_norm(x: Any, w: Any) -> Any:
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+
+    def probs(n: int, h: int, dtype: str) -> list[Any]:
+        return [
+            torch.softmax(_randn(n, h), -1).to(getattr(torch, dtype)),
+            _randn(n, h, dtype=dtype),
+        ]
+
+    def transposed(n: int, h: int, dtype: str) -> list[Any]:
+        return [_randn(h, n, dtype=dtype).t(), _randn(h, dtype=dtype)]
+
+    rows: list[Case] = []
+    for dtype in ("float32", "bfloat16"):
+        rows.append(
+            Case(
+                "softmax backward [16384, 4096]",
+                lambda dtype=dtype: probs(16384, 4096, dtype),
+                softmax_backward,
+                t_softmax_backward,
+                dtype,
+            )
+        )
+    rows += [
+        Case("softmax [4096, 50257]", lambda: [_randn(4096, 50257)], softmax, t_softmax, "float32"),
+        Case(
+            "softmax [2048, 131072]",
+            lambda: [_randn(2048, 131072, dtype="bfloat16")],
+            softmax,
+            t_softmax,
+            "bfloat16",
+        ),
+        Case(
+            "logsumexp [8192, 32768]",
+            lambda: [_randn(8192, 32768, dtype="bfloat16")],
+            logsumexp,
+            t_logsumexp,
+            "bfloat16",
+        ),
+        Case(
+            "logsumexp [4096, 50257]",
+            lambda: [_randn(4096, 50257)],
+            logsumexp,
+            t_logsumexp,
+            "float32",
+        ),
+        Case(
+            "sum(-1) [16, 4194304]",
+            lambda: [_randn(16, 4194304)],
+            row_sum(1),
+            lambda x: x.sum(-1),
+            "float32",
+        ),
+        Case(
+            "sum(-1) [4194304, 16]",
+            lambda: [_randn(4194304, 16)],
+            row_sum(1),
+            lambda x: x.sum(-1),
+            "float32",
+        ),
+        Case(
+            "sum(0) [16, 4194304]",
+            lambda: [_randn(16, 4194304)],
+            row_sum(0),
+            lambda x: x.sum(0),
+            "float32",
+        ),
+        Case(
+            "sum(0) [4194304, 16]",
+            lambda: [_randn(4194304, 16)],
+            row_sum(0),
+            lambda x: x.sum(0),
+            "float32",
+        ),
+    ]
+    for dtype in ("float32", "bfloat16"):
+        rows.append(
+            Case(
+                "gelu(x.t() + b) [8192, 8192]",
+                lambda dtype=dtype: transposed(8192, 8192, dtype),
+                gelu_bias,
+                t_gelu,
+                dtype,
+            )
+        )
+    for n, h in ((1, 4096), (8, 8192)):
+        rows.append(
+            Case(
+                f"layer norm [{n}, {h}]",
+                lambda n=n, h=h: [
+                    _randn(n, h, dtype="bfloat16"),
+                    _randn(h, dtype="bfloat16"),
+                    _randn(h, dtype="bfloat16"),
+                ],
+                layer_norm,
+                t_layer_norm,
+                "bfloat16",
+            )
+        )
+        rows.append(
+            Case(
+                f"RMS norm [{n}, {h}]",
+                lambda n=n, h=h: [_randn(n, h, dtype="bfloat16"), _randn(h, dtype="bfloat16")],
+                rms_norm,
+                t_rms_norm,
+                "bfloat16",
+            )
+        )
+    return rows
+
+
+def define_fuser(case: Case, args: list[Any]) -> Any:
+    dt = fuser.DataType
+    io = dt.Float if case.dtype == "float32" else dt.BFloat16
+    with fuser.FusionDefinition(case.name.split(" [")[0].replace(" ", "_")) as fd:
+        inputs = [fd.define_tensor(shape=[-1] * a.dim(), dtype=io) for a in args]
+        case.build(Frontend(fd, dt.Float, io, args[0].shape[-1]), inputs)
+    return fd
+
+
+def define_nvfuser(case: Case, args: list[Any]) -> Any:
+    from nvfuser_direct import DataType as NvType
+    from nvfuser_direct import FusionDefinition as NvDefinition
+
+    io = NvType.Float if case.dtype == "float32" else NvType.BFloat16
+    with NvDefinition() as fd:
+        inputs = [fd.from_pytorch(a) for a in args]
+        case.build(Frontend(fd, NvType.Float, io, args[0].shape[-1]), inputs)
+    return fd
+
+
+def run_case(case: Case, copy_gbs: float, use_compile: bool, nvfuser: bool) -> dict[str, Any]:
+    args = case.make_inputs()
+    refs = case.torch_fn(*args)
+    refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
+    fd = define_fuser(case, args)
+    outs = fd.execute(args)
+    row: dict[str, Any] = {
+        "case": f"{case.name} {case.dtype}",
+        "bytes": nbytes(args) + nbytes(refs),
+        "rel_error_vs_torch": rel_error(outs, tuple(refs), case.dtype),
+        "kernels": [k.scheduler for k in fd.compile(args).kernels],
+    }
+    timings: dict[str, float] = {
+        "fuser": median_ms(lambda: fd.execute(args)),
+        "eager": median_ms(lambda: case.torch_fn(*args)),
+    }
+    if use_compile:
+        compiled = torch.compile(case.torch_fn)
+        compiled(*args)
+        timings["compile"] = median_ms(lambda: compiled(*args))
+    if nvfuser:
+        try:
+            nv = define_nvfuser(case, args)
+            rel_error(nv.execute(args), tuple(refs), case.dtype)
+            timings["nvfuser"] = median_ms(lambda: nv.execute(args))
+        except Exception as e:  # nvFuser's failure is reported, fuser's row stays
+            row["nvfuser_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+    for name, ms in timings.items():
+        gbs = row["bytes"] / (ms * 1e-3) / 1e9
+        row[name] = {"ms": ms, "gbs": gbs, "pct_copy": 100 * gbs / copy_gbs}
+    peers = [timings[k] for k in ("eager", "compile", "nvfuser") if k in timings]
+    row["fuser_vs_best_peer"] = min(peers) / timings["fuser"]
+    return row
+
+
+def markdown(device: str, copy_gbs: float, rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"Schedulers' workloads on {device} (copy {copy_gbs:.0f} GB/s); ms (% of copy)",
+        "",
+        "| case | fuser | eager | compile | nvFuser | fuser / best peer | kernels |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+
+        def cell(name: str, r: dict[str, Any] = r) -> str:
+            t = r.get(name)
+            return "n/a" if t is None else f"{t['ms']:.3f} ({t['pct_copy']:.0f}%)"
+
+        lines.append(
+            f"| {r['case']} | {cell('fuser')} | {cell('eager')} | {cell('compile')} | "
+            f"{cell('nvfuser')} | {r['fuser_vs_best_peer']:.2f}x | {', '.join(r['kernels'])} |"
+        )
+    errors = [f"- {r['case']}: nvFuser {r['nvfuser_error']}" for r in rows if "nvfuser_error" in r]
+    return "\n".join(lines + (["", *errors] if errors else [])) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="bench-out")
+    parser.add_argument("--only", default=None, help="run the cases whose name contains this")
+    parser.add_argument("--no-compile", action="store_true")
+    args = parser.parse_args()
+    torch.cuda.init()
+    problem = load_nvfuser()
+    if problem is not None:
+        print(f"nvFuser not timed: {problem}")
+    copy_gbs = copy_bandwidth()
+    rows = []
+    for case in cases():
+        if args.only and args.only not in case.name:
+            continue
+        rows.append(run_case(case, copy_gbs, not args.no_compile, problem is None))
+        r = rows[-1]
+        print(f"{r['case']}: {r['fuser_vs_best_peer']:.2f}x best peer, {r['kernels']}", flush=True)
+        torch.cuda.empty_cache()
+    device = torch.cuda.get_device_name()
+    write_results(
+        args.out,
+        "schedulers",
+        {"meta": run_meta(device, copy_gbs=copy_gbs), "rows": rows},
+        markdown(device, copy_gbs, rows),
+    )
+
+
+if __name__ == "__main__":
+    main()
