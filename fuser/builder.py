@@ -47,14 +47,22 @@ import each other.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute
 
-from fuser import dump
+from fuser import dump, multi_kernel
 from fuser.codegen.cuda import emit_cuda
 from fuser.compiler import CompiledFusion, KernelSummary, SegmentSummary
 from fuser.dialects import host, kernel
@@ -62,9 +70,14 @@ from fuser.dialects.common import op_text
 from fuser.dialects.fusion import FusionOp, SegmentSetOp
 from fuser.errors import CompilationError, InputError
 from fuser.options import DEFAULT_STREAMS
-from fuser.runtime import driver
+from fuser.runtime import driver, kernel_cache
 from fuser.runtime.calls import Call, InputLayout
-from fuser.runtime.compiled_kernel import CompiledKernel, check_arch, preload_nvrtc
+from fuser.runtime.compiled_kernel import (
+    CompiledKernel,
+    check_arch,
+    compile_together,
+    preload_nvrtc,
+)
 from fuser.runtime.dispatch import Runnable
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import (
@@ -81,7 +94,7 @@ from fuser.runtime.kernel_binding import ExecutorKernel
 from fuser.runtime.signature import InputMeta, decode_signature
 from fuser.transforms.lower_to_host import HostLowering, LoweredSegment, lower_fusion
 from fuser.transforms.pipeline import Compilation, run_pipeline
-from fuser.transforms.schedulers import propose
+from fuser.transforms.schedulers import contenders, propose
 from fuser.transforms.schedulers.analyses import AnalysisCache, cached_analyses
 from fuser.transforms.schedulers.base import (
     LaunchConfig,
@@ -184,12 +197,23 @@ class _Variant:
     def sources(self) -> list[str]:
         return [self.executor.kernel.source]
 
+    variants: str = ""
+    """The multi-kernel variants it was chosen among, and how (empty: none)."""
+
     def host_ir(self) -> str:
-        """The program that launches this kernel (lowered on demand)."""
+        """The program that launches this kernel (lowered on demand), with the multi-kernel
+        variants it was chosen among as the program's `fuser.multi_kernel` attribute."""
         program = lower_fusion(self.fusion, self.info).program
+        symbol = SymbolRefAttr(self.executor.kernel.kernel_name)
+        launch = self.scheduler.launch_config(self.fusion, self.params, self.info)
         for op in program.walk():
-            if isinstance(op, host.LaunchOp):
-                op.kernel = SymbolRefAttr(self.executor.kernel.kernel_name)
+            if isinstance(op, host.LaunchOp | host.GridOp):
+                op.kernel = symbol
+            if isinstance(op, host.LaunchOp):  # (the lowering scheduled the first choice)
+                op.block = DenseArrayBase.from_list(i64, list(launch.block))
+                op.smem = IntegerAttr(launch.shared_bytes, i64)
+        if self.variants:
+            program.attributes["fuser.multi_kernel"] = StringAttr(self.variants)
         return op_text(program)
 
 
@@ -316,6 +340,7 @@ class FusionBuilder:
         # a new shape analyses each once (the segmenter's copies are rewritten: not kept)
         self._analyses = AnalysisCache()
         self._variants: dict[tuple[str, str, Params, bool], _Variant] = {}
+        self._multi_decisions: dict[str, multi_kernel.Decision] = {}
         self._variant_of: dict[KernelExecutor, _Variant] = {}
         self._programs: list[_Program] = []
         self._program_of: dict[HostEvaluator, _Program] = {}
@@ -337,8 +362,10 @@ class FusionBuilder:
     def runnable(self, call: Call) -> Runnable:
         """What runs a validated call's signature on its device: found or compiled (see the
         module docstring). Call with the compiler's lock held."""
-        choice, reused = self._plan(self._infos(call, device_info(call.device)))
+        choice, reused, rest = self._plan(self._infos(call, device_info(call.device)))
         self.heuristic_reuses += reused
+        if isinstance(choice, _Variant) and rest:
+            choice = self._multi_choice((choice, *rest), call)
         return self._runnable(choice, call)
 
     def choice_of(self, runnable: Runnable) -> _Variant | _Program | None:
@@ -353,7 +380,7 @@ class FusionBuilder:
         """The kernel or program that runs a signature (found or compiled; for the
         description of a signature the runnable store served)."""
         metas, _, device = decode_signature(key, self._is_tensor)
-        return self._plan(self._info_of(metas, device_info(device)))[0]
+        return self._settled(*self._plan(self._info_of(metas, device_info(device))))
 
     def _infos(self, call: Call, dev: DeviceInfo) -> FusionInfo:
         metas, _, _ = decode_signature(call.key, self._is_tensor)
@@ -378,9 +405,10 @@ class FusionBuilder:
 
     # ---- compiling ---------------------------------------------------------------------------
 
-    def _plan(self, info: FusionInfo) -> tuple[_Variant | _Program, bool]:
-        """What runs a new signature, and whether it was compiled for another one (see the
-        module docstring). Call with the lock held."""
+    def _plan(self, info: FusionInfo) -> tuple[_Variant | _Program, bool, tuple[_Variant, ...]]:
+        """What runs a new signature, whether it was compiled for another one (see the module
+        docstring), and the kernels to time against it (multi-kernel). Call with the lock
+        held."""
         preload_nvrtc()  # NVRTC loads on a thread while the fusion is scheduled
         with cached_analyses(self._analyses):
             self.output_shapes(info)  # reports clashing shapes as an InputError first
@@ -392,12 +420,93 @@ class FusionBuilder:
                 except SchedulingError:
                     proposal = None
                 if proposal is not None:
-                    return self._variant_for(info, *proposal, fusion)
+                    return self._variants_for(info, *proposal, fusion)
         for program in self._programs:
             # a program's kernels are those of its split factors: reused only for the same
             if program.split_factors == factors and program.heuristics_hold(info):
-                return program, True
-        return self._new_program(info, factors), False
+                return program, True, ()
+        return self._new_program(info, factors), False, ()
+
+    def _variants_for(
+        self, info: FusionInfo, scheduler: Scheduler, params: Params, fusion: FusionOp
+    ) -> tuple[_Variant, bool, tuple[_Variant, ...]]:
+        """The kernel of the heuristics' choice and of the contenders it names (unless
+        FUSER_MULTI_KERNEL=0), compiled together (in parallel where their options differ)."""
+        others = (
+            []
+            if multi_kernel.forced_variant() == 0
+            else contenders(fusion, info, scheduler, params, multi_kernel.MAX_VARIANTS - 1)
+        )
+        first, reused = self._variant_for(info, scheduler, params, fusion)
+        rest = tuple(self._variant_for(info, s, p, fusion)[0] for s, p in others)
+        compile_together([v.executor.kernel for v in (first, *rest)])
+        return first, reused, rest
+
+    def _multi_key(self, variants: Sequence[_Variant]) -> str:
+        return multi_kernel.choice_key(
+            [v.executor.kernel.source for v in variants], [repr(v.params) for v in variants]
+        )
+
+    def _known_decision(self, variants: Sequence[_Variant]) -> multi_kernel.Decision | None:
+        """The choice among `variants` made earlier (this process or one before), if any."""
+        key = self._multi_key(variants)
+        if key not in self._multi_decisions:
+            self._multi_decisions.update(multi_kernel.ChoiceStore(kernel_cache.base_dir()).load())
+        return self._multi_decisions.get(key)
+
+    def _settled(
+        self, choice: _Variant | _Program, _: bool, rest: tuple[_Variant, ...]
+    ) -> _Variant | _Program:
+        """The variant a plan runs without timing: the forced or known choice among the
+        contenders, else the heuristics' first."""
+        if not isinstance(choice, _Variant) or not rest:
+            return choice
+        variants = (choice, *rest)
+        forced = multi_kernel.forced_variant()
+        decision = self._known_decision(variants) if forced is None else None
+        if forced is not None:
+            chosen = variants[forced if forced < len(variants) else 0]
+            how = f"{chosen.scheduler.name} (forced)"
+        elif decision is not None:
+            chosen, how = variants[decision.index], decision.describe()
+        else:
+            chosen, how = choice, "the first execute times them"
+        chosen.variants = self._multi_summary_of(variants, how)
+        return chosen
+
+    @staticmethod
+    def _multi_summary_of(variants: Sequence[_Variant], how: str) -> str:
+        listed = ", ".join(f"{v.scheduler.name} {v.executor.kernel.kernel_name}" for v in variants)
+        return f"variants {listed}; {how}"
+
+    def _multi_choice(self, variants: Sequence[_Variant], call: Call) -> _Variant:
+        """The variant that runs the call's size class: forced, known, or timed now on the
+        call's inputs (see `fuser.multi_kernel`)."""
+        names = tuple(v.scheduler.name for v in variants)
+        store = multi_kernel.ChoiceStore(kernel_cache.base_dir())
+
+        def timer() -> tuple[float, ...]:
+            runnables = [self._runnable(v, call) for v in variants]
+            return multi_kernel.time_variants(
+                [lambda r=r: r.run(call) for r in runnables],
+                lambda run, n: _elapsed_ms(run, n, call.stream),
+            )
+
+        key = self._multi_key(variants)
+        decision, stored = multi_kernel.decide(key, names, self._multi_decisions, store, timer)
+        dump.dump(
+            "multi_kernel",
+            f"@{self.layout.fusion_name}",
+            lambda: (
+                "variants "
+                + ", ".join(f"{v.scheduler.name} {v.executor.kernel.kernel_name}" for v in variants)
+                + f": {decision.describe()}"
+                + (f"; stored in {store.path}" if stored else "")
+            ),
+        )
+        chosen = variants[decision.index]
+        chosen.variants = self._multi_summary_of(variants, decision.describe())
+        return chosen
 
     def _split_factors(self, info: FusionInfo, log: list[str] | None = None) -> Splits:
         """The split-K factor of each matmul of the fusion for `info` (`plan_split_k`), and
@@ -594,7 +703,8 @@ class FusionBuilder:
         """The kernel or program `FusionCompiler.compile` describes for a validated call on
         `dev`. `executed`: `execute` ran the signature already (a reuse is counted once per
         (arch, signature))."""
-        choice, reused = self._plan(self._infos(call, dev))
+        choice, reused, rest = self._plan(self._infos(call, dev))
+        choice = self._settled(choice, reused, rest)
         signature = (dev.arch, call.key)
         if signature not in self._compiled_signatures and not executed:
             self.heuristic_reuses += reused  # a new signature, served by code compiled for another
@@ -621,7 +731,7 @@ class FusionBuilder:
                 launch=launch,
                 arch=compiled.arch,
             )
-            return CompiledFusion(self.layout.fusion_name, dev.arch, (summary,))
+            return CompiledFusion(self.layout.fusion_name, dev.arch, (summary,), choice.variants)
         summaries = []
         seg_infos = choice.segment_infos(info)
         for seg, executor, seg_info in zip(
@@ -639,6 +749,16 @@ class FusionBuilder:
                 )
             )
         return CompiledFusion(self.layout.fusion_name, dev.arch, tuple(summaries))
+
+
+def _elapsed_ms(run: Callable[[], object], n: int, stream: int) -> float:
+    """Milliseconds per run of `n` runs of `run`, between two events on `stream`."""
+    start = driver.Event().record(stream)
+    for _ in range(n):
+        run()
+    end = driver.Event().record(stream)
+    end.synchronize()
+    return start.elapsed_ms(end) / n
 
 
 def _launch_config(analyses: AnalysisCache, seg: LoweredSegment, info: FusionInfo) -> LaunchConfig:

@@ -26,6 +26,7 @@ target with an H100's limits, and returns a `CompiledFusion` describing each ker
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from fuser.dialects.common import op_text
 from fuser.dialects.fusion import I1, FusionOp, element_type, format_shape
 from fuser.errors import CudaError, DefinitionError, InputError
+from fuser.multi_kernel import ENV as MULTI_KERNEL_ENV
 from fuser.options import DEFAULT_STREAMS, check_options
 from fuser.runtime import driver
 from fuser.runtime.calls import Call, InputLayout, read_inputs
@@ -84,14 +86,19 @@ class CompiledFusion:
     fusion_name: str
     arch: str
     kernels: tuple[KernelSummary, ...]
+    multi_kernel: str = ""
+    """The variants timed against the kernel and the choice (`fuser.multi_kernel`), or ""."""
 
     def summary(self) -> str:
-        """A readable listing: one block per kernel with its heuristics."""
+        """A readable listing: one block per kernel with its heuristics, and the multi-kernel
+        variants where there are several."""
         n = len(self.kernels)
         lines = [f"@{self.fusion_name} for {self.arch}: {n} kernel{'' if n == 1 else 's'}"]
         for i, k in enumerate(self.kernels):
             lines.append(f"  #{i} {k.describe()}")
             lines.append(f"     heuristics: {k.heuristics}")
+        if self.multi_kernel:
+            lines.append(f"  multi-kernel: {self.multi_kernel}")
         return "\n".join(lines)
 
     def cuda_code(self) -> str:
@@ -192,8 +199,12 @@ class FusionCompiler:
         self._compiled_last: _Variant | _Program | None = None
 
     def _describe(self) -> str:
-        """The fusion and the options it is compiled with, as the runnable store keys them."""
-        options = f"split_k={self.split_k} streams={self.streams} welford={self.welford}"
+        """The fusion and the options it is compiled with, as the runnable store keys them
+        (a forced multi-kernel variant is one: a record holds the kernel that ran)."""
+        options = (
+            f"split_k={self.split_k} streams={self.streams} welford={self.welford} "
+            f"multi_kernel={os.environ.get(MULTI_KERNEL_ENV, '').strip()}"
+        )
         return f"{op_text(self.fusion)}{options}"
 
     @property

@@ -33,6 +33,7 @@ STAGES: tuple[str, ...] = (
     "cuda",
     "host_ir",
     "launch_params",
+    "multi_kernel",
     "fast_path",
 )
 """Every stage `FUSER_DUMP` may name, in the order a compilation reaches them."""

@@ -78,6 +78,12 @@ def _base_dir() -> Path | None:
     return _folders(tuple(map(os.environ.get, _PLACE_VARIABLES)))[0]
 
 
+def base_dir() -> Path | None:
+    """The cache's base folder (the kernels' folder and the multi-kernel choices are in it),
+    or None when the cache is off."""
+    return _folders(tuple(map(os.environ.get, _PLACE_VARIABLES)))[0]
+
+
 def cache_dir() -> Path | None:
     """The folder cubins are kept in, or None when the cache is off."""
     return _folders(tuple(map(os.environ.get, _PLACE_VARIABLES)))[1]

@@ -62,6 +62,19 @@ def get_scheduler(name: str) -> Scheduler:
     raise KeyError(f"no scheduler named {name!r}")
 
 
+def contenders(
+    fusion: FusionOp, info: FusionInfo, first: Scheduler, params: Params, most: int
+) -> list[tuple[Scheduler, Params]]:
+    """The schedulers `first` names as worth timing against its kernel with `params` that
+    accept `fusion` for `info` (at most `most`), with their parameters (multi-kernel)."""
+    found: list[tuple[Scheduler, Params]] = []
+    for name in first.contenders(params)[:most]:
+        scheduler = get_scheduler(name)
+        if scheduler.accepts(fusion, info):
+            found.append((scheduler, cached_heuristics(scheduler, fusion, info)))
+    return found
+
+
 def propose(fusion: FusionOp, info: FusionInfo) -> tuple[Scheduler, Params]:
     """The first scheduler that accepts `fusion` for `info`, with its parameters.
 

@@ -106,6 +106,11 @@ class Scheduler(ABC):
         docstring). This default is `info` itself: every shape is its own class."""
         return info
 
+    def contenders(self, params: Params) -> tuple[str, ...]:
+        """Later schedulers worth timing against this one's kernel with `params`, where its
+        heuristics cannot tell which is faster (multi-kernel; none by default)."""
+        return ()
+
     @abstractmethod
     def emit(self, fusion: FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
         """The kernel for `fusion`: parameters are the fusion's inputs then its outputs."""
