@@ -1104,7 +1104,7 @@ def test_transpose_takes_a_transposed_input_and_says_why_not() -> None:
     scheduler, params = propose(fusion, info)
     assert scheduler.name == "transpose"
     assert params == TransposeParams(
-        block=(32, 8, 1), tile=32, reference=0, tiled=0, staged=(0,), index_bits=32
+        block=(32, 8, 1), tile=32, width=1, reference=0, tiled=0, staged=(0,), index_bits=32
     )
     assert transpose.launch_config(fusion, params, info).grid == (128, 256, 1)
     row_major = transpose.accepts(fusion, FusionInfo((TensorMeta.contiguous((8192, 4096)), bias)))
@@ -1117,17 +1117,22 @@ def test_transpose_takes_a_transposed_input_and_says_why_not() -> None:
 
 @pytest.mark.parametrize("el", ["f32", "bf16", "f64"])
 def test_transpose_kernels_compile_with_nvrtc(el: str) -> None:
-    """f32 and f64 tiles of 32 elements a side, bf16 of 64."""
+    """f32 and f64 tiles of 32 elements a side, bf16 of 64 moved in pairs."""
     from fuser.codegen.cuda import emit_cuda
     from fuser.runtime.compiled_kernel import nvrtc_compile
     from fuser.transforms.schedulers.transpose import TransposeScheduler
 
     text = GELU_BIAS.replace("f32", el)
     fusion = parse_fusion(text)
-    info = FusionInfo((_transposed((1000, 4097), (1, 0)), TensorMeta.contiguous((4097,))))
+    info = FusionInfo((_transposed((1000, 4096), (1, 0)), TensorMeta.contiguous((4096,))))
     transpose = TransposeScheduler()
     params = transpose.heuristics(fusion, info)
     assert params.tile == (64 if el == "bf16" else 32)
+    # bf16 moves pairs (4-byte loads along T, 2-element stores along I) where both extents
+    # are even and the strides keep pairs aligned
+    assert params.width == (2 if el == "bf16" else 1)
+    odd = FusionInfo((_transposed((1000, 4097), (1, 0)), TensorMeta.contiguous((4097,))))
+    assert transpose.heuristics(fusion, odd).width == 1
     func = transpose.emit(fusion, params, f"transpose_{el}")
     func.verify()
     names = [op.name for op in func.walk()]

@@ -2,7 +2,8 @@
 float64 reference.
 
 Covered: gelu(x.t() + b) in f32, f16 and bf16 at odd sizes (33, 127, 1000, 4097; tiles cut by
-both edges), a batched transpose (a permuted 3-D view, the batch on blockIdx.z), a transposed
+both edges), 2-byte elements moved in pairs (even extents) and one at a time (a view one element
+off alignment), a batched transpose (a permuted 3-D view, the batch on blockIdx.z), a transposed
 input beside a row-major one, a transposed view with gaps (every other column of a wider
 tensor), and the shapes it leaves to the pointwise kernel (a transposed dim shorter than a tile,
 zero-size).
@@ -20,6 +21,7 @@ from gpu_helpers import TOL, assert_close, numpy_of, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
+from fuser.transforms.schedulers.transpose import TransposeParams
 
 pytestmark = pytest.mark.gpu
 
@@ -114,3 +116,20 @@ def test_short_transposed_dims_stay_pointwise(
     views = [torch_of(torch, stored).t(), torch_of(torch, b)]
     _run(fd, torch, views, [np.ascontiguousarray(stored.T), b])
     assert _schedulers(fd, views) == ["pointwise"]
+
+
+@pytest.mark.parametrize("dtype", [DataType.Half, DataType.BFloat16], ids=lambda d: d.name)
+def test_pairs_and_a_misaligned_view(rng: np.random.Generator, torch: Any, dtype: DataType) -> None:
+    """Even extents and strides: threads move pairs; the same view one element into its
+    storage (2-byte aligned): one element at a time. Both against the reference."""
+    fd = gelu_bias(dtype)
+    n, h = 130, 4098
+    stored = _random(rng, (h, n + 2), dtype)
+    b = _random(rng, (h,), dtype)
+    base = torch_of(torch, stored)
+    for lo, width in ((0, 2), (1, 1)):
+        views = [base[:, lo : lo + n].t(), torch_of(torch, b)]
+        _run(fd, torch, views, [np.ascontiguousarray(stored[:, lo : lo + n].T), b])
+        (kernel,) = fd.compile(views).kernels
+        assert isinstance(kernel.heuristics, TransposeParams)
+        assert kernel.scheduler == "transpose" and kernel.heuristics.width == width

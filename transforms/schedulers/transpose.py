@@ -29,7 +29,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
 from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as fu
@@ -62,6 +62,8 @@ still reads 64 contiguous bytes, and each thread keeps twice the loads in flight
 ROWS = {TILE: 8, 2 * TILE: 4}
 """Threads along y per tile side: each thread moves tile / rows elements of the tile per step,
 16 bytes of loads in flight per thread either way (256 threads a block)."""
+PAIR_ROWS = 8
+"""Threads along y where threads move pairs: (32, 8) threads, 8 pairs each per step."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ class TransposeParams(Params):
 
     tile: int
     """The side of a block's tile."""
+    width: int
+    """Adjacent elements a thread moves at once (2: 2-byte elements in pairs, 4-byte loads of
+    the staged inputs along T and 2-element stores of the outputs along I; else 1)."""
     reference: int
     """The output whose shape is the iteration space."""
     tiled: int
@@ -133,14 +138,33 @@ def _make_plan(fusion: fu.FusionOp, info: FusionInfo) -> TransposeParams | str:
         return "the transposed input is read under two maps: the pointwise kernel reads it"
     spans = [span(m) for m in info.inputs if m is not None]
     index_bits = 64 if max([math.prod(extents), *spans]) + tile * tile > INT32_MAX else 32
+    width = 2 if tile > TILE and _pairs(fusion, info, staged, extents[tiled], extents[inner]) else 1
     return TransposeParams(
-        block=(tile, ROWS[tile], 1),
+        block=(tile // width, PAIR_ROWS if width == 2 else ROWS[tile], 1),
         tile=tile,
+        width=width,
         reference=analysis.reference,
         tiled=tiled,
         staged=staged,
         index_bits=index_bits,
     )
+
+
+def _pairs(
+    fusion: fu.FusionOp, info: FusionInfo, staged: Sequence[int], extent_t: int, extent_i: int
+) -> bool:
+    """Whether threads can move pairs: both tiled extents even, and each staged input of
+    2-byte elements, 4-byte aligned, with even strides but along T (a pair is one 4-byte
+    load; the outputs are contiguous, so an even offset along I is aligned too)."""
+    if extent_t % 2 or extent_i % 2:
+        return False
+    for i in staged:
+        meta = cast(TensorMeta, info.inputs[i])
+        el = kernel.byte_size(fu.element_type(fusion.inputs[i].type))
+        strides = [s for e, s in zip(meta.shape, meta.strides, strict=True) if e > 1 and s != 1]
+        if el != 2 or meta.alignment % 4 or any(s % 2 for s in strides):
+            return False
+    return True
 
 
 def _fastest(meta: TensorMeta) -> int | None:
@@ -233,32 +257,47 @@ class _TransposeKernel:
             staged = [(i, m) for i, m in reads if i in p.staged]
             for i, _ in staged:
                 el = fu.element_type(fusion.inputs[i].type)
-                pitch = tile + max(1, 4 // kernel.byte_size(el))
+                # rows of an odd number of words; of pairs (read two rows at a time): of an odd
+                # number of elements
+                pitch = tile + (1 if p.width == 2 else max(1, 4 // kernel.byte_size(el)))
                 array = kernel.AllocOp(
                     kernel.ArrayType(tile * pitch, el, kernel.MemorySpace.SHARED)
                 ).result
                 array.name_hint = f"{kb.inputs[i].name_hint}_tile"
                 tiles[i] = (array, pitch)
             # 1. the staged inputs, along T, into the tiles ([i][t], padded rows)
-            rows = p.block[1]
+            rows, w = p.block[1], p.width
+            lane = named(kb.mul(tx, w), "lane")  # the thread's first element along T, then I
             with kb.loop(0, tile // rows, unroll=True, name="k") as k:
                 row = kb.add(ty, kb.mul(k, rows))
-                at = self.point(base, t=kb.add(t0, tx), i=kb.add(i0, row))
+                at = self.point(base, t=kb.add(t0, lane), i=kb.add(i0, row))
                 with kb.if_(self.valid(at)):
                     for i, m in staged:
                         t = cast(TensorType, fusion.inputs[i].type)
                         off = self.offset(kb.inputs[i], m, t.get_shape(), at)
-                        loaded = kernel.LoadOp(kb.inputs[i], kb.value(off)).result
                         array, pitch = tiles[i]
-                        slot = kb.add(kb.mul(row, pitch), tx)
-                        kernel.ArrayStoreOp(loaded, array, kb.value(slot))
+                        slot = kb.add(kb.mul(row, pitch), lane)
+                        if w == 1:
+                            loaded = kernel.LoadOp(kb.inputs[i], kb.value(off)).result
+                            kernel.ArrayStoreOp(loaded, array, kb.value(slot))
+                            continue
+                        # one 4-byte load, two 2-byte stores (the tile's odd pitch)
+                        pair = kernel.AllocOp(
+                            kernel.ArrayType(w, t.element_type, kernel.MemorySpace.LOCAL)
+                        ).result
+                        vector = VectorType(t.element_type, [w])
+                        loaded = kernel.LoadOp(kb.inputs[i], kb.value(off), vector).result
+                        kernel.ArrayStoreOp(loaded, pair, kb.value(0))
+                        for j in range(w):
+                            element = kernel.ArrayLoadOp(pair, kb.value(j)).result
+                            kernel.ArrayStoreOp(element, array, kb.value(kb.add(slot, j)))
             kernel.BarrierOp()
             # 2. each element along I: the staged inputs from the tiles' columns
             with kb.loop(0, tile // rows, unroll=True, name="k") as k:
                 column = kb.add(ty, kb.mul(k, rows))
-                at = self.point(base, t=kb.add(t0, column), i=kb.add(i0, tx))
+                at = self.point(base, t=kb.add(t0, column), i=kb.add(i0, lane))
                 with kb.if_(self.valid(at)):
-                    self.compute_and_store(at, tiles, tx, column)
+                    self.compute_and_store(at, tiles, lane, column)
         return kb.func
 
     def point(self, base: list[Index], t: Index, i: Index) -> list[Index]:
@@ -276,26 +315,42 @@ class _TransposeKernel:
     def compute_and_store(
         self, at: list[Index], tiles: dict[int, tuple[SSAValue, int]], row: Index, column: Index
     ) -> None:
-        """The fusion at the point `at` and its stores; a staged input's value is element
-        (row, column) of its tile."""
-        kb, fusion = self.kb, self.fusion
+        """The fusion at the `width` points from `at` along I and their stores (a vector of
+        `width` per output); a staged input's value at the j-th is element (row + j, column)
+        of its tile."""
+        kb, fusion, w = self.kb, self.fusion, self.p.width
         position = {arg: i for i, arg in enumerate(fusion.inputs)}
+        per_point: list[list[SSAValue]] = []
+        for j in range(w):
+            here = list(at)
+            here[self.inner] = kb.add(at[self.inner], j)
 
-        def read(value: SSAValue, m: DimMap) -> SSAValue:
-            i = position[value]
-            if not isinstance(value.type, TensorType):
-                return kb.inputs[i]
-            if i in tiles:
-                array, pitch = tiles[i]
-                slot = kb.add(kb.mul(row, pitch), column)
-                return kernel.ArrayLoadOp(array, kb.value(slot)).result
-            off = self.offset(kb.inputs[i], m, cast(TensorType, value.type).get_shape(), at)
-            return kernel.LoadOp(kb.inputs[i], kb.value(off)).result
+            def read(value: SSAValue, m: DimMap, j: int = j, here: list[Index] = here) -> SSAValue:
+                i = position[value]
+                if not isinstance(value.type, TensorType):
+                    return kb.inputs[i]
+                if i in tiles:
+                    array, pitch = tiles[i]
+                    slot = kb.add(kb.mul(kb.add(row, j), pitch), column)
+                    return kernel.ArrayLoadOp(array, kb.value(slot)).result
+                shape = cast(TensorType, value.type).get_shape()
+                off = self.offset(kb.inputs[i], m, shape, here)
+                return kernel.LoadOp(kb.inputs[i], kb.value(off)).result
 
-        env = compute_element(body_ops(fusion), self.space.needs, read)
-        outputs = zip(fusion.output_op.values, self.space.output_maps, strict=True)
-        values = [env[v, m] if (v, m) in env else read(v, m) for v, m in outputs]
-        for o, (value, m) in enumerate(zip(values, self.space.output_maps, strict=True)):
+            env = compute_element(body_ops(fusion), self.space.needs, read)
+            outputs = zip(fusion.output_op.values, self.space.output_maps, strict=True)
+            per_point.append([env[v, m] if (v, m) in env else read(v, m) for v, m in outputs])
+        for o, m in enumerate(self.space.output_maps):
             t = cast(TensorType, fusion.output_op.values[o].type)
-            off = self.offset(kb.outputs[o], m, t.get_shape(), at)
-            kernel.StoreOp(value, kb.outputs[o], kb.value(off))
+            off = kb.value(self.offset(kb.outputs[o], m, t.get_shape(), at))
+            if w == 1:
+                kernel.StoreOp(per_point[0][o], kb.outputs[o], off)
+                continue
+            array = kernel.AllocOp(
+                kernel.ArrayType(w, t.element_type, kernel.MemorySpace.LOCAL)
+            ).result
+            array.name_hint = f"{kb.outputs[o].name_hint}_buf"
+            for j in range(w):
+                kernel.ArrayStoreOp(per_point[j][o], array, kb.value(j))
+            vector = kernel.ArrayLoadOp(array, kb.value(0), VectorType(t.element_type, [w]))
+            kernel.StoreOp(vector.result, kb.outputs[o], off)
