@@ -26,7 +26,15 @@ import torch  # first: torch must be imported before fuser initializes CUDA
 sys.path.insert(0, str(Path(__file__).parent))
 
 from new_shape import load_nvfuser
-from run import copy_bandwidth, median_ms, nbytes, run_meta, write_results
+from run import (
+    copy_bandwidth,
+    fill_peer_timings,
+    median_ms,
+    nbytes,
+    peer_markdown,
+    run_meta,
+    write_results,
+)
 
 from fuser import DataType, FusionDefinition
 
@@ -192,32 +200,14 @@ def run_case(
             timings["nvfuser"] = median_ms(lambda: nv.execute(args))
         except Exception as e:  # nvFuser's failure is reported, fuser's row stays
             row["nvfuser_error"] = f"{type(e).__name__}: {e}"
-    for name, ms in timings.items():
-        gbs = row["bytes"] / (ms * 1e-3) / 1e9
-        row[name] = {"ms": ms, "gbs": gbs, "pct_copy": 100 * gbs / copy_gbs}
-    peers = [timings[k] for k in ("eager", "compile", "nvfuser") if k in timings]
-    row["fuser_vs_best_peer"] = min(peers) / timings["fuser"]
+    fill_peer_timings(row, timings, copy_gbs)
     return row
 
 
 def markdown(device: str, copy_gbs: float, rows: list[dict[str, Any]]) -> str:
-    lines = [
-        f"Norm backward on {device} (copy {copy_gbs:.0f} GB/s); ms (% of copy)",
-        "",
-        "| case | fuser | eager | compile | nvFuser | fuser / best peer | kernels |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-
-        def cell(name: str, r: dict[str, Any] = r) -> str:
-            t = r.get(name)
-            return "n/a" if t is None else f"{t['ms']:.3f} ({t['pct_copy']:.0f}%)"
-
-        lines.append(
-            f"| {r['case']} | {cell('fuser')} | {cell('eager')} | {cell('compile')} | "
-            f"{cell('nvfuser')} | {r['fuser_vs_best_peer']:.2f}x | {', '.join(r['kernels'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    return peer_markdown(
+        f"Norm backward on {device} (copy {copy_gbs:.0f} GB/s); ms (% of copy)", rows
+    )
 
 
 def main() -> None:

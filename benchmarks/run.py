@@ -126,6 +126,39 @@ def run_workload(w: Workload, copy_gbs: float, use_compile: bool) -> dict[str, A
     return row
 
 
+def fill_peer_timings(row: dict[str, Any], timings: dict[str, float], copy_gbs: float) -> None:
+    """Adds each timing to `row` (ms, GB/s over `row["bytes"]`, % of copy) and the ratio of the
+    best peer (eager, compile, nvFuser) to fuser."""
+    for name, ms in timings.items():
+        gbs = row["bytes"] / (ms * 1e-3) / 1e9
+        row[name] = {"ms": ms, "gbs": gbs, "pct_copy": 100 * gbs / copy_gbs}
+    peers = [timings[k] for k in ("eager", "compile", "nvfuser") if k in timings]
+    row["fuser_vs_best_peer"] = min(peers) / timings["fuser"]
+
+
+def peer_markdown(title: str, rows: list[dict[str, Any]]) -> str:
+    """A table of rows with fuser, eager, compile and nvFuser times (ms and % of copy), the
+    best peer's ratio and the kernels, then nvFuser's failures."""
+    lines = [
+        title,
+        "",
+        "| case | fuser | eager | compile | nvFuser | fuser / best peer | kernels |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+
+        def cell(name: str, r: dict[str, Any] = r) -> str:
+            t = r.get(name)
+            return "n/a" if t is None else f"{t['ms']:.3f} ({t['pct_copy']:.0f}%)"
+
+        lines.append(
+            f"| {r['case']} | {cell('fuser')} | {cell('eager')} | {cell('compile')} | "
+            f"{cell('nvfuser')} | {r['fuser_vs_best_peer']:.2f}x | {', '.join(r['kernels'])} |"
+        )
+    errors = [f"- {r['case']}: nvFuser {r['nvfuser_error']}" for r in rows if "nvfuser_error" in r]
+    return "\n".join(lines + (["", *errors] if errors else [])) + "\n"
+
+
 def host_us_per_call(fn: Any, calls: int = 20000, warmup: int = 1000) -> float:
     """Steady-state host time of `fn` in µs per call: the median of 5 batches after `warmup`
     calls, the GPU synchronized after each batch."""

@@ -874,6 +874,17 @@ def test_persistent_takes_reduction_fusions_too(rng: np.random.Generator) -> Non
 # --------------------------------------------------------------------------------------------
 
 
+OUTER_NORM = """
+fusion.fusion @f(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
+  %n = fusion.dim %x[0] : tensor<?x?xf32>
+  %s = fusion.sum %x [0] : tensor<?x?xf32> -> tensor<?xf32>
+  %sb = fusion.broadcast_in_dim %s [1] sizes(%n) : tensor<?xf32> -> tensor<?x?xf32>
+  %y = fusion.div %x, %sb : tensor<?x?xf32>
+  fusion.output %y : tensor<?x?xf32>
+}"""
+"""x / sum(x, 0): a normalization over the columns, whose reduced dim is not the fastest."""
+
+
 def contiguous_info(fusion: FusionOp, shapes: Sequence[Sequence[int]]) -> FusionInfo:
     it = iter(shapes)
     return FusionInfo(
@@ -911,14 +922,7 @@ fusion.fusion @f(%x: tensor<?x?xf32>, %z: tensor<?x?xf32>) -> (tensor<?x?xf32>) 
 }""")
     verdict = LOOPED.accepts(sum_div, contiguous_info(sum_div, [(10, 100000), (10, 100000)]))
     assert not verdict and verdict.reason.startswith("no input is read by two passes")
-    outer_norm = parse_fusion("""
-fusion.fusion @f(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
-  %n = fusion.dim %x[0] : tensor<?x?xf32>
-  %s = fusion.sum %x [0] : tensor<?x?xf32> -> tensor<?xf32>
-  %sb = fusion.broadcast_in_dim %s [1] sizes(%n) : tensor<?xf32> -> tensor<?x?xf32>
-  %y = fusion.div %x, %sb : tensor<?x?xf32>
-  fusion.output %y : tensor<?x?xf32>
-}""")
+    outer_norm = parse_fusion(OUTER_NORM)
     verdict = LOOPED.accepts(outer_norm, contiguous_info(outer_norm, [(100000, 64)]))
     assert not verdict and "not the fastest-varying dims" in verdict.reason
 
@@ -1012,14 +1016,7 @@ fusion.fusion @f(%x: tensor<?xf32>) -> (tensor<?xf32>) {
 }""")
     verdict = PERSISTENT.accepts(pointwise, contiguous_info(pointwise, [(4,)]))
     assert not verdict and verdict.reason == "the fusion has no reduction"
-    outer_norm = parse_fusion("""
-fusion.fusion @f(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
-  %n = fusion.dim %x[0] : tensor<?x?xf32>
-  %s = fusion.sum %x [0] : tensor<?x?xf32> -> tensor<?xf32>
-  %sb = fusion.broadcast_in_dim %s [1] sizes(%n) : tensor<?xf32> -> tensor<?x?xf32>
-  %y = fusion.div %x, %sb : tensor<?x?xf32>
-  fusion.output %y : tensor<?x?xf32>
-}""")
+    outer_norm = parse_fusion(OUTER_NORM)
     verdict = PERSISTENT.accepts(outer_norm, contiguous_info(outer_norm, [(64, 64)]))
     assert not verdict and "not the fastest-varying dims" in verdict.reason
     f = softmax()
