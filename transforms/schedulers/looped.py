@@ -18,11 +18,15 @@ normalization):
 - a last pass computes and stores the full-shape outputs; the reduced outputs are stored once per
   row after it.
 
-Softmax reads its row three times (max; sum of exp; output) and writes it once. The later reads
-are served by L2: each block walks rows `gridDim.x` apart, and the grid holds at most as many
-blocks as keep the rows in flight within half of L2 (at least one per SM, 1024 threads per SM).
-Welford reductions (`var_mean` of a long row) merge their per-tile states with Chan's formula,
-as in the reduction scheduler.
+The template is taken where a later pass reads an input an earlier pass read (otherwise a kernel
+per pass moves the same bytes over the whole GPU). A stage of one `max(a)` followed by a stage of
+one `sum(exp(a - max))` (softmax's and logsumexp's normalizer) is one pass: the sum is kept
+relative to the running max and rescaled as it grows (`online_sums`). So softmax reads its row
+twice (max and sum of exp; output) and writes it once. The second read is served by L2: each
+block walks rows `gridDim.x` apart, and the grid holds at most as many blocks as keep the rows in
+flight within half of L2 (at least one per SM, 1024 threads per SM). Welford reductions
+(`var_mean` of a long row) merge their per-tile states with Chan's formula, as in the reduction
+scheduler, and across the block pairwise (`kernel.block_welford`).
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ the L2 budget."""
 BYTES_IN_FLIGHT = 64
 """Bytes each thread loads per tile and input (four 16-byte vectors)."""
 MAX_UNROLL = 16
+"""Chunks per thread and tile at most (scalar loads of misaligned rows reach it)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,8 @@ class LoopedParams(Params):
 
 @dataclass(frozen=True)
 class _Sizes:
+    """Threads per row, chunks per thread and tile, and the grid's most blocks."""
+
     bdx: int
     unroll: int
     blocks: int
@@ -129,6 +136,8 @@ def _streamed_bytes(structure: Structure, layout: Layout) -> list[int]:
 
 
 def _sizes(structure: Structure, problem: Problem, info: FusionInfo) -> _Sizes:
+    """One block of 1024 threads per SM, or two of 512 where two blocks' rows fit half of L2;
+    BYTES_IN_FLIGHT per thread and input per tile; fewer threads for rows of few tiles."""
     layout = problem.layout
     v = layout.vector_width
     sms = info.device.sm_count
