@@ -198,3 +198,18 @@ def test_online_normalizer_at_the_edges(rng: np.random.Generator, dtype: DataTyp
     (sm,) = softmax(dtype).execute([x])
     (ref_sm,) = softmax(dtype).reference([x], compute_dtype=np.float64)
     assert_close(sm, ref_sm, "softmax at the edges", TOL[sm.dtype])
+
+
+def test_softmax_over_the_last_of_four_dims(rng: np.random.Generator) -> None:
+    """Attention's shape, [batch, heads, queries, keys], keys too long for registers."""
+    with FusionDefinition("attention_softmax") as fd:
+        x = fd.define_tensor([-1, -1, -1, -1], DataType.Float)
+        m = fd.ops.broadcast_in_dim(fd.ops.max(x, [3]), x.shape(), [0, 1, 2])
+        e = fd.ops.exp(fd.ops.sub(x, m))
+        s = fd.ops.broadcast_in_dim(fd.ops.sum(e, [3]), x.shape(), [0, 1, 2])
+        fd.add_output(fd.ops.div(e, s))
+    xs = _rows(rng, (2, 3, 5, 40001), DataType.Float)
+    (out,) = fd.execute([xs])
+    (ref,) = fd.reference([xs], compute_dtype=np.float64)
+    assert_close(out, ref, "softmax over the last of four dims", TOL[out.dtype])
+    assert _schedulers(fd, [xs]) == ["looped"]

@@ -55,6 +55,7 @@ from fuser.transforms.schedulers.iteration_space import Needs
 from fuser.transforms.schedulers.kernel_builder import comment, named
 from fuser.transforms.schedulers.reduction import (
     Arrays,
+    OnlineSum,
     StreamPass,
     flatten_states,
     reduction_type,
@@ -86,7 +87,6 @@ from fuser.transforms.schedulers.reduction_parts import (
 from fuser.transforms.schedulers.reduction_structure import (
     Key,
     Structure,
-    natural_map,
     reduction_input,
     row_level,
     structure_of,
@@ -177,12 +177,12 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     return structure, problem, _sizes(structure, problem, info)
 
 
-def online_sums(structure: Structure) -> dict[int, Operation]:
+def online_sums(structure: Structure) -> dict[int, OnlineSum]:
     """Stage q -> the `sum` of stage q + 1 that pass q computes online: a stage holding one
     `max(a)`, followed by a stage of one `sum(exp(a - broadcast(max(a))))` (softmax's and
     logsumexp's normalizer). The sum is then kept relative to the running max and rescaled
     when it grows (`reduction_parts.online_sum`): one pass over the row for both."""
-    found: dict[int, Operation] = {}
+    found: dict[int, OnlineSum] = {}
     stages = structure.stages
     for q in range(len(stages) - 1):
         maxima = [op for op in stages[q] if isinstance(op, fu.MaxOp)]
@@ -202,7 +202,7 @@ def online_sums(structure: Structure) -> dict[int, Operation]:
             and sub.operands[0] is reduction_input(top)
             and reduction_type(top) == reduction_type(total)
         ):
-            found[q] = total
+            found[q] = OnlineSum(top, total)
     return found
 
 
@@ -295,7 +295,7 @@ def _emit(parts: KernelParts, p: LoopedParams) -> None:
     rows, length = parts.kept_extent, parts.reduced_extent
     start = named(kb.mul(tx, v), "start")
     online = online_sums(structure)
-    passes: list[tuple[list[Operation], Needs, Operation | None]] = []
+    passes: list[tuple[list[Operation], Needs, OnlineSum | None]] = []
     for q, needs in enumerate(_passes(structure)):
         if q - 1 in online:
             continue  # computed online in the pass before
@@ -323,7 +323,7 @@ def _emit(parts: KernelParts, p: LoopedParams) -> None:
             )
             states0 = [identity_state(op, reduction_type(op)) for op in ops]
             if total is not None:
-                states0.append(identity_state(total, reduction_type(total)))
+                states0.append(identity_state(total.sum_op, reduction_type(total.sum_op)))
             for s in states0:
                 for value in s:
                     value.name_hint = "acc"
@@ -351,12 +351,13 @@ def _emit(parts: KernelParts, p: LoopedParams) -> None:
                 comment(f"combine {op.name} across the row's threads")
                 env_row.update(parts.results(op, _combine(op, state, bdx)))
             if total is not None:
-                comment(f"combine {total.name} of exp(a - max) across the row's threads")
-                r = next(r for r, op in enumerate(ops) if isinstance(op, fu.MaxOp))
-                row_max = env_row[ops[r].results[0], natural_map(ops[r], ops[r].results[0], 2)]
+                comment("combine the sum of exp(a - max) across the row's threads")
+                r = ops.index(total.max_op)
+                top = total.max_op.results[0]
+                row_max = env_row[top, structure.result_maps[top]]
                 rescaled = rescale(states[-1][0], states[r][0], row_max)
                 summed = cooperate_kind(kernel.ReduceKind.SUM, rescaled, kernel.Dimension.X, bdx)
-                env_row.update(parts.results(total, (finish_online_sum(summed, row_max),)))
+                env_row.update(parts.results(total.sum_op, (finish_online_sum(summed, row_max),)))
         if structure.reduced_outputs:
             comment("epilogue")
             parts.compute(structure.reduced_needs, env_row, read_row)

@@ -247,6 +247,15 @@ Arrays = dict[tuple[int, DimMap], tuple[SSAValue, bool]]
 
 
 @dataclass(frozen=True)
+class OnlineSum:
+    """A `sum(exp(a - max(a)))` computed in the same pass as its `max(a)`: kept relative to the
+    running max and rescaled as it grows (`online_sum`)."""
+
+    max_op: Operation
+    sum_op: Operation
+
+
+@dataclass(frozen=True)
 class StreamPass:
     """What one streaming pass over a row computes per element: the inputs of the reductions
     `ops` (from `needs`, the pass's per-element values, given the row's values `env_row`:
@@ -257,9 +266,8 @@ class StreamPass:
     needs: Needs
     env_row: dict[Key, SSAValue]
     store_full: bool
-    online: Operation | None = None
-    """A `sum` of `exp(a - max(a))` whose `max(a)` is one of `ops`: its state, after theirs,
-    is the sum relative to the running max (`online_sum`)."""
+    online: OnlineSum | None = None
+    """A sum computed online beside its max, one of `ops`: its state comes after theirs."""
 
 
 def stream_chunks(
@@ -327,7 +335,7 @@ def stream_chunks(
                 ]
             )
     if stream.online is not None:
-        r = next(r for r, op in enumerate(stream.ops) if isinstance(op, fu.MaxOp))
+        r = list(stream.ops).index(stream.online.max_op)
         terms = [
             (chunk.valid, [values[c][j][r] for j in range(chunk.width)])
             for c, chunk in enumerate(chunks)
