@@ -52,13 +52,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    IntegerAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
     TensorType,
-    i64,
 )
 from xdsl.ir import Attribute
 
@@ -203,15 +200,11 @@ class _Variant:
     def host_ir(self) -> str:
         """The program that launches this kernel (lowered on demand), with the multi-kernel
         variants it was chosen among as the program's `fuser.multi_kernel` attribute."""
-        program = lower_fusion(self.fusion, self.info).program
+        program = lower_fusion(self.fusion, self.info, scheduler=self.scheduler.name).program
         symbol = SymbolRefAttr(self.executor.kernel.kernel_name)
-        launch = self.scheduler.launch_config(self.fusion, self.params, self.info)
         for op in program.walk():
             if isinstance(op, host.LaunchOp | host.GridOp):
                 op.kernel = symbol
-            if isinstance(op, host.LaunchOp):  # (the lowering scheduled the first choice)
-                op.block = DenseArrayBase.from_list(i64, list(launch.block))
-                op.smem = IntegerAttr(launch.shared_bytes, i64)
         if self.variants:
             program.attributes["fuser.multi_kernel"] = StringAttr(self.variants)
         return op_text(program)

@@ -143,8 +143,9 @@ class _Piece:
     those of one slice)."""
 
 
-def segment_pieces(fusion: fu.FusionOp, info: FusionInfo) -> list[_Piece]:
-    """The segments of `fusion` for `info`, in order (the whole fusion when it has none)."""
+def segment_pieces(fusion: fu.FusionOp, info: FusionInfo, scheduler: str = "") -> list[_Piece]:
+    """The segments of `fusion` for `info`, in order (the whole fusion when it has none, with
+    `scheduler` as its scheduler when given)."""
     if any(isinstance(op, fu.SegmentOp) for op in fusion.body.block.ops):
         return [
             _Piece(
@@ -170,7 +171,7 @@ def segment_pieces(fusion: fu.FusionOp, info: FusionInfo) -> list[_Piece]:
     if stream is not None:
         sliced = (stream.sliced, stream.slice_info(info), stream.slice_shapes(shapes))
         return [_Piece("", *sliced, tuple(fusion.inputs), outputs, stream)]
-    return [_Piece("", whole, info, shapes, tuple(fusion.inputs), outputs)]
+    return [_Piece(scheduler, whole, info, shapes, tuple(fusion.inputs), outputs)]
 
 
 def _shape(shape: tuple[int, ...] | int | None) -> tuple[int, ...]:
@@ -380,16 +381,18 @@ def replace_by_lowering(fusion: fu.FusionOp, lowering: HostLowering) -> None:
 
 
 def lower_fusion(
-    fusion: fu.FusionOp, info: FusionInfo, kernel_prefix: str | None = None
+    fusion: fu.FusionOp, info: FusionInfo, kernel_prefix: str | None = None, scheduler: str = ""
 ) -> HostLowering:
     """Lowers a (segmented) fusion for the input metadata `info` (see the module docstring).
+    An unsegmented fusion runs on `scheduler` where given (a multi-kernel variant), else on
+    the first scheduler that accepts it.
 
     Kernels are named `<kernel_prefix>_s<k>_<scheduler>` (the prefix defaults to the fusion's
     name). The fusion is left unchanged. Raises SchedulingError when a segment's scheduler
     rejects it (or, for an unsegmented fusion, when no scheduler accepts the whole fusion).
     """
     prefix = kernel_prefix or fusion.sym_name.data
-    pieces = segment_pieces(fusion, info)
+    pieces = segment_pieces(fusion, info, scheduler)
     b = _ProgramBuilder(fusion, info)
     syms: dict[SSAValue, _Shape] = {}
     for i, arg in enumerate(fusion.inputs):
