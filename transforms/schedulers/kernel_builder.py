@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType, UnitAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, IntegerType, TensorType, UnitAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -241,6 +241,26 @@ class KernelBuilder:
         for index, stride in terms:
             total = self.add(total, self.mul(index, stride))
         return total
+
+    def access_offset(
+        self,
+        tensor: SSAValue,
+        m: DimMap,
+        static: Sequence[int],
+        index: Callable[[int], Index],
+        broadcast: bool = True,
+    ) -> Index:
+        """The element offset in `tensor`, accessed with map `m`, of the point whose index
+        along iteration dim x is `index(x)`: a stride per mapped dim. With `broadcast`, a dim of
+        dynamic extent (`static`: the tensor type's shape) is read with stride 0 where it is 1
+        at run time (`broadcast_stride`)."""
+        terms: list[tuple[Index, Index]] = []
+        for d, x in enumerate(m):
+            if x is not None:
+                dynamic = broadcast and static[d] == DYNAMIC_INDEX
+                stride = self.broadcast_stride(tensor, d) if dynamic else self.stride(tensor, d)
+                terms.append((index(x), stride))
+        return self.offset(terms)
 
     def delinearize(self, flat: Index, sizes: Sequence[Index], lowest: int = 0) -> list[Index]:
         """The row-major indices of `flat` in `sizes`, for dims `lowest` and above (the

@@ -23,7 +23,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import cast, overload
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
+from xdsl.dialects.builtin import TensorType, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
@@ -482,18 +482,9 @@ class _PointwiseKernel:
         kb = self.kb
         if dense and m == self.ref_map:
             return point.flat
-        mapped = [x for x in m if x is not None]
-        lowest = min(mapped, default=0)
-        terms: list[tuple[Index, Index]] = []
-        for d, x in enumerate(m):
-            if x is not None:
-                stride = (
-                    kb.broadcast_stride(tensor, d)
-                    if static[d] == DYNAMIC_INDEX
-                    else kb.stride(tensor, d)
-                )
-                terms.append((point.index(x, lowest), stride))
-        return named(kb.offset(terms), f"{tensor.name_hint}_off")
+        lowest = min((x for x in m if x is not None), default=0)
+        offset = kb.access_offset(tensor, m, static, lambda x: point.index(x, lowest))
+        return named(offset, f"{tensor.name_hint}_off")
 
     def load(self, point: _Point, k: Index) -> None:
         kb = self.kb

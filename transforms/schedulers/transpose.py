@@ -29,7 +29,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
+from xdsl.dialects.builtin import TensorType, VectorType
 from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as fu
@@ -227,16 +227,10 @@ class _TransposeKernel:
 
     def offset(self, tensor: SSAValue, m: DimMap, static: Sequence[int], at: list[Index]) -> Index:
         """The element offset in `tensor` (accessed with map `m`) of the space point `at`; an
-        input's dynamic dims may be broadcast at run time (stride 0 where the extent is 1)."""
+        input's dynamic dims may be broadcast at run time, an output's are not."""
         kb = self.kb
-        output = tensor in kb.outputs
-        terms: list[tuple[Index, Index]] = []
-        for d, x in enumerate(m):
-            if x is not None:
-                dynamic = static[d] == DYNAMIC_INDEX and not output
-                stride = kb.broadcast_stride(tensor, d) if dynamic else kb.stride(tensor, d)
-                terms.append((at[x], stride))
-        return named(kb.offset(terms), f"{tensor.name_hint}_off")
+        offset = kb.access_offset(tensor, m, static, at.__getitem__, tensor not in kb.outputs)
+        return named(offset, f"{tensor.name_hint}_off")
 
     def build(self) -> kernel.FuncOp:
         kb, p, fusion = self.kb, self.p, self.fusion
