@@ -15,7 +15,6 @@ import. Writes `norm_backward.json` and `norm_backward.md` to DIR (default ./ben
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,15 +25,7 @@ import torch  # first: torch must be imported before fuser initializes CUDA
 sys.path.insert(0, str(Path(__file__).parent))
 
 from new_shape import load_nvfuser
-from run import (
-    copy_bandwidth,
-    fill_peer_timings,
-    median_ms,
-    nbytes,
-    peer_markdown,
-    run_meta,
-    write_results,
-)
+from run import copy_bandwidth, peer_markdown, peer_row, run_meta, write_results
 
 from fuser import DataType, FusionDefinition
 
@@ -158,50 +149,19 @@ def inputs(kind: str, dtype: str, n: int, h: int) -> list[Any]:
     return [dy, x, mean, rstd, w]
 
 
-def rel_error(outs: list[Any], refs: tuple[Any, ...], dtype: str) -> float:
-    """The largest relative error (2-norm) of fuser's outputs against torch eager's."""
-    worst = 0.0
-    for o, r in zip(outs, refs, strict=True):
-        r64 = r.double()
-        worst = max(worst, ((o.double() - r64).norm() / r64.norm().clamp_min(1e-30)).item())
-    limit = 1e-4 if dtype == "float32" else 1e-2
-    if not math.isfinite(worst) or worst > limit:
-        raise SystemExit(f"fuser's result differs from torch's: relative error {worst:.2e}")
-    return worst
-
-
 def run_case(
     kind: str, dtype: str, n: int, h: int, copy_gbs: float, use_compile: bool, nvfuser: bool
 ) -> dict[str, Any]:
-    args = inputs(kind, dtype, n, h)
-    eager = torch_backward(kind, h)
-    fd = fuser_backward(kind, dtype, h)
-    outs = fd.execute(args)
-    refs = eager(*args)
-    row: dict[str, Any] = {
-        "case": f"{kind} backward {dtype} [{n}, {h}]",
-        "bytes": nbytes(args) + nbytes(list(refs)),
-        "rel_error_vs_torch": rel_error(outs, refs, dtype),
-        "kernels": [k.scheduler for k in fd.compile(args).kernels],
-    }
-    timings: dict[str, float] = {
-        "fuser": median_ms(lambda: fd.execute(args)),
-        "eager": median_ms(lambda: eager(*args)),
-    }
-    if use_compile:
-        compiled = torch.compile(eager)
-        compiled(*args)
-        timings["compile"] = median_ms(lambda: compiled(*args))
-    if nvfuser:
-        try:
-            nv = nvfuser_backward(kind, dtype, h)
-            nv_outs = nv.execute(args)
-            rel_error(nv_outs, refs, dtype)
-            timings["nvfuser"] = median_ms(lambda: nv.execute(args))
-        except Exception as e:  # nvFuser's failure is reported, fuser's row stays
-            row["nvfuser_error"] = f"{type(e).__name__}: {e}"
-    fill_peer_timings(row, timings, copy_gbs)
-    return row
+    return peer_row(
+        f"{kind} backward {dtype} [{n}, {h}]",
+        fuser_backward(kind, dtype, h),
+        torch_backward(kind, h),
+        inputs(kind, dtype, n, h),
+        dtype,
+        copy_gbs,
+        use_compile,
+        (lambda: nvfuser_backward(kind, dtype, h)) if nvfuser else None,
+    )
 
 
 def markdown(device: str, copy_gbs: float, rows: list[dict[str, Any]]) -> str:

@@ -126,14 +126,51 @@ def run_workload(w: Workload, copy_gbs: float, use_compile: bool) -> dict[str, A
     return row
 
 
-def fill_peer_timings(row: dict[str, Any], timings: dict[str, float], copy_gbs: float) -> None:
-    """Adds each timing to `row` (ms, GB/s over `row["bytes"]`, % of copy) and the ratio of the
-    best peer (eager, compile, nvFuser) to fuser."""
+def peer_row(
+    case: str,
+    fd: Any,
+    torch_fn: Callable[..., Any],
+    args: list[Any],
+    dtype: str,
+    copy_gbs: float,
+    use_compile: bool,
+    make_nvfuser: Callable[[], Any] | None,
+) -> dict[str, Any]:
+    """A row of `peer_markdown`: fuser's definition `fd` against torch eager (`torch_fn`, also
+    the reference every result is checked against), `torch.compile` and nvFuser (defined by
+    `make_nvfuser()`; a failure or a wrong result is recorded, fuser's row stays) on `args`:
+    each a median time, in GB/s over the bytes read and written and % of copy, and the best
+    peer's time over fuser's."""
+    outs = fd.execute(args)
+    refs = torch_fn(*args)
+    refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
+    row: dict[str, Any] = {
+        "case": case,
+        "bytes": nbytes(args) + nbytes(refs),
+        "rel_error_vs_torch": check(outs, refs, dtype),
+        "kernels": [k.scheduler for k in fd.compile(args).kernels],
+    }
+    timings = {
+        "fuser": median_ms(lambda: fd.execute(args)),
+        "eager": median_ms(lambda: torch_fn(*args)),
+    }
+    if use_compile:
+        compiled = torch.compile(torch_fn)
+        compiled(*args)
+        timings["compile"] = median_ms(lambda: compiled(*args))
+    if make_nvfuser is not None:
+        try:
+            nv = make_nvfuser()
+            check(nv.execute(args), refs, dtype)
+            timings["nvfuser"] = median_ms(lambda: nv.execute(args))
+        except (Exception, SystemExit) as e:  # recorded; fuser's row stays
+            row["nvfuser_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     for name, ms in timings.items():
         gbs = row["bytes"] / (ms * 1e-3) / 1e9
         row[name] = {"ms": ms, "gbs": gbs, "pct_copy": 100 * gbs / copy_gbs}
     peers = [timings[k] for k in ("eager", "compile", "nvfuser") if k in timings]
     row["fuser_vs_best_peer"] = min(peers) / timings["fuser"]
+    return row
 
 
 def peer_markdown(title: str, rows: list[dict[str, Any]]) -> str:

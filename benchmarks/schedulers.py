@@ -28,16 +28,7 @@ import torch  # first: torch must be imported before fuser initializes CUDA
 sys.path.insert(0, str(Path(__file__).parent))
 
 from new_shape import load_nvfuser
-from norm_backward import rel_error
-from run import (
-    copy_bandwidth,
-    fill_peer_timings,
-    median_ms,
-    nbytes,
-    peer_markdown,
-    run_meta,
-    write_results,
-)
+from run import copy_bandwidth, peer_markdown, peer_row, run_meta, write_results
 
 import fuser
 
@@ -304,33 +295,16 @@ def define_nvfuser(case: Case, args: list[Any]) -> Any:
 
 def run_case(case: Case, copy_gbs: float, use_compile: bool, nvfuser: bool) -> dict[str, Any]:
     args = case.make_inputs()
-    refs = case.torch_fn(*args)
-    refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
-    fd = define_fuser(case, args)
-    outs = fd.execute(args)
-    row: dict[str, Any] = {
-        "case": f"{case.name} {case.dtype}",
-        "bytes": nbytes(args) + nbytes(refs),
-        "rel_error_vs_torch": rel_error(outs, tuple(refs), case.dtype),
-        "kernels": [k.scheduler for k in fd.compile(args).kernels],
-    }
-    timings: dict[str, float] = {
-        "fuser": median_ms(lambda: fd.execute(args)),
-        "eager": median_ms(lambda: case.torch_fn(*args)),
-    }
-    if use_compile:
-        compiled = torch.compile(case.torch_fn)
-        compiled(*args)
-        timings["compile"] = median_ms(lambda: compiled(*args))
-    if nvfuser:
-        try:
-            nv = define_nvfuser(case, args)
-            rel_error(nv.execute(args), tuple(refs), case.dtype)
-            timings["nvfuser"] = median_ms(lambda: nv.execute(args))
-        except Exception as e:  # nvFuser's failure is reported, fuser's row stays
-            row["nvfuser_error"] = f"{type(e).__name__}: {str(e)[:200]}"
-    fill_peer_timings(row, timings, copy_gbs)
-    return row
+    return peer_row(
+        f"{case.name} {case.dtype}",
+        define_fuser(case, args),
+        case.torch_fn,
+        args,
+        case.dtype,
+        copy_gbs,
+        use_compile,
+        (lambda: define_nvfuser(case, args)) if nvfuser else None,
+    )
 
 
 def markdown(device: str, copy_gbs: float, rows: list[dict[str, Any]]) -> str:
