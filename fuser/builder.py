@@ -334,6 +334,7 @@ class FusionBuilder:
         self._analyses = AnalysisCache()
         self._variants: dict[tuple[str, str, Params, bool], _Variant] = {}
         self._multi_decisions: dict[str, multi_kernel.Decision] = {}
+        self._multi_keys: dict[tuple[int, ...], str] = {}
         self._variant_of: dict[KernelExecutor, _Variant] = {}
         self._programs: list[_Program] = []
         self._program_of: dict[HostEvaluator, _Program] = {}
@@ -436,9 +437,16 @@ class FusionBuilder:
         return first, reused, rest
 
     def _multi_key(self, variants: Sequence[_Variant]) -> str:
-        return multi_kernel.choice_key(
-            [v.executor.kernel.source for v in variants], [repr(v.params) for v in variants]
-        )
+        """The choice key of `variants`, once per set (it hashes their CUDA sources: a new
+        shape of a known size class must not pay for it)."""
+        ids = tuple(id(v) for v in variants)  # (variants live as long as the builder)
+        key = self._multi_keys.get(ids)
+        if key is None:
+            key = multi_kernel.choice_key(
+                [v.executor.kernel.source for v in variants], [repr(v.params) for v in variants]
+            )
+            self._multi_keys[ids] = key
+        return key
 
     def _known_decision(self, variants: Sequence[_Variant]) -> multi_kernel.Decision | None:
         """The choice among `variants` made earlier (this process or one before), if any."""
