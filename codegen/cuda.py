@@ -392,6 +392,8 @@ class CudaPrinter(BasePrinter):
     _max_threads: int = field(default=kernel.MAX_THREADS_PER_BLOCK, init=False)
     _kernel: str = field(default="", init=False)
     _block_reductions: int = field(default=0, init=False)
+    _dynamic: list[kernel.ArrayType] = field(default_factory=list[kernel.ArrayType], init=False)
+    """The kernel's `dynamic` arrays printed so far, in order (their offsets follow)."""
 
     # ---- names and expressions --------------------------------------------------------------
 
@@ -469,6 +471,7 @@ class CudaPrinter(BasePrinter):
         self._used.clear()
         self._counters.clear()
         self._block_reductions = 0
+        self._dynamic.clear()
         name = self._kernel = func.sym_name.data
         if identifier(name) != name:
             raise self._error(func, f"@{name} is not a valid C++ name for a kernel")
@@ -553,11 +556,22 @@ class CudaPrinter(BasePrinter):
     def _(self, op: kernel.AllocOp):
         t = op.result.type
         assert isinstance(t, kernel.ArrayType)
-        shared = t.memory_space.data == kernel.MemorySpace.SHARED
-        name = self._name(op.result, prefix="shared" if shared else "local")
-        space = "__shared__ " if shared else ""
+        space = t.memory_space.data
+        name = self._name(
+            op.result, prefix="local" if space == kernel.MemorySpace.LOCAL else "shared"
+        )
         element = c_type(t.element_type)
-        self._line(f"{space}alignas(16) {element} {name}[{t.size.data}];")
+        if space == kernel.MemorySpace.DYNAMIC:
+            if not self._dynamic:
+                self._line(f"extern __shared__ __align__(16) unsigned char {_DYNAMIC_SHARED}[];")
+            offset = kernel.dynamic_shared_bytes([*self._dynamic, t]) - t.size_in_bytes
+            self._dynamic.append(t)
+            self._line(
+                f"{element}* {name} = reinterpret_cast<{element}*>({_DYNAMIC_SHARED} + {offset});"
+            )
+            return
+        prefix = "__shared__ " if space == kernel.MemorySpace.SHARED else ""
+        self._line(f"{prefix}alignas(16) {element} {name}[{t.size.data}];")
         if op.zeroed is not None:
             # a store of all-zero bits per element, in a loop that unrolls: the elements stay
             # separate registers, and no conversion (an f16/bf16 literal's is inline asm)
@@ -580,6 +594,23 @@ class CudaPrinter(BasePrinter):
     @print_op.register
     def _(self, op: kernel.BarrierOp):
         self._line("__syncthreads();")
+
+    @print_op.register
+    def _(self, op: kernel.CopyAsyncOp):
+        t = op.array.type
+        assert isinstance(t, kernel.ArrayType)
+        size = op.elements.value.data * kernel.byte_size(t.element_type)
+        target = f"&{self.expr(op.array)}[{self.expr(op.index)}]"
+        source = f"&{self.expr(op.tensor)}.data[{self.expr(op.offset)}]"
+        self._line(f"fuser::copy_async<{size}>({target}, {source}, {self.expr(op.valid)});")
+
+    @print_op.register
+    def _(self, op: kernel.CopyAsyncCommitOp):
+        self._line("fuser::copy_async_commit();")
+
+    @print_op.register
+    def _(self, op: kernel.CopyAsyncWaitOp):
+        self._line(f"fuser::copy_async_wait<{op.pending.value.data}>();")
 
     def _along(self, op: Operation, along: kernel.DimensionAttr) -> str:
         """The template arguments of a block reduction: dim, block size and scratch slot."""
@@ -972,6 +1003,10 @@ class CudaPrinter(BasePrinter):
 # --------------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------------
+
+
+_DYNAMIC_SHARED = "fuser_dynamic_shared"
+"""The kernel's dynamic shared memory, which its `dynamic` arrays point into."""
 
 
 def _kernels(root: Operation) -> list[kernel.FuncOp]:

@@ -39,7 +39,7 @@ Verifiers check what the CUDA emitter relies on; they cannot check uniform contr
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from xdsl.dialects import arith
@@ -170,10 +170,28 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
 
 
 class MemorySpace(StrEnum):
-    """Where a `kernel.alloc` array lives: per-thread registers or block shared memory."""
+    """Where a `kernel.alloc` array lives: per-thread registers, block shared memory of a size
+    fixed in the kernel (`shared`, at most 48 KiB in all), or block shared memory the launch
+    gives (`dynamic`: beyond 48 KiB; the launch must give `dynamic_shared_bytes` of the
+    kernel's dynamic arrays)."""
 
     LOCAL = "local"
     SHARED = "shared"
+    DYNAMIC = "dynamic"
+
+
+SHARED_ALIGNMENT = 16
+"""Bytes each array in dynamic shared memory is aligned to (vector accesses are legal)."""
+
+
+def dynamic_shared_bytes(arrays: Iterable[ArrayType]) -> int:
+    """The dynamic shared memory a kernel's `dynamic` arrays take, laid out in program order
+    each at the next `SHARED_ALIGNMENT`-byte boundary: what its launch must give."""
+    total = 0
+    for t in arrays:
+        if t.memory_space.data == MemorySpace.DYNAMIC:
+            total = -(-total // SHARED_ALIGNMENT) * SHARED_ALIGNMENT + t.size_in_bytes
+    return total
 
 
 @irdl_attr_definition
@@ -240,8 +258,9 @@ class ArrayType(ParametrizedAttribute, TypeAttribute):
     """A fixed-size array made by `kernel.alloc`: `!kernel.array<8xf32, local>`.
 
     `local` arrays are per-thread (`T a[8];`, in registers when indexed by constants after
-    unrolling); `shared` arrays are one per block (`__shared__ T a[1024];`). Both are declared
-    16-byte aligned so vector accesses are legal.
+    unrolling); `shared` arrays are one per block (`__shared__ T a[1024];`), and so are
+    `dynamic` ones (a pointer into the launch's dynamic shared memory). All are 16-byte aligned
+    so vector accesses are legal.
     """
 
     name = "kernel.array"
@@ -718,6 +737,108 @@ class ArrayStoreOp(IRDLOperation):
         assert isinstance(a, ArrayType)
         n = _check_access(self.name, "value", self.value.type, a.element_type)
         _check_array_bounds(self.name, a, self.index, n)
+
+
+ASYNC_COPY_BYTES = (4, 8, 16)
+"""The sizes of one asynchronous copy (`cp.async`)."""
+
+
+@irdl_op_definition
+class CopyAsyncOp(IRDLOperation):
+    """Starts copying `elements` consecutive elements of a tensor parameter, from `offset`, to a
+    shared array at `index` (`cp.async`, sm_80 on), or zeros where `valid` is false (nothing
+    is read then). The copy lands after a `kernel.copy_async_commit` closes its group and a
+    `kernel.copy_async_wait` waits for the group; only the thread that started it may read it
+    before a barrier. 4, 8 or 16 bytes, aligned to their size at both ends.
+
+    `kernel.copy_async %t[%off], %a[%i] elements 8 if %ok : !kernel.tensor<bf16, 2>, i32,
+    !kernel.array<4096xbf16, dynamic>, i32`
+    """
+
+    name = "kernel.copy_async"
+
+    tensor = operand_def(TensorParamType)
+    offset = operand_def()
+    array = operand_def(ArrayType)
+    index = operand_def()
+    valid = operand_def(I1)
+    elements = prop_def(IntegerAttr.constr(i64))
+
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+
+    assembly_format = (
+        "$tensor `[` $offset `]` `,` $array `[` $index `]` `elements` $elements `if` $valid "
+        "attr-dict `:` type($tensor) `,` type($offset) `,` type($array) `,` type($index)"
+    )
+
+    def __init__(
+        self,
+        tensor: SSAValue,
+        offset: SSAValue,
+        array: SSAValue,
+        index: SSAValue,
+        elements: int,
+        valid: SSAValue,
+    ):
+        super().__init__(
+            operands=[tensor, offset, array, index, valid],
+            properties={"elements": IntegerAttr(elements, i64)},
+        )
+
+    def verify_(self) -> None:
+        _check_index(self.name, self.offset)
+        _check_index(self.name, self.index)
+        t, a = self.tensor.type, self.array.type
+        assert isinstance(t, TensorParamType) and isinstance(a, ArrayType)
+        if a.memory_space.data == MemorySpace.LOCAL:
+            raise VerifyException(f"'{self.name}' copies into a shared array, not a local one")
+        if a.element_type != t.element_type:
+            raise VerifyException(
+                f"'{self.name}' array element type {a.element_type} does not match the "
+                f"tensor's {t.element_type}"
+            )
+        n = self.elements.value.data
+        if n * byte_size(a.element_type) not in ASYNC_COPY_BYTES:
+            raise VerifyException(
+                f"'{self.name}' copies {n} x {a.element_type} = {n * byte_size(a.element_type)} "
+                f"bytes, not one of {', '.join(map(str, ASYNC_COPY_BYTES))}"
+            )
+        _check_array_bounds(self.name, a, self.index, n)
+
+
+@irdl_op_definition
+class CopyAsyncCommitOp(IRDLOperation):
+    """Closes the group of the `kernel.copy_async`s the thread started since the last one
+    (`cp.async.commit_group`)."""
+
+    name = "kernel.copy_async_commit"
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class CopyAsyncWaitOp(IRDLOperation):
+    """Waits until at most `pending` of the thread's committed copy groups are still in flight
+    (`cp.async.wait_group`): the older groups' copies have landed.
+
+    `kernel.copy_async_wait pending 1`
+    """
+
+    name = "kernel.copy_async_wait"
+
+    pending = prop_def(IntegerAttr.constr(i64))
+
+    assembly_format = "`pending` $pending attr-dict"
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": IntegerAttr(pending, i64)})
+
+    def verify_(self) -> None:
+        if not 0 <= self.pending.value.data <= 7:
+            raise VerifyException(f"'{self.name}' pending must be between 0 and 7")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1329,6 +1450,9 @@ Kernel = Dialect(
         AllocOp,
         ArrayLoadOp,
         ArrayStoreOp,
+        CopyAsyncOp,
+        CopyAsyncCommitOp,
+        CopyAsyncWaitOp,
         BarrierOp,
         WarpReduceOp,
         BlockReduceOp,

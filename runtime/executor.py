@@ -342,7 +342,9 @@ class KernelExecutor:
             func = module.get_function(self.kernel.kernel_name)
             self._functions[device] = func
             self._shared_limit[device] = 0
-        if entry.shared_bytes > max(self._shared_limit.get(device, 0), 48 * 1024):
+        if entry.shared_bytes > self._shared_limit.get(device, 0):
+            # any dynamic size opts in: the default limit is 48 KiB less the kernel's static
+            # shared memory, which a launch within 48 KiB may still pass
             driver.set_max_dynamic_shared_memory(func, entry.shared_bytes)
             self._shared_limit[device] = entry.shared_bytes
         entry.set_function(func)

@@ -6,6 +6,8 @@ The GPU results are in tests/gpu/test_norm_backward_gpu.py.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -13,8 +15,10 @@ from ir_helpers import parse
 
 from fuser import DataType, FusionDefinition
 from fuser.dialects import fusion as fu
-from fuser.transforms.schedulers import get_scheduler
+from fuser.transforms.schedulers import get_scheduler, inner_outer
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
+from fuser.transforms.schedulers.persistent import PersistentParams
+from fuser.transforms.schedulers.reduction_parts import vector_pieces
 from fuser.transforms.split_reductions import (
     apply_split_reductions,
     column_sums,
@@ -107,9 +111,10 @@ def test_a_column_sum_alone_is_split_where_its_rows_are_narrow(
 
 def test_norm_backward_compiles_to_one_inner_outer_kernel() -> None:
     """dx, and the partial sums of dw and db (the db group merged in as a sibling reading dy),
-    in one kernel of 264 blocks; then one sum of the chunks per weight gradient."""
+    in one kernel of 264 blocks; then one kernel sums the chunks of both weight gradients (the
+    two sums, siblings, merged)."""
     compiled = rms_backward().compile(inputs(16384, 4096), arch="sm_90")
-    assert [k.scheduler for k in compiled.kernels] == ["inner_outer", "reduction", "reduction"]
+    assert [k.scheduler for k in compiled.kernels] == ["inner_outer", "reduction"]
     assert "grid=(264, 1, 1)" in str(compiled)
 
 
@@ -118,6 +123,56 @@ def test_a_row_too_long_for_registers_is_not_split() -> None:
     the fusion as it was."""
     compiled = rms_backward().compile(inputs(64, 200_000), arch="sm_90")
     assert "inner_outer" not in [k.scheduler for k in compiled.kernels]
+
+
+def _inner_outer(n: int, h: int, arch: str = "sm_90") -> tuple[PersistentParams, Any]:
+    """The heuristics and launch of RMS norm backward's inner-outer kernel."""
+    kernel = rms_backward().compile(inputs(n, h), arch=arch).kernels[0]
+    assert kernel.scheduler == "inner_outer"
+    return cast(PersistentParams, kernel.heuristics), kernel
+
+
+@pytest.mark.parametrize(
+    ("h", "arch", "shared_sums", "prefetch", "shared_bytes"),
+    [
+        # 128 threads x 32 slots: dw's and db's f32 sums 2 x 16 KiB; two buffers of dy and of
+        # x, 2 x 16 KiB
+        (4096, "sm_90", True, True, 2 * 16384 + 2 * 16384),
+        (4096, "sm_75", True, False, 2 * 16384),  # no cp.async before sm_80
+        (4097, "sm_90", True, False, None),  # odd rows: no vectors to copy
+        # 768 threads x 32 slots: 2 x 96 KiB of sums; 2 x 96 KiB of buffers would not fit
+        (24576, "sm_90", True, False, 2 * 98304),
+    ],
+)
+def test_the_inner_outer_kernel_holds_its_sums_and_next_row_in_shared_memory(
+    h: int, arch: str, shared_sums: bool, prefetch: bool, shared_bytes: int | None
+) -> None:
+    """The accumulators live in dynamic shared memory where they fit, and the next row's reads
+    are copied there (`cp.async`, two buffers) where those fit too, on sm_80 and later; the
+    launch gives the kernel's dynamic arrays' bytes."""
+    p, kernel = _inner_outer(4096, h, arch)
+    assert (p.shared_sums, p.prefetch) == (shared_sums, prefetch)
+    if shared_bytes is not None:
+        assert kernel.launch.shared_bytes == shared_bytes
+    assert ("fuser::copy_async" in kernel.source) == prefetch
+    assert ("fuser_dynamic_shared" in kernel.source) == shared_sums
+
+
+def test_without_shared_sums_the_sums_stay_in_registers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inner_outer, "SHARED_SUMS", False)
+    p, kernel = _inner_outer(4096, 4096)
+    assert (p.shared_sums, p.prefetch, kernel.launch.shared_bytes) == (False, False, 0)
+    assert "float t" in kernel.source and "_sums[16];" in kernel.source
+
+
+def test_f32_partial_sums_of_bf16_rows_are_stored_as_vectors() -> None:
+    """A chunk of 8 bf16 slots gives 8 f32 partial sums: two 16-byte vector stores (one store
+    per element wrote each 32-byte sector 8 times: 49% of the kernel's sectors)."""
+    _, kernel = _inner_outer(4096, 4096)
+    assert kernel.source.count("*reinterpret_cast<Vec<float, 4>*>(&t") >= 2
+    assert vector_pieces(8, fu.F32) == [(0, 4), (4, 4)]
+    assert vector_pieces(8, fu.BF16) == [(0, 8)]
+    assert vector_pieces(2, fu.F64) == [(0, 2)]
 
 
 PARTIAL = """

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -23,6 +23,8 @@ from gpu_helpers import TOL, assert_close, numpy_of, parse_fusion, torch_of
 from fuser import DataType, FusionDefinition
 from fuser.compiler import compiler_for
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
+from fuser.transforms.schedulers import inner_outer
+from fuser.transforms.schedulers.persistent import PersistentParams
 
 pytestmark = pytest.mark.gpu
 
@@ -30,12 +32,10 @@ DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 SHAPES = [(0, 64), (1, 7), (3, 127), (16, 1), (127, 1024), (4097, 3), (4097, 4096)]
 
 
-def split(kind: str) -> list[str]:
-    """The kernels of a split norm backward: row sums, dx and the partial column sums; a sum
-    of the partials per weight gradient."""
-    return (
-        ["inner_outer", "reduction"] if kind == "rms" else ["inner_outer", "reduction", "reduction"]
-    )
+SPLIT = ["inner_outer", "reduction"]
+"""The kernels of a split norm backward: row sums, dx and the partial column sums; then one
+kernel sums the partials of every weight gradient (layer norm's dw and db: siblings the
+segmenter merges)."""
 
 
 def _f32(fd: FusionDefinition, t: Any) -> Any:
@@ -47,9 +47,10 @@ def _back(fd: FusionDefinition, t: Any, dtype: DataType) -> Any:
 
 
 @functools.cache
-def rms_norm_backward(dtype: DataType) -> FusionDefinition:
-    """dx, dw of y = x * rstd * w, with rstd saved by the forward and 1/H a scalar input."""
-    with FusionDefinition(f"rms_norm_backward_{dtype.name}") as fd:
+def rms_norm_backward(dtype: DataType, tag: str = "") -> FusionDefinition:
+    """dx, dw of y = x * rstd * w, with rstd saved by the forward and 1/H a scalar input (a
+    `tag` names a definition of its own, compiled afresh)."""
+    with FusionDefinition(f"rms_norm_backward_{dtype.name}{tag}") as fd:
         dy, x = fd.define_tensor([-1, -1], dtype), fd.define_tensor([-1, -1], dtype)
         rstd = fd.define_tensor([-1], DataType.Float)
         w = fd.define_tensor([-1], dtype)
@@ -69,9 +70,10 @@ def rms_norm_backward(dtype: DataType) -> FusionDefinition:
 
 
 @functools.cache
-def layer_norm_backward(dtype: DataType) -> FusionDefinition:
-    """dx, dw, db of y = (x - mean) * rstd * w + b, with mean and rstd saved by the forward."""
-    with FusionDefinition(f"layer_norm_backward_{dtype.name}") as fd:
+def layer_norm_backward(dtype: DataType, tag: str = "") -> FusionDefinition:
+    """dx, dw, db of y = (x - mean) * rstd * w + b, with mean and rstd saved by the forward (a
+    `tag` names a definition of its own, compiled afresh)."""
+    with FusionDefinition(f"layer_norm_backward_{dtype.name}{tag}") as fd:
         dy, x = fd.define_tensor([-1, -1], dtype), fd.define_tensor([-1, -1], dtype)
         mean, rstd = fd.define_tensor([-1], DataType.Float), fd.define_tensor([-1], DataType.Float)
         w = fd.define_tensor([-1], dtype)
@@ -131,7 +133,42 @@ def test_norm_backward(
     inputs = _inputs(rng, kind, dtype, n, h)
     _check(fd, inputs, fd.execute(inputs), n, h)
     if n >= 16 and h > 1:
-        assert _schedulers(fd, inputs) == split(kind)
+        assert _schedulers(fd, inputs) == SPLIT
+
+
+@pytest.mark.parametrize(
+    "shape", [(64, 12288), (33, 24576), (127, 4096), (4097, 3)], ids=lambda s: f"{s[0]}x{s[1]}"
+)
+@pytest.mark.parametrize("policy", ["staged", "shared sums", "registers"])
+@pytest.mark.parametrize("kind", ["rms", "layer"])
+def test_inner_outer_policies(
+    rng: np.random.Generator,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    policy: str,
+    shape: tuple[int, int],
+) -> None:
+    """Each way the inner-outer kernel holds its sums and rows against the reference: the
+    next row copied into shared memory while this one is worked on, beside the sums (12288
+    bf16: 144-192 KiB of dynamic shared memory, past the 48 KiB default); the sums alone there
+    (24576: the buffers do not fit); the sums in registers (and short rows, several a block,
+    whatever the policy)."""
+    monkeypatch.setenv("FUSER_RUNNABLE_STORE", "0")  # the policy is not in the store's key
+    monkeypatch.setattr(inner_outer, "PREFETCH", policy == "staged")
+    monkeypatch.setattr(inner_outer, "SHARED_SUMS", policy != "registers")
+    n, h = shape
+    dtype = DataType.BFloat16
+    tag = "_" + policy.replace(" ", "_")
+    fd = rms_norm_backward(dtype, tag) if kind == "rms" else layer_norm_backward(dtype, tag)
+    inputs = _inputs(rng, kind, dtype, n, h)
+    _check(fd, inputs, fd.execute(inputs), n, h)
+    kernels = fd.compile(inputs).kernels
+    if kernels[0].scheduler == "inner_outer":
+        p = cast(PersistentParams, kernels[0].heuristics)
+        # short rows (3) keep their sums in registers; 24576 has no room for the buffers
+        shared = policy != "registers" and h > 3
+        staged = policy == "staged" and h in (4096, 12288)
+        assert (p.shared_sums, p.prefetch) == (shared, staged)
 
 
 @pytest.mark.parametrize("kind", ["rms", "layer"])
@@ -149,7 +186,7 @@ def test_norm_backward_of_torch_views(rng: np.random.Generator, torch: Any, kind
     rest = [torch_of(torch, a) if isinstance(a, np.ndarray) else float(a) for a in host[1:]]
     outs = fd.execute([dy, *rest])
     _check(fd, host, [numpy_of(torch, o) for o in outs], n, h)
-    assert _schedulers(fd, [dy, *rest]) == split(kind)
+    assert _schedulers(fd, [dy, *rest]) == SPLIT
 
     xt = torch_of(torch, np.ascontiguousarray(host[1].T)).t()
     assert not xt.is_contiguous()

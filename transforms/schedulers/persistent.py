@@ -41,10 +41,10 @@ its size, e.g. "row of 100000 f32 elements does not fit in registers".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import cast
+from typing import Protocol, cast
 
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith
@@ -65,9 +65,16 @@ from fuser.transforms.schedulers.base import (
 )
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.iteration_space import DimMap, Needs, operand_maps
-from fuser.transforms.schedulers.kernel_builder import Index, comment, compute_element, named
+from fuser.transforms.schedulers.kernel_builder import (
+    Index,
+    KernelBuilder,
+    comment,
+    compute_element,
+    named,
+)
 from fuser.transforms.schedulers.reduction_layout import (
     NONE,
+    AccessPlan,
     Layout,
     Problem,
     ceil_div,
@@ -117,6 +124,11 @@ class PersistentParams(Params):
     layout: Layout
     chunks: int
     """Chunks of `layout.vector_width` elements each thread holds."""
+    prefetch: bool = False
+    """Whether a block walking rows starts loading the next row's reads before working on
+    this one (see `Sizing`)."""
+    shared_sums: bool = False
+    """Whether a block walking rows keeps its partial sums in shared memory (see `Sizing`)."""
 
     @property
     def slots(self) -> int:
@@ -126,18 +138,32 @@ class PersistentParams(Params):
 
 @dataclass(frozen=True)
 class Sizing:
-    """How a row is spread over threads: `bdx` threads per row, each holding `chunks` chunks
-    of `vector_width` elements."""
+    """How a row is spread over threads and held: `bdx` threads per row, each holding `chunks`
+    chunks of `vector_width` elements.
+
+    For a block walking rows (the inner-outer kernel): `prefetch` starts copying the next
+    row's per-element reads into shared memory (`kernel.copy_async`, double-buffered) before
+    working on this one, so that the row's memory traffic overlaps the work on the one before;
+    `shared_sums` keeps the partial sums in shared memory, each thread's at its own places,
+    out of the registers."""
 
     bdx: int
     chunks: int
+    prefetch: bool = False
+    shared_sums: bool = False
 
 
-def size_row(structure: Structure, problem: Problem, budget: int = REGISTER_BUDGET) -> Sizing | str:
+def size_row(
+    structure: Structure,
+    problem: Problem,
+    budget: int = REGISTER_BUDGET,
+    prefetch: bool = False,
+    shared_sums: bool = False,
+) -> Sizing | str:
     """Threads per row and chunks per thread, with `budget` registers per thread for the
-    slots' values, or why the row does not fit."""
+    slots' values (the partial sums' too unless `shared_sums`), or why the row does not fit."""
     v = problem.layout.vector_width
-    regs = structure.slot_registers()
+    regs = structure.slot_registers(not shared_sums)
     max_chunks = max(1, min(MAX_SLOTS, budget // regs) // v)
     total = ceil_div(problem.reduced, v)
     if ceil_div(total, MAX_THREADS) > max_chunks:
@@ -152,11 +178,22 @@ def size_row(structure: Structure, problem: Problem, budget: int = REGISTER_BUDG
     if bdx > WARP and total <= WARP * max_chunks:
         # a warp holds the row: its reductions are warp shuffles, with no shared memory or
         # barrier, and a block holds several rows
-        return Sizing(WARP, ceil_div(total, WARP))
+        return Sizing(WARP, ceil_div(total, WARP), prefetch, shared_sums)
     if bdx > MAX_THREADS:
         bdx = ceil_div(total, ceil_div(total, MAX_THREADS))
     bdx = min(MAX_THREADS, ceil_div(bdx, 32) * 32) if bdx > 32 else pow2_ceil(bdx)
-    return Sizing(bdx, max(1, ceil_div(total, bdx)))
+    return Sizing(bdx, max(1, ceil_div(total, bdx)), prefetch, shared_sums)
+
+
+def row_params(problem: Problem, sizing: Sizing, rows_per_block: int) -> PersistentParams:
+    """The template's parameters for a layout and row sizing."""
+    return PersistentParams(
+        block=(sizing.bdx, rows_per_block, 1),
+        layout=problem.layout,
+        chunks=sizing.chunks,
+        prefetch=sizing.prefetch,
+        shared_sums=sizing.shared_sums,
+    )
 
 
 Analysis = tuple[Structure, Problem, Sizing] | str
@@ -174,9 +211,16 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     return analyze_rows(structure_of(fusion), info)
 
 
-def analyze_rows(structure: Structure, info: FusionInfo, budget: int = REGISTER_BUDGET) -> Analysis:
-    """The layout and row sizing (`budget` registers per thread for the slots) of a structure
-    for `info`, or why the template does not take it: rows along the fastest dim that fit."""
+def analyze_rows(
+    structure: Structure,
+    info: FusionInfo,
+    budget: int = REGISTER_BUDGET,
+    prefetch: bool = False,
+    shared_sums: bool = False,
+) -> Analysis:
+    """The layout and row sizing (`budget` registers per thread for the slots, held as
+    `prefetch` and `shared_sums` say: see `Sizing`) of a structure for `info`, or why the
+    template does not take it: rows along the fastest dim that fit."""
     if structure.error is not None:
         return structure.error
     problem = plan_layout(structure, info)
@@ -187,7 +231,7 @@ def analyze_rows(structure: Structure, info: FusionInfo, budget: int = REGISTER_
             "the reduced dims are not the fastest-varying dims of the input: the persistent "
             "template keeps rows along the fastest dim"
         )
-    sizing = size_row(structure, problem, budget)
+    sizing = size_row(structure, problem, budget, prefetch, shared_sums)
     if isinstance(sizing, str):
         return sizing
     return structure, problem, sizing
@@ -206,7 +250,7 @@ class PersistentScheduler(Scheduler):
     """Inner normalizations (softmax, layer norm, RMS norm): one read, rows in registers.
 
     The inner-outer scheduler (`inner_outer`) is this template with partial sums over rows: it
-    overrides `structure`, `analysis`, `rows_per_block` and `launch_config`."""
+    overrides `structure`, `analysis`, `rows_per_block`, `launch_config` and `emit_body`."""
 
     name = "persistent"
 
@@ -231,7 +275,7 @@ class PersistentScheduler(Scheduler):
             return refusal_key(self.structure(fusion), info, result)
         _, problem, sizing = result
         bdy = self.rows_per_block(sizing, problem, info)
-        return (problem.layout, sizing.bdx, sizing.chunks, bdy)
+        return (problem.layout, sizing, bdy)
 
     def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PersistentParams:
         result = self.analysis(fusion, info)
@@ -240,10 +284,7 @@ class PersistentScheduler(Scheduler):
                 f"{self.name} scheduler cannot schedule @{fusion.sym_name.data}: {result}"
             )
         _, problem, sizing = result
-        bdy = self.rows_per_block(sizing, problem, info)
-        return PersistentParams(
-            block=(sizing.bdx, bdy, 1), layout=problem.layout, chunks=sizing.chunks
-        )
+        return row_params(problem, sizing, self.rows_per_block(sizing, problem, info))
 
     def contenders(self, params: Params) -> tuple[str, ...]:
         """A row that fills a block of 1024 threads runs one block per SM, its loads exposed
@@ -267,8 +308,20 @@ class PersistentScheduler(Scheduler):
         assert structure.error is None, structure.error
         parts = KernelParts(structure, p.layout, kernel_name, p.block[0] * p.block[1])
         with parts.kb.build():
-            emit_rows(parts, p)
+            self.emit_body(parts, p)
         return parts.kb.func
+
+    def emit_body(self, parts: KernelParts, p: PersistentParams) -> None:
+        """The kernel's body: a row per `threadIdx.y` of each block (`emit_rows`)."""
+        emit_rows(parts, p)
+
+
+class Accumulators(Protocol):
+    """A thread's running sums of one value, one per slot (`emit_row` adds a row's values)."""
+
+    def load(self, s: Index) -> SSAValue: ...
+
+    def store(self, s: Index, value: SSAValue) -> None: ...
 
 
 Arrays = dict[tuple[int, DimMap], tuple[SSAValue, bool]]
@@ -405,107 +458,106 @@ def _roots(structure: Structure, phase: int, last: bool) -> list[Key]:
     return roots
 
 
+class Row:
+    """One row of a kernel: whether it exists (`ok`), its chunks of slots, the kept part of
+    each access's offset (computed here: where every later load and store of the row may use
+    it) and the loads of its reads."""
+
+    def __init__(
+        self,
+        parts: KernelParts,
+        p: PersistentParams,
+        row: Index,
+        ok: SSAValue | None,
+        plans: Sequence[AccessPlan],
+    ) -> None:
+        kb = self.kb = parts.kb
+        self.parts, self.row, self.ok = parts, row, ok
+        self.bdx, self.width = p.block[0], p.layout.vector_width
+        length = parts.reduced_extent
+        if ok is None:
+            self.end = length
+        else:
+            self.end = arith.SelectOp(ok, kb.value(length), kb.value(0)).result
+            self.end.name_hint = "end"
+        self.chunk = Chunk(row, 0, 1, True, ok)
+        self.kept = {id(plan): parts.kept_offsets(plan, self.chunk) for plan in plans}
+        tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
+        self.first = kb.mul(tx, self.width)
+        self.slots = Slots(kb, p.chunks, self.width, lambda c: self.chunk_at(c).valid)
+
+    def chunk_at(self, c: Index) -> Chunk:
+        """Chunk c of the thread: its slots start at column `first + c * blockDim.x * v`."""
+        kb = self.kb
+        column = kb.add(self.first, kb.mul(c, self.bdx * self.width))
+        valid = named(kb.cmp("slt", named(column, "col"), self.end), "valid")
+        return Chunk(self.row, column, self.width, True, valid)
+
+    def load(self, plan: AccessPlan, into: SSAValue | None = None) -> tuple[SSAValue, bool]:
+        """The row's elements of a read (one per slot, or one for the row where it does not
+        vary along the row) and whether they vary along the slots; into `into` if given."""
+        kept = self.kept[id(plan)]
+        if plan.reduced == NONE:
+            return self.parts.load(plan, self.chunk, kept, into), False
+        assert into is None, "a row's per-element reads load into new arrays"
+        return self.parts.load_slots(plan, self.slots, self.chunk_at, kept), True
+
+
 def emit_rows(parts: KernelParts, p: PersistentParams) -> None:
-    """The kernel body: a row per `threadIdx.y` of each block, or, where the fusion has
-    partial sums over rows (the inner-outer form), block g walks the rows of chunk g of each
-    partial sum, one at a time (short rows: `blockDim.y` at a time, a row per `threadIdx.y`),
-    adding each row's values into per-thread accumulators (the same columns every row), and
-    stores them as row g of the partial sums at the end (short rows: summed across
-    `threadIdx.y` first)."""
-    kb, structure = parts.kb, parts.structure
-    tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
-    bx = kb.geometry(kernel.BlockIdOp, kernel.Dimension.X)
-    if not structure.partials:
-        row: Index = kb.mul(bx, p.block[1])
-        if p.block[1] > 1:
-            row = kb.add(row, kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y))
-        _emit_row(parts, p, row, {})
-        return
-    bdy = p.block[1]
-    splits = structure.partials[0].split_count
-    assert all(op.split_count == splits for op in structure.partials)
-    v = p.layout.vector_width
-    rows = parts.kept_extent
-    per_chunk = named(kb.div(kb.add(rows, splits - 1), splits), "chunk_rows")
-    first = named(kb.mul(bx, per_chunk), "first_row")
-    last = arith.MinSIOp(kb.value(kb.add(first, per_chunk)), kb.value(rows)).result
-    last.name_hint = "last_row"
-    sums: dict[Key, SSAValue] = {}
-    for key in structure.partial_keys():
-        t = fu.element_type(key[0].type)
-        sums[key] = kernel.AllocOp(
-            kernel.ArrayType(p.slots, t, kernel.MemorySpace.LOCAL), True
-        ).result
-        sums[key].name_hint = f"{key[0].name_hint or 'value'}_sums"
-    if bdy == 1:
-        with kb.loop(first, last, name="row") as row:
-            _emit_row(parts, p, row, sums)
-    else:  # short rows: a row per threadIdx.y, the last rows of the chunk masked
-        ty = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y)
-        with kb.loop(first, last, bdy, name="rows") as rows_at:
-            _emit_row(parts, p, kb.add(rows_at, ty), sums, last)
-        comment("sum the accumulators across threadIdx.y")
-        for array in sums.values():
-            with kb.loop(0, p.slots, unroll=True, name="s") if p.slots > 1 else nullcontext(0) as s:
-                total = kernel.ArrayLoadOp(array, kb.value(s)).result
-                total = kernel.BlockReduceOp(kernel.ReduceKind.SUM, total, kernel.Dimension.Y)
-                kernel.ArrayStoreOp(total.result, array, kb.value(s))
-    length = parts.reduced_extent
-    outputs = dict(structure.partial_outputs)
-    keys = dict(zip(structure.partials, structure.partial_keys(), strict=True))
-    first_row_thread = (
-        None if bdy == 1 else kb.cmp("eq", kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y), 0)
-    )
-    with kb.if_(first_row_thread):
-        for o, op in outputs.items():
-            comment(f"store output #{o} (partial sums of chunk blockIdx.x)")
-            row_offset = [kb.mul(bx, kb.stride(parts.kb.outputs[o], 0))]
-            loop = kb.loop(0, p.chunks, unroll=True, name="c") if p.chunks > 1 else nullcontext(0)
-            with loop as c:
-                column = kb.add(kb.mul(tx, v), kb.mul(c, p.block[0] * v))
-                valid = named(kb.cmp("slt", named(column, "col"), length), "valid")
-                chunk = Chunk(bx, column, v, True, valid)
-                parts.store_full_slots(o, chunk, sums[keys[op]], kb.mul(c, v), row_offset)
+    """The kernel body: a row per `threadIdx.y` of each block (the inner-outer kernel walks
+    chunks of rows instead: `row_walk.walk_rows`)."""
+    kb = parts.kb
+    assert not parts.structure.partials, "partial sums over rows: row_walk.walk_rows"
+    kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)  # declared first, as in every kernel
+    row: Index = kb.mul(kb.geometry(kernel.BlockIdOp, kernel.Dimension.X), p.block[1])
+    if p.block[1] > 1:
+        row = kb.add(row, kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y))
+    emit_row(parts, p, row, {})
 
 
-def _emit_row(
+def unrolled(kb: KernelBuilder, count: int, name: str) -> AbstractContextManager[Index]:
+    """A fully unrolled loop from 0 to `count` (no loop, index 0, for one trip)."""
+    return kb.loop(0, count, unroll=True, name=name) if count > 1 else nullcontext(0)
+
+
+def emit_row(
     parts: KernelParts,
     p: PersistentParams,
     row: Index,
-    sums: dict[Key, SSAValue],
+    sums: Mapping[Key, Accumulators],
     row_end: Index | None = None,
+    loaded: Arrays | None = None,
 ) -> None:
     """One row's loads, phases, reductions and stores; the values of the partial sums' inputs
     are added into `sums` (an array of one element per slot for each). A row past `row_end`
-    (default: the row count) loads nothing, stores nothing and, when given, adds nothing."""
+    (default: the row count) loads nothing, stores nothing and, when given, adds nothing.
+    `loaded` holds reads already loaded for the row (by (input, map)): they are not loaded
+    again."""
     kb, structure, layout = parts.kb, parts.structure, p.layout
-    bdx = p.block[0]
-    v = layout.vector_width
-    tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
-    rows, length = parts.kept_extent, parts.reduced_extent
+    loaded = loaded or {}
+    rows = parts.kept_extent
     named(row, "row")
     row_ok = named(kb.cmp("slt", row, rows if row_end is None else row_end), "row_ok")
-    end = arith.SelectOp(row_ok, kb.value(length), kb.value(0)).result
-    end.name_hint = "end"
-    row_chunk = Chunk(row, 0, 1, True, row_ok)
-    kept: dict[int, list[Index]] = {
-        id(plan): parts.kept_offsets(plan, row_chunk) for plan in parts.streamed_plans()
-    }
-    invariant: Arrays = {}
+    access = Row(
+        parts,
+        p,
+        row,
+        row_ok,
+        [
+            plan
+            for plan in parts.streamed_plans()
+            if (plan.param, plan.map) not in loaded or plan not in layout.reads
+        ],
+    )
+    tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
+    bdx = p.block[0]
+    chunk_at, slots = access.chunk_at, access.slots
+    arrays: Arrays = dict(loaded)
     for plan in layout.reads:
-        if plan.reduced == NONE:
+        if plan.reduced == NONE and (plan.param, plan.map) not in arrays:
             comment("load (once per row)")
-            invariant[plan.param, plan.map] = (parts.load(plan, row_chunk, kept[id(plan)]), False)
-    first = kb.mul(tx, v)
-
-    def chunk_at(c: Index) -> Chunk:
-        """Chunk c of the thread: its slots start at column `first + c * blockDim.x * v`."""
-        column = kb.add(first, kb.mul(c, bdx * v))
-        valid = named(kb.cmp("slt", named(column, "col"), end), "valid")
-        return Chunk(row, column, v, True, valid)
-
-    slots = Slots(kb, p.chunks, v, lambda c: chunk_at(c).valid)
-    arrays: Arrays = dict(invariant)
+            arrays[plan.param, plan.map] = access.load(plan)
+    invariant: Arrays = {k: a for k, a in arrays.items() if not a[1]}
     env_row: dict[Key, SSAValue] = {}
     read_row = parts.reader(invariant, 0)
     fusion_inputs = structure.fusion.inputs
@@ -536,14 +588,13 @@ def _emit_row(
     for phase, (needs, plan) in enumerate(zip(structure.phases, plans, strict=True)):
         # 1. the reads this phase needs first
         for read in layout.reads:
-            if read.reduced == NONE:
+            if read.reduced == NONE or (read.param, read.map) in arrays:
                 continue
             key = (fusion_inputs[read.param], read.map)
             if structure.first_phase(key) != phase:
                 continue
             comment(f"load {key[0].name_hint or f'input #{read.param}'}")
-            array = parts.load_slots(read, slots, chunk_at, kept[id(read)])
-            arrays[read.param, read.map] = (array, True)
+            arrays[read.param, read.map] = access.load(read)
         # 2. the phase's values: per row once, then per slot (one loop over the slots)
         parts.compute(row_level(needs, axes), env_row, read_row)
         for key in plan.keep:
@@ -579,23 +630,25 @@ def _emit_row(
                     )
                 env_row.update(parts.results(op, state))
     # the partial sums' inputs (computed in the last phase), added per slot
-    for key, array in sums.items():
+    for key, acc in sums.items():
         comment(f"add {key[0].name_hint or 'value'} into its partial sums")
         value = value_at(key)
         with slots.loop(slots.count, "s") as s:
-            total = kernel.ArrayLoadOp(array, kb.value(s)).result
+            total = acc.load(s)
             add = arith.AddfOp if is_float(total.type) else arith.AddiOp
             term = value(s)
             if row_end is not None:  # a row past the chunk's end adds nothing
                 term = arith.SelectOp(row_ok, term, constant(0, total.type)).result
-            kernel.ArrayStoreOp(add(total, term).result, array, kb.value(s))
+            acc.store(s, add(total, term).result)
     # the full-shape outputs (computed in the last phase)
     for o, key in full:
         output = parts.output_plans[o]
         comment(f"store output #{o}")
         array, _ = slot_array(key)
         with slots.loop(slots.chunks, "c") as c:
-            parts.store_full_slots(o, chunk_at(c), array, kb.mul(c, v), kept[id(output)])
+            parts.store_full_slots(
+                o, chunk_at(c), array, kb.mul(c, layout.vector_width), access.kept[id(output)]
+            )
     # the reduced outputs
     if structure.reduced_outputs:
         comment("epilogue")

@@ -374,12 +374,13 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
             red = _mode(dims, strides, reduced_dims, space)
             mode_along = red if inner else kept
             others = [strides[j] for j, d in enumerate(dims) if d is not None and d not in along]
+            # an access wider than a vector moves in vector pieces (`vector_pieces`)
+            piece = min(width * el, kernel.MAX_VECTOR_BYTES)
             vector = (
                 width > 1
                 and mode_along == UNIT
-                and width * el <= kernel.MAX_VECTOR_BYTES
                 and all(s % width == 0 for s in others)
-                and alignment % (width * el) == 0
+                and alignment % piece == 0
             )
             result.append(AccessPlan(p, m, dims, kept, red, vector))
         return result

@@ -433,6 +433,14 @@ class Chunk:
         return kb.add(self.kept, j), self.reduced
 
 
+def vector_pieces(width: int, t: Attribute) -> list[tuple[int, int]]:
+    """The (first element, count) of each vector access that moves `width` consecutive
+    elements of type `t`: one, or pieces of `kernel.MAX_VECTOR_BYTES` where they are wider (an
+    f32 output stored from a chunk of 8 bf16 slots: two of 4)."""
+    n = max(1, min(width, kernel.MAX_VECTOR_BYTES // kernel.byte_size(t)))
+    return [(j, n) for j in range(0, width, n)]
+
+
 class KernelParts:
     """The kernel of a layout under construction: extents, offsets, loads, stores."""
 
@@ -515,7 +523,9 @@ class KernelParts:
     def kept_offsets(self, plan: AccessPlan, chunk: Chunk) -> list[Index]:
         """The kept part of `plan`'s offset at each slot of `chunk` (computed here: call it
         where the values may be used by every later load and store of the chunk's slots)."""
-        vector = plan.vector and self.varies(plan, chunk.along_reduced)
+        # one vector access needs the first slot's only; vector pieces, each piece's first
+        one = plan.vector and len(vector_pieces(chunk.width, self.element_type(plan))) == 1
+        vector = one and self.varies(plan, chunk.along_reduced)
         count = 1 if chunk.along_reduced or vector or plan.kept == NONE else chunk.width
         return [self.group_offset(plan, True, chunk.slot(self.kb, j)[0]) for j in range(count)]
 
@@ -524,27 +534,30 @@ class KernelParts:
         plan: AccessPlan,
         chunk: Chunk,
         kept: Sequence[Index] | None = None,
+        into: SSAValue | None = None,
     ) -> SSAValue:
         """A local array holding `plan`'s elements at the chunk's slots (one element when they
-        all read the same one), loaded if the chunk is valid, zeros otherwise."""
+        all read the same one), loaded if the chunk is valid, zeros otherwise; `into` if given
+        (of that size), else a new one."""
         kb = self.kb
         t = self.element_type(plan)
         varies = self.varies(plan, chunk.along_reduced)
         count = chunk.width if varies else 1
-        array = kernel.AllocOp(kernel.ArrayType(count, t, kernel.MemorySpace.LOCAL)).result
-        array.name_hint = f"{self.params[plan.param].name_hint}_buf"
+        if into is None:
+            array = kernel.AllocOp(kernel.ArrayType(count, t, kernel.MemorySpace.LOCAL)).result
+            array.name_hint = f"{self.params[plan.param].name_hint}_buf"
+        else:
+            array = into
         for j in range(count):
             kernel.ArrayStoreOp(constant(0, t), array, kb.value(j))
         vector = plan.vector and varies and count > 1
-        offsets = [self.chunk_offset(plan, chunk, j, kept) for j in range(1 if vector else count)]
+        pieces = vector_pieces(count, t) if vector else [(j, 1) for j in range(count)]
+        offsets = [self.chunk_offset(plan, chunk, j, kept) for j, _ in pieces]
         tensor = self.params[plan.param]
         with kb.if_(chunk.valid):
-            if vector:
-                v = kernel.LoadOp(tensor, offsets[0], VectorType(t, [count])).result
-                kernel.ArrayStoreOp(v, array, kb.value(0))
-            else:
-                for j, off in enumerate(offsets):
-                    kernel.ArrayStoreOp(kernel.LoadOp(tensor, off).result, array, kb.value(j))
+            for (j, n), off in zip(pieces, offsets, strict=True):
+                loaded = kernel.LoadOp(tensor, off, VectorType(t, [n]) if n > 1 else None).result
+                kernel.ArrayStoreOp(loaded, array, kb.value(j))
         return array
 
     def load_slots(
@@ -561,21 +574,17 @@ class KernelParts:
         array = slots.array(t, f"{self.params[plan.param].name_hint}_buf", zeroed=True)
         tensor = self.params[plan.param]
         width = slots.width
+        vector = plan.vector and width > 1
+        pieces = vector_pieces(width, t) if vector else [(j, 1) for j in range(width)]
         with slots.loop(slots.chunks, "c") as c:
             chunk = chunk_at(c)
             base = kb.mul(c, width)
-            vector = plan.vector and width > 1
-            offsets = [
-                self.chunk_offset(plan, chunk, j, kept) for j in range(1 if vector else width)
-            ]
+            offsets = [self.chunk_offset(plan, chunk, j, kept) for j, _ in pieces]
             with kb.if_(chunk.valid):
-                if vector:
-                    loaded = kernel.LoadOp(tensor, offsets[0], VectorType(t, [width])).result
-                    kernel.ArrayStoreOp(loaded, array, kb.value(base))
-                else:
-                    for j, off in enumerate(offsets):
-                        loaded = kernel.LoadOp(tensor, off).result
-                        kernel.ArrayStoreOp(loaded, array, kb.value(kb.add(base, j)))
+                for (j, n), off in zip(pieces, offsets, strict=True):
+                    result = VectorType(t, [n]) if n > 1 else None
+                    loaded = kernel.LoadOp(tensor, off, result).result
+                    kernel.ArrayStoreOp(loaded, array, kb.value(kb.add(base, j)))
         return array
 
     @staticmethod
@@ -701,10 +710,10 @@ class KernelParts:
                 array.result.name_hint = f"{self.kb.outputs[o].name_hint}_buf"
                 for j, v in enumerate(values):
                     kernel.ArrayStoreOp(v, array.result, kb.value(j))
-                vector = VectorType(t, [len(values)])
-                vec = kernel.ArrayLoadOp(array.result, kb.value(0), vector).result
-                offset = kb.value(self.group_offset(plan, True, kept))
-                kernel.StoreOp(vec, kb.outputs[o], offset)
+                for j, n in vector_pieces(len(values), t):
+                    vec = kernel.ArrayLoadOp(array.result, kb.value(j), VectorType(t, [n])).result
+                    offset = kb.value(self.group_offset(plan, True, kb.add(kept, j)))
+                    kernel.StoreOp(vec, kb.outputs[o], offset)
                 continue
             for j, v in enumerate(values):
                 offset = kb.value(self.group_offset(plan, True, kb.add(kept, j)))
@@ -724,10 +733,15 @@ class KernelParts:
             array.result.name_hint = f"{tensor.name_hint}_buf"
             for j, v in enumerate(values):
                 kernel.ArrayStoreOp(v, array.result, kb.value(j))
-            vec = kernel.ArrayLoadOp(array.result, kb.value(0), VectorType(t, [chunk.width])).result
-            offset = self.chunk_offset(plan, chunk, 0, kept)
+            pieces = vector_pieces(chunk.width, t)
+            vecs = [
+                kernel.ArrayLoadOp(array.result, kb.value(j), VectorType(t, [n])).result
+                for j, n in pieces
+            ]
+            offsets = [self.chunk_offset(plan, chunk, j, kept) for j, _ in pieces]
             with kb.if_(chunk.valid):
-                kernel.StoreOp(vec, tensor, offset)
+                for vec, offset in zip(vecs, offsets, strict=True):
+                    kernel.StoreOp(vec, tensor, offset)
             return
         offsets = [self.chunk_offset(plan, chunk, j, kept) for j in range(len(values))]
         with kb.if_(chunk.valid):
@@ -746,10 +760,15 @@ class KernelParts:
         width = chunk.width
         if plan.vector and width > 1:
             t = self.element_type(plan)
-            vec = kernel.ArrayLoadOp(array, kb.value(base), VectorType(t, [width])).result
-            offset = self.chunk_offset(plan, chunk, 0, kept)
+            pieces = vector_pieces(width, t)
+            vecs = [
+                kernel.ArrayLoadOp(array, kb.value(kb.add(base, j)), VectorType(t, [n])).result
+                for j, n in pieces
+            ]
+            offsets = [self.chunk_offset(plan, chunk, j, kept) for j, _ in pieces]
             with kb.if_(chunk.valid):
-                kernel.StoreOp(vec, tensor, offset)
+                for vec, offset in zip(vecs, offsets, strict=True):
+                    kernel.StoreOp(vec, tensor, offset)
             return
         values = [kernel.ArrayLoadOp(array, kb.value(kb.add(base, j))).result for j in range(width)]
         offsets = [self.chunk_offset(plan, chunk, j, kept) for j in range(width)]

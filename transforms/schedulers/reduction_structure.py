@@ -315,13 +315,15 @@ class Structure:
                 return p
         return None
 
-    def slot_registers(self) -> int:
+    def slot_registers(self, sums: bool = True) -> int:
         """32-bit registers per row element that stay live from the phase that computes them
-        into a later phase that uses them (at least 1): the persistent buffers per element
-        (once per structure under an open analysis cache: it depends on the types only)."""
-        return memoized("slot_registers", self, self._slot_registers)
+        into a later phase that uses them (at least 1): the persistent buffers per element,
+        and the partial sums' accumulators unless `sums` is false (they are kept in shared
+        memory); once per structure and `sums` under an open analysis cache (it depends on the
+        types only)."""
+        return memoized("slot_registers", (self, sums), lambda: self._slot_registers(sums))
 
-    def _slot_registers(self) -> int:
+    def _slot_registers(self, sums: bool) -> int:
         defined: dict[Key, int] = {}
         last_use: dict[Key, int] = {}
         roots: list[list[Key]] = [
@@ -356,7 +358,10 @@ class Structure:
             )
             worst = max(worst, live)
         # a partial sum's accumulators are live from the first row to the last
-        worst += sum(kernel.byte_size(fu.element_type(op.result.type)) / 4 for op in self.partials)
+        if sums:
+            worst += sum(
+                kernel.byte_size(fu.element_type(op.result.type)) / 4 for op in self.partials
+            )
         return max(1, math.ceil(worst))
 
 

@@ -21,7 +21,7 @@
 
 // -----
 
-// expected-error @+1 {{Expected `local`, or `shared`.}}
+// expected-error @+1 {{Expected `local`, `shared`, or `dynamic`.}}
 %0 = "test.op"() : () -> !kernel.array<4xf32, global>
 
 // -----
@@ -294,3 +294,51 @@ kernel.array_store %v, %a[%i] : f32, !kernel.array<8xf32, local>, i32
 
 // expected-error @+1 {{'kernel.comment' text must be a single line}}
 kernel.comment "two\nlines"
+
+// -----
+
+// Asynchronous copies.
+
+%x = "test.op"() : () -> !kernel.tensor<f32, 1>
+%a = kernel.alloc : !kernel.array<8xf32, local>
+%i = "test.op"() : () -> i32
+%ok = "test.op"() : () -> i1
+// expected-error @+1 {{'kernel.copy_async' copies into a shared array, not a local one}}
+kernel.copy_async %x[%i], %a[%i] elements 4 if %ok : !kernel.tensor<f32, 1>, i32, !kernel.array<8xf32, local>, i32
+
+// -----
+
+%x = "test.op"() : () -> !kernel.tensor<bf16, 1>
+%a = kernel.alloc : !kernel.array<64xbf16, dynamic>
+%i = "test.op"() : () -> i32
+%ok = "test.op"() : () -> i1
+// expected-error @+1 {{'kernel.copy_async' copies 1 x bf16 = 2 bytes, not one of 4, 8, 16}}
+kernel.copy_async %x[%i], %a[%i] elements 1 if %ok : !kernel.tensor<bf16, 1>, i32, !kernel.array<64xbf16, dynamic>, i32
+
+// -----
+
+%x = "test.op"() : () -> !kernel.tensor<f32, 1>
+%a = kernel.alloc : !kernel.array<64xbf16, shared>
+%i = "test.op"() : () -> i32
+%ok = "test.op"() : () -> i1
+// expected-error @+1 {{'kernel.copy_async' array element type bf16 does not match the tensor's f32}}
+kernel.copy_async %x[%i], %a[%i] elements 4 if %ok : !kernel.tensor<f32, 1>, i32, !kernel.array<64xbf16, shared>, i32
+
+// -----
+
+%x = "test.op"() : () -> !kernel.tensor<f32, 1>
+%a = kernel.alloc : !kernel.array<8xf32, shared>
+%i = arith.constant 6 : i32
+%ok = "test.op"() : () -> i1
+// expected-error @+1 {{'kernel.copy_async' constant index [6, 10) is out of bounds for 8 elements}}
+kernel.copy_async %x[%i], %a[%i] elements 4 if %ok : !kernel.tensor<f32, 1>, i32, !kernel.array<8xf32, shared>, i32
+
+// -----
+
+// expected-error @+1 {{'kernel.copy_async_wait' pending must be between 0 and 7}}
+kernel.copy_async_wait pending 8
+
+// -----
+
+// expected-error @+1 {{'kernel.alloc' zeroed needs a local array, got dynamic: a shared array is one per block, and its threads would race to clear it}}
+%a = kernel.alloc zeroed : !kernel.array<8xf32, dynamic>

@@ -112,3 +112,26 @@ kernel.func @vector_widths(%h: !kernel.tensor<bf16, 1>, %d: !kernel.tensor<f64, 
 // CHECK-NEXT:   %zeros = kernel.alloc zeroed : !kernel.array<16xbf16, local>
 // CHECK-NEXT:   kernel.array_store %h8, %zeros[%i] : vector<8xbf16>, !kernel.array<16xbf16, local>, i32
 // CHECK-GENERIC:      %zeros = "kernel.alloc"() <{zeroed}> : () -> !kernel.array<16xbf16, local>
+
+// Asynchronous copies into arrays in dynamic shared memory (a row ahead, two buffers): start,
+// commit, wait for all but the newest group.
+kernel.func @copy_ahead(%x: !kernel.tensor<bf16, 2>, %ok: i1) attributes {max_threads = 128 : i64} {
+  %tid = kernel.thread_id x : i32
+  %c8 = arith.constant 8 : i32
+  %off = arith.muli %tid, %c8 : i32
+  %stage = kernel.alloc : !kernel.array<2048xbf16, dynamic>
+  %sums = kernel.alloc : !kernel.array<128xf32, dynamic>
+  kernel.copy_async %x[%off], %stage[%off] elements 8 if %ok : !kernel.tensor<bf16, 2>, i32, !kernel.array<2048xbf16, dynamic>, i32
+  kernel.copy_async_commit
+  kernel.copy_async_wait pending 1
+  %v = kernel.array_load %stage[%off] : !kernel.array<2048xbf16, dynamic>, i32 -> vector<8xbf16>
+  kernel.copy_async_wait pending 0
+  kernel.return
+}
+
+// CHECK:      kernel.func @copy_ahead(
+// CHECK:        %stage = kernel.alloc : !kernel.array<2048xbf16, dynamic>
+// CHECK-NEXT:   %sums = kernel.alloc : !kernel.array<128xf32, dynamic>
+// CHECK-NEXT:   kernel.copy_async %x[%off], %stage[%off] elements 8 if %ok : !kernel.tensor<bf16, 2>, i32, !kernel.array<2048xbf16, dynamic>, i32
+// CHECK-NEXT:   kernel.copy_async_commit
+// CHECK-NEXT:   kernel.copy_async_wait pending 1

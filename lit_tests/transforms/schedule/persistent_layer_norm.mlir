@@ -37,7 +37,7 @@ fusion.fusion @layer_norm(%x: tensor<?x?xbf16>, %w: tensor<?xbf16>, %b: tensor<?
 // CHECK-SAME: fuser.scheduler = "persistent"
 // CHECK-SAME: fuser.params = "PersistentParams(block=(128, 1, 1), layout=Layout(inner=True
 // CHECK-SAME: AccessPlan(param=1, map=(1,), dims=(1,), kept='none', reduced='unit', vector=True)
-// CHECK-SAME: vector_width=8, index_bits=32), chunks=4)"
+// CHECK-SAME: vector_width=8, index_bits=32), chunks=4, prefetch=False, shared_sums=False)"
 // CHECK-SAME: fuser.launch = "grid=[16384, 1, 1] block=[128, 1, 1] smem=0"
 // CHECK:      kernel.comment "load x"
 // CHECK-NEXT: %x_buf = kernel.alloc zeroed : !kernel.array<32xbf16, local>

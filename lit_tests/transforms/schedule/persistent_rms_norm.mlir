@@ -27,7 +27,7 @@ fusion.fusion @rms_norm(%x: tensor<?x?xbf16>, %w: tensor<?xbf16>) -> (tensor<?x?
 // CHECK:      kernel.func @rms_norm_persistent(%x: !kernel.tensor<bf16, 2>, %w: !kernel.tensor<bf16, 1>, %y: !kernel.tensor<bf16, 2>)
 // CHECK-SAME: fuser.scheduler = "persistent"
 // CHECK-SAME: fuser.params = "PersistentParams(block=(128, 1, 1)
-// CHECK-SAME: vector_width=8, index_bits=32), chunks=4)"
+// CHECK-SAME: vector_width=8, index_bits=32), chunks=4, prefetch=False, shared_sums=False)"
 // CHECK-SAME: fuser.launch = "grid=[16384, 1, 1] block=[128, 1, 1] smem=0"
 // CHECK:      kernel.comment "load x"
 // CHECK-NEXT: %x_buf = kernel.alloc zeroed : !kernel.array<32xbf16, local>

@@ -29,7 +29,7 @@ fusion.fusion @softmax(%x: tensor<?x?xbf16>) -> (tensor<?x?xbf16>) {
 // CHECK:      kernel.func @softmax_persistent(%x: !kernel.tensor<bf16, 2>, %yo: !kernel.tensor<bf16, 2>)
 // CHECK-SAME: fuser.scheduler = "persistent"
 // CHECK-SAME: fuser.params = "PersistentParams(block=(32, 4, 1), layout=Layout(inner=True
-// CHECK-SAME: vector_width=8, index_bits=32), chunks=4)"
+// CHECK-SAME: vector_width=8, index_bits=32), chunks=4, prefetch=False, shared_sums=False)"
 // CHECK-SAME: fuser.launch = "grid=[8192, 1, 1] block=[32, 4, 1] smem=0"
 // CHECK:      %row = arith.addi %{{.*}}, %thread_id_y : i32
 // CHECK:      %[[FIRST:.*]] = arith.muli %thread_id_x, %{{.*}} : i32
