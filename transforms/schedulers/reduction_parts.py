@@ -246,20 +246,47 @@ def cooperate(
     return (cooperate_kind(_KINDS[type(op)], state[0], along, threads),)
 
 
-def combine_welford(state: State, count: SSAValue, along: kernel.Dimension, threads: int) -> State:
+def combine_welford(
+    state: State,
+    count: SSAValue,
+    along: kernel.Dimension,
+    threads: int,
+    shift: SSAValue | None = None,
+) -> State:
     """The Welford state over `threads` threads' states (mean_t, m2_t, n_t) by two plain sums
     rather than Chan's pairwise merge at each step of a tree: the mean is the sum of n_t mean_t
     over `count`, then M2 the sum of m2_t + n_t (mean_t - mean)^2 (each thread's M2 moved to
     the common mean, an exact identity; every term is non-negative). Two sum reductions of one
-    value each cost far less than a reduction of three values with a division at every step."""
+    value each cost far less than a reduction of three values with a division at every step.
+
+    With a `shift` k (the same for every thread, finite), the first sum is of n_t (mean_t - k)
+    and the mean k plus it over `count`: for data of a large mean and a small spread the terms
+    are small and the mean keeps its last digits (`thread_zero_shift`)."""
     mean_t, m2_t, n_t = state
     t = mean_t.type
-    total = cooperate_kind(kernel.ReduceKind.SUM, arith.MulfOp(n_t, mean_t).result, along, threads)
+    centered = mean_t if shift is None else arith.SubfOp(mean_t, shift).result
+    weighted = arith.MulfOp(n_t, centered).result
+    total = cooperate_kind(kernel.ReduceKind.SUM, weighted, along, threads)
     mean = arith.DivfOp(total, arith.MaximumfOp(count, constant(1.0, t))).result
+    if shift is not None:
+        mean = arith.AddfOp(shift, mean).result
     d = arith.SubfOp(mean_t, mean).result
     moved = arith.AddfOp(m2_t, arith.MulfOp(arith.MulfOp(n_t, d), d)).result
     m2 = cooperate_kind(kernel.ReduceKind.SUM, moved, along, threads)
     return (mean, m2, count)
+
+
+def thread_zero_shift(
+    mean_t: SSAValue, first: SSAValue, along: kernel.Dimension, threads: int
+) -> SSAValue:
+    """The mean of the first thread along `along` (`first`: whether this thread is it), to
+    every thread, where it is finite, else 0: a shift for `combine_welford` (a sum with one
+    term is exact)."""
+    t = mean_t.type
+    mine = arith.SelectOp(first, mean_t, constant(0.0, t)).result
+    k = cooperate_kind(kernel.ReduceKind.SUM, mine, along, threads)
+    finite = arith.CmpfOp(xmath.AbsFOp(k).result, constant(float("inf"), t), "olt").result
+    return arith.SelectOp(finite, k, constant(0.0, t)).result
 
 
 def cooperate_kind(
