@@ -96,7 +96,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, TypeGuard
+from typing import NamedTuple
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, StringAttr, TensorType, i64
@@ -345,7 +345,7 @@ class _Extents:
                 # A dynamic operand dim may be 1 at run time under a static result dim.
                 if in_shape[i] != 1 and out_shape[d] == DYNAMIC_INDEX and d not in sized:
                     self.union((op.input, i), (op.result, d))
-        elif _is_reduction(op):
+        elif isinstance(op, fu.ReductionOp | fu.VarMeanOp | fu.WelfordOp):
             axes = tuple(op.axes.get_values())
             keep = getattr(op, "keepdim", None) is not None
             rank = len(fu.shape_of(op.input.type) or ())
@@ -400,10 +400,6 @@ def _value_key(index: dict[Operation, int], v: SSAValue) -> tuple[int, int, int]
         return (0, v.index, 0)
     assert isinstance(v, OpResult)
     return (1, index[v.op], v.index)
-
-
-def _is_reduction(op: Operation) -> TypeGuard[fu.ReductionOp | fu.VarMeanOp | fu.WelfordOp]:
-    return isinstance(op, fu.ReductionOp | fu.VarMeanOp | fu.WelfordOp)
 
 
 def _op_label(op: Operation) -> str:
@@ -859,7 +855,6 @@ class _Segmenter:
         self._level_merge()
         self._final_merge()
         self._partial_sum_merge()
-        self._sibling_reduction_merge()
         layout = self._layout(self.groups)
         return layout, self._translate_welfords(layout, self._name_schedulers(layout))
 
@@ -919,26 +914,6 @@ class _Segmenter:
             for a, b in pairs:
                 if self._try_merge(b, a, edges, "partial sum merge") is not None:
                     self._merge(b, a)
-                    break
-            else:
-                return
-
-    def _sibling_reduction_merge(self) -> None:
-        """Two groups holding reductions, with no edge between them, merge where the reduction
-        scheduler takes their union: one kernel reads both (layer norm backward's sums of the
-        dw and db partial sums `split-reductions` left, of the same shape)."""
-        while True:
-            edges = self._edges()
-            order = [g for g in self._topological(edges) if any(_is_reduction(op) for op in g.ops)]
-            pairs = [
-                (a, b)
-                for i, a in enumerate(order)
-                for b in order[i + 1 :]
-                if b not in edges[a] and a not in edges[b]
-            ]
-            for a, b in pairs:
-                if self._try_merge(a, b, edges, "sibling merge") == "reduction":
-                    self._merge(a, b)
                     break
             else:
                 return

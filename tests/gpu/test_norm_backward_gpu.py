@@ -32,10 +32,12 @@ DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 SHAPES = [(0, 64), (1, 7), (3, 127), (16, 1), (127, 1024), (4097, 3), (4097, 4096)]
 
 
-SPLIT = ["inner_outer", "reduction"]
-"""The kernels of a split norm backward: row sums, dx and the partial column sums; then one
-kernel sums the partials of every weight gradient (layer norm's dw and db: siblings the
-segmenter merges)."""
+def split(kind: str) -> list[str]:
+    """The kernels of a split norm backward: row sums, dx and the partial column sums; a sum
+    of the partials per weight gradient."""
+    return (
+        ["inner_outer", "reduction"] if kind == "rms" else ["inner_outer", "reduction", "reduction"]
+    )
 
 
 def _f32(fd: FusionDefinition, t: Any) -> Any:
@@ -133,7 +135,7 @@ def test_norm_backward(
     inputs = _inputs(rng, kind, dtype, n, h)
     _check(fd, inputs, fd.execute(inputs), n, h)
     if n >= 16 and h > 1:
-        assert _schedulers(fd, inputs) == SPLIT
+        assert _schedulers(fd, inputs) == split(kind)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +188,7 @@ def test_norm_backward_of_torch_views(rng: np.random.Generator, torch: Any, kind
     rest = [torch_of(torch, a) if isinstance(a, np.ndarray) else float(a) for a in host[1:]]
     outs = fd.execute([dy, *rest])
     _check(fd, host, [numpy_of(torch, o) for o in outs], n, h)
-    assert _schedulers(fd, [dy, *rest]) == SPLIT
+    assert _schedulers(fd, [dy, *rest]) == split(kind)
 
     xt = torch_of(torch, np.ascontiguousarray(host[1].T)).t()
     assert not xt.is_contiguous()

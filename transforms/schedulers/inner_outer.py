@@ -22,7 +22,7 @@ keeps its accumulators there rather than in registers, and starts copying the ne
 into shared memory (`cp.async`, two buffers taking turns) before working on this one: a block
 works on one row at a time, and without the copies in flight its SM's memory traffic stopped
 at each row's reductions. On an H100 (benchmarks/RESULTS.md, run 28), layer norm backward of
-[2048, 12288] bf16 went from 0.160 to 0.086 ms and of [16384, 4096] bf16 from 0.200 to 0.158
+[2048, 12288] bf16 went from 0.160 to 0.087 ms and of [16384, 4096] bf16 from 0.200 to 0.159
 ms, RMS norm's from 0.096 to 0.066 and from 0.169 to 0.147 ms (with the partial sums stored as
 vectors of 16 bytes at most). Where the buffers do not fit beside the accumulators, each row is
 loaded when its turn comes; where the accumulators do not fit either, they stay in registers.
