@@ -18,7 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.utils.exceptions import DiagnosticException
@@ -118,6 +118,59 @@ class Scheduler(ABC):
     @abstractmethod
     def launch_config(self, fusion: FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         """The launch of the kernel `emit` built from `params` for the shapes of `info`."""
+
+
+A = TypeVar("A")
+
+
+class AnalyzedScheduler(Scheduler, Generic[A]):
+    """A scheduler whose verdict, key and heuristics all follow from one analysis of a fusion
+    for an info (an `A`, or the reason it does not take the fusion): it writes `analysis`,
+    `params_of`, and where they differ from the defaults `key_of`, `refusal_key` and
+    `verdict_of`; `accepts`, `heuristics_key` and `heuristics` ask them the same way for every
+    such scheduler."""
+
+    @abstractmethod
+    def analysis(self, fusion: FusionOp, info: FusionInfo) -> A | str:
+        """What the scheduler knows of `fusion` for `info`, or why it does not take it."""
+
+    @abstractmethod
+    def params_of(self, fusion: FusionOp, info: FusionInfo, analysis: A) -> Params:
+        """The template's parameters from an accepted analysis."""
+
+    def key_of(self, fusion: FusionOp, info: FusionInfo, analysis: A) -> Hashable:
+        """The heuristics key of an accepted analysis (default: the parameters themselves)."""
+        return self.params_of(fusion, info, analysis)
+
+    def refusal_key(self, fusion: FusionOp, info: FusionInfo, reason: str) -> Hashable:
+        """The heuristics key of a refusal (default: `info`, every shape its own class)."""
+        return info
+
+    def verdict_of(self, fusion: FusionOp, info: FusionInfo, analysis: A) -> Verdict:
+        """A last check of an analysis (default: it is accepted)."""
+        return ACCEPT
+
+    def accepts(self, fusion: FusionOp, info: FusionInfo) -> Verdict:
+        result = self.analysis(fusion, info)
+        if isinstance(result, str):
+            return reject(result)
+        return self.verdict_of(fusion, info, result)
+
+    def heuristics_key(self, fusion: FusionOp, info: FusionInfo) -> Hashable:
+        result = self.analysis(fusion, info)
+        if isinstance(result, str):
+            return self.refusal_key(fusion, info, result)
+        if not self.verdict_of(fusion, info, result):
+            return ("refused", info)
+        return self.key_of(fusion, info, result)
+
+    def heuristics(self, fusion: FusionOp, info: FusionInfo) -> Params:
+        result = self.analysis(fusion, info)
+        if isinstance(result, str):
+            raise ValueError(
+                f"{self.name} scheduler cannot schedule @{fusion.sym_name.data}: {result}"
+            )
+        return self.params_of(fusion, info, result)
 
 
 def cached_heuristics(scheduler: Scheduler, fusion: FusionOp, info: FusionInfo) -> Params:

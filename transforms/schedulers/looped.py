@@ -42,13 +42,10 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
-    ACCEPT,
+    AnalyzedScheduler,
     LaunchConfig,
     Params,
-    Scheduler,
-    Verdict,
     check_grid,
-    reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.iteration_space import Needs
@@ -124,7 +121,8 @@ class _Sizes:
     blocks: int
 
 
-Analysis = tuple[Structure, Problem, _Sizes] | str
+Accepted = tuple[Structure, Problem, _Sizes]
+Analysis = Accepted | str
 
 
 def _streamed_bytes(structure: Structure, layout: Layout) -> list[int]:
@@ -227,27 +225,23 @@ def _rereads(structure: Structure, layout: Layout) -> bool:
     return False
 
 
-class LoopedScheduler(Scheduler):
+class LoopedScheduler(AnalyzedScheduler[Accepted]):
     """Inner normalizations over rows too long for registers: a pass over the row per stage."""
 
     name = "looped"
 
-    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        result = analyze(fusion, info)
-        return reject(result) if isinstance(result, str) else ACCEPT
+    def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
+        return analyze(fusion, info)
 
-    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
+    def key_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted) -> Hashable:
         """The layout (per `layout_class`) and the sizes (the row length and L2 classes)."""
-        result = analyze(fusion, info)
-        if isinstance(result, str):
-            return refusal_key(structure_of(fusion), info, result)
-        return (result[1].layout, result[2])
+        return (analysis[1].layout, analysis[2])
 
-    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> LoopedParams:
-        result = analyze(fusion, info)
-        if isinstance(result, str):
-            raise ValueError(f"looped scheduler cannot schedule @{fusion.sym_name.data}: {result}")
-        _, problem, sizes = result
+    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
+        return refusal_key(structure_of(fusion), info, reason)
+
+    def params_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted) -> LoopedParams:
+        _, problem, sizes = analysis
         return LoopedParams(
             block=(sizes.bdx, 1, 1),
             layout=problem.layout,

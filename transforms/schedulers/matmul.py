@@ -66,9 +66,9 @@ from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
     ACCEPT,
     MAX_GRID,
+    AnalyzedScheduler,
     LaunchConfig,
     Params,
-    Scheduler,
     Verdict,
     check_grid,
     info_mismatch,
@@ -359,16 +359,20 @@ def config_of(p: MatmulParams, element_type: Attribute) -> kernel.MatmulConfigAt
     )
 
 
-class MatmulScheduler(Scheduler):
+class MatmulScheduler(AnalyzedScheduler[_Problem]):
     """One matmul with a pointwise epilogue, as one tiled kernel (see the module docstring)."""
 
     name = "matmul"
 
-    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        problem = _analyze(fusion, info)
-        if isinstance(problem, str):
-            return reject(problem)
-        needed = config_of(self._params(fusion, info, problem), problem.structure.element_type)
+    # The heuristics key is the parameters themselves (tile, stages, loads, index width: a
+    # few numbers that follow from M, N, K and the operands' layouts with little work); a
+    # fusion that is not one matmul is refused alike for every shape.
+
+    def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
+        return _analyze(fusion, info)
+
+    def verdict_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: _Problem) -> Verdict:
+        needed = config_of(self.params_of(fusion, info, analysis), analysis.structure.element_type)
         if needed.shared_bytes() > info.device.max_shared_memory_per_block:
             return reject(
                 f"the tile needs {needed.shared_bytes()} bytes of shared memory, more than the "
@@ -376,26 +380,12 @@ class MatmulScheduler(Scheduler):
             )
         return ACCEPT
 
-    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
-        """The parameters themselves (tile, stages, loads, index width: a few numbers that
-        follow from M, N, K and the operands' layouts with little work); a fusion that is not
-        one matmul is refused alike for every shape."""
-        problem = _analyze(fusion, info)
-        if isinstance(problem, str):
-            structural = isinstance(_structure_of(fusion), str)
-            return ("refused", problem if structural else info)
-        if not self.accepts(fusion, info):
-            return ("refused", info)
-        return self._params(fusion, info, problem)
+    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
+        structural = isinstance(_structure_of(fusion), str)
+        return ("refused", reason if structural else info)
 
-    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> MatmulParams:
-        problem = _analyze(fusion, info)
-        if isinstance(problem, str):
-            raise ValueError(f"matmul scheduler cannot schedule @{fusion.sym_name.data}: {problem}")
-        return self._params(fusion, info, problem)
-
-    @staticmethod
-    def _params(fusion: fu.FusionOp, info: FusionInfo, problem: _Problem) -> MatmulParams:
+    def params_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: _Problem) -> MatmulParams:
+        problem = analysis
         structure = problem.structure
         el = structure.element_type
         engine = _engine(el, info.device.arch)

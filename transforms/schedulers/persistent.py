@@ -55,13 +55,10 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
-    ACCEPT,
+    AnalyzedScheduler,
     LaunchConfig,
     Params,
-    Scheduler,
-    Verdict,
     check_grid,
-    reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.iteration_space import DimMap, Needs, operand_maps
@@ -196,9 +193,10 @@ def row_params(problem: Problem, sizing: Sizing, rows_per_block: int) -> Persist
     )
 
 
-Analysis = tuple[Structure, Problem, Sizing] | str
-"""A template's analysis of a fusion for an info: its structure, layout and row sizing, or why
-it does not take the fusion."""
+Accepted = tuple[Structure, Problem, Sizing]
+"""A template's analysis of a fusion it takes: its structure, layout and row sizing."""
+Analysis = Accepted | str
+"""A template's analysis of a fusion for an info, or why it does not take the fusion."""
 
 
 def analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
@@ -246,7 +244,7 @@ def _rows_per_block(sizing: Sizing, problem: Problem, info: FusionInfo) -> int:
     return bdy
 
 
-class PersistentScheduler(Scheduler):
+class PersistentScheduler(AnalyzedScheduler[Accepted]):
     """Inner normalizations (softmax, layer norm, RMS norm): one read, rows in registers.
 
     The inner-outer scheduler (`inner_outer`) is this template with partial sums over rows: it
@@ -263,27 +261,19 @@ class PersistentScheduler(Scheduler):
     def rows_per_block(self, sizing: Sizing, problem: Problem, info: FusionInfo) -> int:
         return _rows_per_block(sizing, problem, info)
 
-    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        result = self.analysis(fusion, info)
-        return reject(result) if isinstance(result, str) else ACCEPT
-
-    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
+    def key_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted) -> Hashable:
         """The layout (per `layout_class`), the row's sizing (threads per row and chunks per
         thread: the row length class) and the rows per block (the waves class)."""
-        result = self.analysis(fusion, info)
-        if isinstance(result, str):
-            return refusal_key(self.structure(fusion), info, result)
-        _, problem, sizing = result
-        bdy = self.rows_per_block(sizing, problem, info)
-        return (problem.layout, sizing, bdy)
+        _, problem, sizing = analysis
+        return (problem.layout, sizing, self.rows_per_block(sizing, problem, info))
 
-    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PersistentParams:
-        result = self.analysis(fusion, info)
-        if isinstance(result, str):
-            raise ValueError(
-                f"{self.name} scheduler cannot schedule @{fusion.sym_name.data}: {result}"
-            )
-        _, problem, sizing = result
+    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
+        return refusal_key(self.structure(fusion), info, reason)
+
+    def params_of(
+        self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted
+    ) -> PersistentParams:
+        _, problem, sizing = analysis
         return row_params(problem, sizing, self.rows_per_block(sizing, problem, info))
 
     def contenders(self, params: Params) -> tuple[str, ...]:

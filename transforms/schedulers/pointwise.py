@@ -30,15 +30,12 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
-    ACCEPT,
     MAX_GRID,
+    AnalyzedScheduler,
     LaunchConfig,
     Params,
-    Scheduler,
-    Verdict,
     check_grid,
     info_mismatch,
-    reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
@@ -188,33 +185,26 @@ def span(meta: TensorMeta) -> int:
     return 1 + sum((e - 1) * abs(s) for e, s in zip(meta.shape, meta.strides, strict=True))
 
 
-class PointwiseScheduler(Scheduler):
+class PointwiseScheduler(AnalyzedScheduler[PointwiseAnalysis]):
     """Fusions of pointwise ops, casts and broadcasts, as one vectorized pointwise kernel."""
 
     name = "pointwise"
 
-    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        analysis = analyze(fusion, info)
-        return reject(analysis) if isinstance(analysis, str) else ACCEPT
+    def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> PointwiseAnalysis | str:
+        return analyze(fusion, info)
 
     # --- heuristics ------------------------------------------------------------------------
+    # The heuristics key is the parameters themselves: a handful of numbers and flags (vector
+    # width, unroll, threads, 2-D grid, index width, dense accesses) that follow from the
+    # shapes with little work once the iteration space is known.
 
-    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
-        """The parameters themselves: a handful of numbers and flags (vector width, unroll,
-        threads, 2-D grid, index width, dense accesses) that follow from the shapes with
-        little work once the iteration space is known."""
-        analysis = analyze(fusion, info)
-        if isinstance(analysis, str):
-            structural = _structure_problem(fusion) is not None
-            return ("refused", analysis if structural else info)
-        return self.heuristics(fusion, info)
+    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
+        structural = _structure_problem(fusion) is not None
+        return ("refused", reason if structural else info)
 
-    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> PointwiseParams:
-        analysis = analyze(fusion, info)
-        if isinstance(analysis, str):
-            raise ValueError(
-                f"pointwise scheduler cannot schedule @{fusion.sym_name.data}: {analysis}"
-            )
+    def params_of(
+        self, fusion: fu.FusionOp, info: FusionInfo, analysis: PointwiseAnalysis
+    ) -> PointwiseParams:
         extents = analysis.extents
         reads = analysis.space.reads(fusion)
         width = self._vector_width(fusion, info, analysis)

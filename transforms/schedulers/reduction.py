@@ -43,13 +43,10 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
-    ACCEPT,
+    AnalyzedScheduler,
     LaunchConfig,
     Params,
-    Scheduler,
-    Verdict,
     check_grid,
-    reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.iteration_space import DimMap, Needs
@@ -106,13 +103,18 @@ class ReductionParams(Params):
     """Chunks of `vector_width` elements each thread loads per loop iteration."""
 
 
-def analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem] | str:
+Accepted = tuple[Structure, Problem]
+"""The reduction template's analysis of a fusion it takes: its structure and layout."""
+Analysis = Accepted | str
+
+
+def analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     """The structure and layout of `fusion` for `info`, or why the template does not take it
     (once per (fusion, info) under an open analysis cache)."""
     return memoized("reduction", (fusion, info), lambda: _analyze(fusion, info))
 
 
-def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> tuple[Structure, Problem] | str:
+def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     """The fusion's structure and problem for `info`, or why the reduction template cannot
     take it."""
     structure = structure_of(fusion)
@@ -169,30 +171,26 @@ def _sizes(problem: Problem, info: FusionInfo) -> tuple[int, int, int]:
     return bdx, bdy, unroll
 
 
-class ReductionScheduler(Scheduler):
+class ReductionScheduler(AnalyzedScheduler[Accepted]):
     """Reductions without persistent buffers, as one streaming kernel (inner or outer)."""
 
     name = "reduction"
 
-    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        result = analyze(fusion, info)
-        return reject(result) if isinstance(result, str) else ACCEPT
+    def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
+        return analyze(fusion, info)
 
-    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
+    def key_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted) -> Hashable:
         """The layout (per `layout_class`) and the block and unroll its sizes give (inner: the
         row length and rows per block classes; outer: the column and row classes)."""
-        result = analyze(fusion, info)
-        if isinstance(result, str):
-            return refusal_key(structure_of(fusion), info, result)
-        return (result[1].layout, *_sizes(result[1], info))
+        return (analysis[1].layout, *_sizes(analysis[1], info))
 
-    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> ReductionParams:
-        result = analyze(fusion, info)
-        if isinstance(result, str):
-            raise ValueError(
-                f"reduction scheduler cannot schedule @{fusion.sym_name.data}: {result}"
-            )
-        _, problem = result
+    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
+        return refusal_key(structure_of(fusion), info, reason)
+
+    def params_of(
+        self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted
+    ) -> ReductionParams:
+        problem = analysis[1]
         bdx, bdy, unroll = _sizes(problem, info)
         return ReductionParams(block=(bdx, bdy, 1), layout=problem.layout, unroll=unroll)
 

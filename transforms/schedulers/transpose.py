@@ -36,14 +36,11 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import (
-    ACCEPT,
     MAX_GRID,
+    AnalyzedScheduler,
     LaunchConfig,
     Params,
-    Scheduler,
-    Verdict,
     check_grid,
-    reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import DimMap, body_ops, iteration_space
@@ -173,27 +170,24 @@ def _fastest(meta: TensorMeta) -> int | None:
     return unit[-1] if unit else None
 
 
-class TransposeScheduler(Scheduler):
+class TransposeScheduler(AnalyzedScheduler[TransposeParams]):
     """Pointwise fusions reading an input whose fastest dim is not the output's."""
 
     name = "transpose"
 
-    def accepts(self, fusion: fu.FusionOp, info: FusionInfo) -> Verdict:
-        plan = _plan(fusion, info)
-        return reject(plan) if isinstance(plan, str) else ACCEPT
+    def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> TransposeParams | str:
+        """The parameters themselves (the tiled dim, the staged inputs, the index width: the
+        heuristics key too), or the refusal's reason: a refusal is the same for every shape
+        its reason names (a reason that depends on extents names them)."""
+        return _plan(fusion, info)
 
-    def heuristics_key(self, fusion: fu.FusionOp, info: FusionInfo) -> Hashable:
-        """The parameters themselves (the tiled dim, the staged inputs, the index width), or
-        the refusal's reason: a refusal is the same for every shape its reason names (a
-        reason that depends on extents names them)."""
-        plan = _plan(fusion, info)
-        return ("refused", plan) if isinstance(plan, str) else plan
+    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
+        return ("refused", reason)
 
-    def heuristics(self, fusion: fu.FusionOp, info: FusionInfo) -> TransposeParams:
-        plan = _plan(fusion, info)
-        if isinstance(plan, str):
-            raise ValueError(f"transpose scheduler cannot schedule @{fusion.sym_name.data}: {plan}")
-        return plan
+    def params_of(
+        self, fusion: fu.FusionOp, info: FusionInfo, analysis: TransposeParams
+    ) -> TransposeParams:
+        return analysis
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         p = cast(TransposeParams, params)
