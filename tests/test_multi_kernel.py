@@ -11,8 +11,9 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from definitions import logsumexp_bf16
 
-from fuser import DataType, FusionDefinition
+from fuser import FusionDefinition
 from fuser.errors import InputError
 from fuser.multi_kernel import (
     ENV,
@@ -116,16 +117,6 @@ def test_time_variants_warms_up_and_takes_medians() -> None:
     assert runs == ["a"] * 7 + ["b"] * 7  # 2 warm-up runs and 5 timed each
 
 
-def logsumexp() -> FusionDefinition:
-    with FusionDefinition("lse") as fd:
-        x = fd.define_tensor([-1, -1], DataType.BFloat16)
-        xf = fd.ops.cast(x, DataType.Float)
-        m = fd.ops.max(xf, [1])
-        e = fd.ops.exp(fd.ops.sub(xf, fd.ops.broadcast_in_dim(m, x.shape(), [0])))
-        fd.add_output(fd.ops.add(fd.ops.log(fd.ops.sum(e, [1])), m))
-    return fd
-
-
 def test_summary_lists_the_variants(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A row filling a 1024-thread block: the persistent and looped kernels are both
     compiled; the first execute would time them. FUSER_MULTI_KERNEL=0 compiles the first only,
@@ -134,13 +125,13 @@ def test_summary_lists_the_variants(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.delenv("FUSER_KERNEL_CACHE", raising=False)  # (the tests' default: off)
     monkeypatch.delenv(ENV, raising=False)
     x = np.zeros((64, 32768), ml_dtypes.bfloat16)
-    summary = logsumexp().compile([x], arch="sm_90").summary()
+    summary = logsumexp_bf16().compile([x], arch="sm_90").summary()
     assert summary.splitlines()[-1] == (
         "  multi-kernel: variants persistent fuser_lse_persistent_0, looped fuser_lse_looped_1; "
         "the first execute times them"
     )
     monkeypatch.setenv(ENV, "1")
-    fd = logsumexp()
+    fd = logsumexp_bf16()
     compiled = fd.compile([x], arch="sm_90")
     assert [k.scheduler for k in compiled.kernels] == ["looped"]
     assert compiled.multi_kernel.endswith("looped (forced)")
@@ -151,16 +142,16 @@ def test_summary_lists_the_variants(monkeypatch: pytest.MonkeyPatch, tmp_path: P
         in host_ir
     )
     monkeypatch.setenv(ENV, "0")
-    compiled = logsumexp().compile([x], arch="sm_90")
+    compiled = logsumexp_bf16().compile([x], arch="sm_90")
     assert [k.scheduler for k in compiled.kernels] == ["persistent"]
     assert compiled.multi_kernel == "" and "multi-kernel" not in compiled.summary()
     # a stored choice is what compile describes
     monkeypatch.delenv(ENV)
-    fd = logsumexp()
+    fd = logsumexp_bf16()
     fd.compile([x], arch="sm_90")
     key = next(iter(_keys(fd, x)))
     ChoiceStore(tmp_path).save(key, Decision(1, ("persistent", "looped"), (0.29, 0.22)))
-    compiled = logsumexp().compile([x], arch="sm_90")
+    compiled = logsumexp_bf16().compile([x], arch="sm_90")
     assert [k.scheduler for k in compiled.kernels] == ["looped"]
     assert compiled.multi_kernel.endswith("looped (stored: persistent 0.2900 ms, looped 0.2200 ms)")
 
@@ -176,5 +167,5 @@ def _keys(fd: FusionDefinition, x: np.ndarray) -> list[str]:
 
 def test_rows_below_a_full_block_have_one_variant() -> None:
     x = np.zeros((64, 4096), ml_dtypes.bfloat16)
-    compiled = logsumexp().compile([x], arch="sm_90")
+    compiled = logsumexp_bf16().compile([x], arch="sm_90")
     assert compiled.multi_kernel == "" and [k.scheduler for k in compiled.kernels] == ["persistent"]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from definitions import attention_softmax, back, softmax, to_f32
 from gpu_helpers import TOL, assert_close, numpy_of, torch_of
 
 from fuser import DataType, FusionDefinition
@@ -29,39 +30,17 @@ pytestmark = pytest.mark.gpu
 DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 
 
-def _f32(fd: FusionDefinition, t: Any) -> Any:
-    return t if t.dtype == DataType.Float else fd.ops.cast(t, DataType.Float)
-
-
-def _back(fd: FusionDefinition, t: Any, dtype: DataType) -> Any:
-    return t if dtype == DataType.Float else fd.ops.cast(t, dtype)
-
-
-@functools.cache
-def softmax(dtype: DataType) -> FusionDefinition:
-    with FusionDefinition(f"softmax_{dtype.name}") as fd:
-        x = fd.define_tensor([-1, -1], dtype)
-        xf = _f32(fd, x)
-        m = fd.ops.broadcast_in_dim(fd.ops.max(xf, [1]), x.shape(), [0])
-        e = fd.ops.exp(fd.ops.sub(xf, m))
-        s = fd.ops.broadcast_in_dim(fd.ops.sum(e, [1]), x.shape(), [0])
-        fd.add_output(_back(fd, fd.ops.div(e, s), dtype))
-    return fd
-
-
 @functools.cache
 def log_softmax(dtype: DataType) -> FusionDefinition:
     """logsumexp (a reduced output) and log-softmax (a full one) of the same rows."""
     with FusionDefinition(f"log_softmax_{dtype.name}") as fd:
         x = fd.define_tensor([-1, -1], dtype)
-        xf = _f32(fd, x)
+        xf = to_f32(fd, x)
         m = fd.ops.max(xf, [1])
         e = fd.ops.exp(fd.ops.sub(xf, fd.ops.broadcast_in_dim(m, x.shape(), [0])))
         lse = fd.ops.add(fd.ops.log(fd.ops.sum(e, [1])), m)
         fd.add_output(lse)
-        fd.add_output(
-            _back(fd, fd.ops.sub(xf, fd.ops.broadcast_in_dim(lse, x.shape(), [0])), dtype)
-        )
+        fd.add_output(back(fd, fd.ops.sub(xf, fd.ops.broadcast_in_dim(lse, x.shape(), [0])), dtype))
     return fd
 
 
@@ -70,13 +49,14 @@ def layer_norm(dtype: DataType) -> FusionDefinition:
     with FusionDefinition(f"layer_norm_{dtype.name}") as fd:
         x = fd.define_tensor([-1, -1], dtype)
         w = fd.define_tensor([-1], dtype)
-        xf = _f32(fd, x)
+        xf = to_f32(fd, x)
         var, mean = fd.ops.var_mean(xf, [1], correction=0)
         shape = x.shape()
         centered = fd.ops.sub(xf, fd.ops.broadcast_in_dim(mean, shape, [0]))
         inv = fd.ops.broadcast_in_dim(fd.ops.rsqrt(fd.ops.add(var, 1e-5)), shape, [0])
-        y = fd.ops.mul(fd.ops.mul(centered, inv), fd.ops.broadcast_in_dim(_f32(fd, w), shape, [1]))
-        fd.add_output(_back(fd, y, dtype))
+        scaled = fd.ops.mul(centered, inv)
+        y = fd.ops.mul(scaled, fd.ops.broadcast_in_dim(to_f32(fd, w), shape, [1]))
+        fd.add_output(back(fd, y, dtype))
         fd.add_output(mean)
     return fd
 
@@ -202,12 +182,7 @@ def test_online_normalizer_at_the_edges(rng: np.random.Generator, dtype: DataTyp
 
 def test_softmax_over_the_last_of_four_dims(rng: np.random.Generator) -> None:
     """Attention's shape, [batch, heads, queries, keys], keys too long for registers."""
-    with FusionDefinition("attention_softmax") as fd:
-        x = fd.define_tensor([-1, -1, -1, -1], DataType.Float)
-        m = fd.ops.broadcast_in_dim(fd.ops.max(x, [3]), x.shape(), [0, 1, 2])
-        e = fd.ops.exp(fd.ops.sub(x, m))
-        s = fd.ops.broadcast_in_dim(fd.ops.sum(e, [3]), x.shape(), [0, 1, 2])
-        fd.add_output(fd.ops.div(e, s))
+    fd = attention_softmax()
     xs = _rows(rng, (2, 3, 5, 40001), DataType.Float)
     (out,) = fd.execute([xs])
     (ref,) = fd.reference([xs], compute_dtype=np.float64)

@@ -14,22 +14,13 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from definitions import logsumexp_bf16
 from gpu_helpers import assert_close
 
-from fuser import DataType, FusionDefinition, dump
+from fuser import FusionDefinition, dump
 from fuser.multi_kernel import ENV, FILE_NAME
 
 pytestmark = pytest.mark.gpu
-
-
-def logsumexp() -> FusionDefinition:
-    with FusionDefinition("lse") as fd:
-        x = fd.define_tensor([-1, -1], DataType.BFloat16)
-        xf = fd.ops.cast(x, DataType.Float)
-        m = fd.ops.max(xf, [1])
-        e = fd.ops.exp(fd.ops.sub(xf, fd.ops.broadcast_in_dim(m, x.shape(), [0])))
-        fd.add_output(fd.ops.add(fd.ops.log(fd.ops.sum(e, [1])), m))
-    return fd
 
 
 def _run(fd: FusionDefinition, x: np.ndarray) -> str:
@@ -51,7 +42,7 @@ def test_first_call_times_then_the_choice_is_kept(
     x = (4.0 * rng.standard_normal((1031, 32768))).astype(ml_dtypes.bfloat16)
     dump.configure("multi_kernel")
     try:
-        chosen = _run(logsumexp(), x)
+        chosen = _run(logsumexp_bf16(), x)
         err = capfd.readouterr().err
         assert "variants persistent fuser_lse_persistent_0, looped fuser_lse_looped_1" in err
         assert f"{chosen} (timed: persistent " in err and f"stored in {tmp_path}" in err
@@ -60,7 +51,7 @@ def test_first_call_times_then_the_choice_is_kept(
         assert entry["names"] == ["persistent", "looped"] and len(entry["times_ms"]) == 2
         assert entry["names"][entry["index"]] == chosen
         # another definition (as another process would): the stored choice, not timed
-        again = logsumexp()
+        again = logsumexp_bf16()
         assert _run(again, x) == chosen
         assert f"{chosen} (stored: " in capfd.readouterr().err
         # new row counts of the same size class: the same choice
@@ -75,4 +66,4 @@ def test_forced_variants(
 ) -> None:
     monkeypatch.setenv(ENV, forced)
     x = (4.0 * rng.standard_normal((33, 32768))).astype(ml_dtypes.bfloat16)
-    assert _run(logsumexp(), x) == expected
+    assert _run(logsumexp_bf16(), x) == expected

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import numpy as np
 import pytest
+from definitions import back, to_f32
 from gpu_helpers import TOL, assert_close, numpy_of, parse_fusion, torch_of
 
 from fuser import DataType, FusionDefinition
@@ -40,14 +41,6 @@ def split(kind: str) -> list[str]:
     )
 
 
-def _f32(fd: FusionDefinition, t: Any) -> Any:
-    return t if t.dtype == DataType.Float else fd.ops.cast(t, DataType.Float)
-
-
-def _back(fd: FusionDefinition, t: Any, dtype: DataType) -> Any:
-    return t if dtype == DataType.Float else fd.ops.cast(t, dtype)
-
-
 @functools.cache
 def rms_norm_backward(dtype: DataType, tag: str = "") -> FusionDefinition:
     """dx, dw of y = x * rstd * w, with rstd saved by the forward and 1/H a scalar input (a
@@ -59,15 +52,15 @@ def rms_norm_backward(dtype: DataType, tag: str = "") -> FusionDefinition:
         inv_h = fd.define_scalar(dtype=DataType.Float)
         shape = x.shape()
         rb = fd.ops.broadcast_in_dim(rstd, shape, [0])
-        dyf = _f32(fd, dy)
-        xhat = fd.ops.mul(_f32(fd, x), rb)
-        dxhat = fd.ops.mul(dyf, fd.ops.broadcast_in_dim(_f32(fd, w), shape, [1]))
+        dyf = to_f32(fd, dy)
+        xhat = fd.ops.mul(to_f32(fd, x), rb)
+        dxhat = fd.ops.mul(dyf, fd.ops.broadcast_in_dim(to_f32(fd, w), shape, [1]))
         c = fd.ops.mul(fd.ops.sum(fd.ops.mul(dxhat, xhat), [1]), inv_h)
         dx = fd.ops.mul(
             rb, fd.ops.sub(dxhat, fd.ops.mul(xhat, fd.ops.broadcast_in_dim(c, shape, [0])))
         )
-        fd.add_output(_back(fd, dx, dtype))
-        fd.add_output(_back(fd, fd.ops.sum(fd.ops.mul(dyf, xhat), [0]), dtype))
+        fd.add_output(back(fd, dx, dtype))
+        fd.add_output(back(fd, fd.ops.sum(fd.ops.mul(dyf, xhat), [0]), dtype))
     return fd
 
 
@@ -82,16 +75,16 @@ def layer_norm_backward(dtype: DataType, tag: str = "") -> FusionDefinition:
         inv_h = fd.define_scalar(dtype=DataType.Float)
         shape = x.shape()
         rb = fd.ops.broadcast_in_dim(rstd, shape, [0])
-        dyf = _f32(fd, dy)
-        xhat = fd.ops.mul(fd.ops.sub(_f32(fd, x), fd.ops.broadcast_in_dim(mean, shape, [0])), rb)
-        dxhat = fd.ops.mul(dyf, fd.ops.broadcast_in_dim(_f32(fd, w), shape, [1]))
+        dyf = to_f32(fd, dy)
+        xhat = fd.ops.mul(fd.ops.sub(to_f32(fd, x), fd.ops.broadcast_in_dim(mean, shape, [0])), rb)
+        dxhat = fd.ops.mul(dyf, fd.ops.broadcast_in_dim(to_f32(fd, w), shape, [1]))
         c1 = fd.ops.broadcast_in_dim(fd.ops.mul(fd.ops.sum(dxhat, [1]), inv_h), shape, [0])
         c2 = fd.ops.mul(fd.ops.sum(fd.ops.mul(dxhat, xhat), [1]), inv_h)
         t = fd.ops.mul(xhat, fd.ops.broadcast_in_dim(c2, shape, [0]))
         dx = fd.ops.mul(rb, fd.ops.sub(fd.ops.sub(dxhat, c1), t))
-        fd.add_output(_back(fd, dx, dtype))
-        fd.add_output(_back(fd, fd.ops.sum(fd.ops.mul(dyf, xhat), [0]), dtype))
-        fd.add_output(_back(fd, fd.ops.sum(dyf, [0]), dtype))
+        fd.add_output(back(fd, dx, dtype))
+        fd.add_output(back(fd, fd.ops.sum(fd.ops.mul(dyf, xhat), [0]), dtype))
+        fd.add_output(back(fd, fd.ops.sum(dyf, [0]), dtype))
     return fd
 
 
@@ -209,7 +202,7 @@ def test_tall_narrow_column_sums(
     kernel sums chunks of rows, several rows at a time for rows of few threads."""
     with FusionDefinition(f"colsum_{dtype.name}") as fd:
         x = fd.define_tensor([-1, -1], dtype)
-        fd.add_output(fd.ops.sum(_f32(fd, x), [0]))
+        fd.add_output(fd.ops.sum(to_f32(fd, x), [0]))
     d = numpy_dtype(dtype.element_type)
     inputs = [round_to_float(rng.standard_normal(shape), d)]
     (out,) = fd.execute(inputs)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from definitions import back, softmax, to_f32
 from gpu_helpers import F32, TOL, assert_close, numpy_of, torch_of
 
 from fuser import DataType, FusionDefinition
@@ -109,14 +110,6 @@ def assert_persistent(fd: FusionDefinition, inputs: Sequence[Any]) -> None:
         assert names in (["persistent"], ["looped"])
     else:
         assert names == ["persistent"]
-
-
-def to_f32(fd: FusionDefinition, t: Any) -> Any:
-    return t if t.dtype in (DataType.Float, DataType.Double) else fd.ops.cast(t, DataType.Float)
-
-
-def back(fd: FusionDefinition, t: Any, dtype: DataType) -> Any:
-    return t if dtype == t.dtype else fd.ops.cast(t, dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,18 +266,6 @@ NORM_DTYPES = [DataType.Float, DataType.BFloat16]
 
 
 @functools.cache
-def softmax_fusion(dtype: DataType) -> FusionDefinition:
-    with FusionDefinition(f"softmax_{dtype.name}") as fd:
-        x = fd.define_tensor([-1, -1], dtype)
-        xf = to_f32(fd, x)
-        m = fd.ops.broadcast_in_dim(fd.ops.max(xf, [1]), x.shape(), [0])
-        e = fd.ops.exp(fd.ops.sub(xf, m))
-        total = fd.ops.broadcast_in_dim(fd.ops.sum(e, [1]), x.shape(), [0])
-        fd.add_output(back(fd, fd.ops.div(e, total), dtype))
-    return fd
-
-
-@functools.cache
 def layer_norm_fusion(dtype: DataType) -> FusionDefinition:
     """Outputs: y = (x - mean) * rsqrt(var + eps) * w + b, mean, var (correction 0)."""
     with FusionDefinition(f"layer_norm_{dtype.name}") as fd:
@@ -326,7 +307,7 @@ def rms_norm_fusion(dtype: DataType) -> FusionDefinition:
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("dtype", NORM_DTYPES, ids=lambda d: d.name)
 def test_softmax(rng: np.random.Generator, dtype: DataType, width: int) -> None:
-    fd = softmax_fusion(dtype)
+    fd = softmax(dtype)
     inputs = [normal(rng, (ROWS, width), np_dtype(dtype), std=3.0)]
     check(fd, inputs, ["softmax"], [(1e-4, 1e-7) if dtype == DataType.Float else None])
     assert_persistent(fd, inputs)
@@ -542,8 +523,8 @@ def test_normalizations_of_strided_torch_views(
     check(fd, host, ["y", "mean", "var"], tols, [numpy_of(torch, o) for o in outs])
     assert_persistent(fd, inputs)
 
-    softmax = softmax_fusion(DataType.Float)
+    sm = softmax(DataType.Float)
     base = normal(rng, (width, ROWS))
-    (out,) = softmax.execute([torch_of(torch, base).t()])
-    (ref,) = softmax.reference([np.ascontiguousarray(base.T)], compute_dtype=np.float64)
+    (out,) = sm.execute([torch_of(torch, base).t()])
+    (ref,) = sm.reference([np.ascontiguousarray(base.T)], compute_dtype=np.float64)
     np.testing.assert_allclose(numpy_of(torch, out), ref, rtol=1e-5, atol=1e-7)

@@ -95,7 +95,8 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
             arch = int(info.device.arch.removeprefix("sm_"))
             staged = PREFETCH and arch >= 80 and can_stage(structure, problem.layout)
             room = info.device.max_shared_memory_per_block - STATIC_SHARED_RESERVE
-            for option in [replace(sizing, prefetch=True)] * staged + [sizing]:
+            options = [replace(sizing, prefetch=True), sizing] if staged else [sizing]
+            for option in options:
                 params = row_params(problem, option, _rows_per_block(option))
                 if shared_bytes(structure, params) <= room:
                     return structure, problem, option

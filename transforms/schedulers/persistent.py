@@ -154,7 +154,6 @@ def size_row(
     structure: Structure,
     problem: Problem,
     budget: int = REGISTER_BUDGET,
-    prefetch: bool = False,
     shared_sums: bool = False,
 ) -> Sizing | str:
     """Threads per row and chunks per thread, with `budget` registers per thread for the
@@ -175,11 +174,11 @@ def size_row(
     if bdx > WARP and total <= WARP * max_chunks:
         # a warp holds the row: its reductions are warp shuffles, with no shared memory or
         # barrier, and a block holds several rows
-        return Sizing(WARP, ceil_div(total, WARP), prefetch, shared_sums)
+        return Sizing(WARP, ceil_div(total, WARP), shared_sums=shared_sums)
     if bdx > MAX_THREADS:
         bdx = ceil_div(total, ceil_div(total, MAX_THREADS))
     bdx = min(MAX_THREADS, ceil_div(bdx, 32) * 32) if bdx > 32 else pow2_ceil(bdx)
-    return Sizing(bdx, max(1, ceil_div(total, bdx)), prefetch, shared_sums)
+    return Sizing(bdx, max(1, ceil_div(total, bdx)), shared_sums=shared_sums)
 
 
 def row_params(problem: Problem, sizing: Sizing, rows_per_block: int) -> PersistentParams:
@@ -213,12 +212,12 @@ def analyze_rows(
     structure: Structure,
     info: FusionInfo,
     budget: int = REGISTER_BUDGET,
-    prefetch: bool = False,
     shared_sums: bool = False,
 ) -> Analysis:
-    """The layout and row sizing (`budget` registers per thread for the slots, held as
-    `prefetch` and `shared_sums` say: see `Sizing`) of a structure for `info`, or why the
-    template does not take it: rows along the fastest dim that fit."""
+    """The layout and row sizing (`budget` registers per thread for the slots, the partial
+    sums' too unless `shared_sums`: see `Sizing`) of a structure for `info`, or why the
+    template does not take it: rows along the fastest dim that fit. `prefetch` is the inner-outer
+    scheduler's to set, where the copies fit (`inner_outer._analyze`)."""
     if structure.error is not None:
         return structure.error
     problem = plan_layout(structure, info)
@@ -229,7 +228,7 @@ def analyze_rows(
             "the reduced dims are not the fastest-varying dims of the input: the persistent "
             "template keeps rows along the fastest dim"
         )
-    sizing = size_row(structure, problem, budget, prefetch, shared_sums)
+    sizing = size_row(structure, problem, budget, shared_sums)
     if isinstance(sizing, str):
         return sizing
     return structure, problem, sizing
@@ -449,9 +448,9 @@ def _roots(structure: Structure, phase: int, last: bool) -> list[Key]:
 
 
 class Row:
-    """One row of a kernel: whether it exists (`ok`), its chunks of slots, the kept part of
-    each access's offset (computed here: where every later load and store of the row may use
-    it) and the loads of its reads."""
+    """One row of a kernel (`ok`: whether it exists; None, always): its chunks of slots, the
+    kept part of each access's offset (computed here: where every later load and store of the
+    row may use it) and the loads of its reads."""
 
     def __init__(
         self,
@@ -462,7 +461,7 @@ class Row:
         plans: Sequence[AccessPlan],
     ) -> None:
         kb = self.kb = parts.kb
-        self.parts, self.row, self.ok = parts, row, ok
+        self.parts, self.row = parts, row
         self.bdx, self.width = p.block[0], p.layout.vector_width
         length = parts.reduced_extent
         if ok is None:
@@ -519,7 +518,7 @@ def emit_row(
     loaded: Arrays | None = None,
 ) -> None:
     """One row's loads, phases, reductions and stores; the values of the partial sums' inputs
-    are added into `sums` (an array of one element per slot for each). A row past `row_end`
+    are added into `sums` (a thread's accumulators, one per slot, for each). A row past `row_end`
     (default: the row count) loads nothing, stores nothing and, when given, adds nothing.
     `loaded` holds reads already loaded for the row (by (input, map)): they are not loaded
     again."""
@@ -528,17 +527,9 @@ def emit_row(
     rows = parts.kept_extent
     named(row, "row")
     row_ok = named(kb.cmp("slt", row, rows if row_end is None else row_end), "row_ok")
-    access = Row(
-        parts,
-        p,
-        row,
-        row_ok,
-        [
-            plan
-            for plan in parts.streamed_plans()
-            if (plan.param, plan.map) not in loaded or plan not in layout.reads
-        ],
-    )
+    done = [plan for plan in layout.reads if (plan.param, plan.map) in loaded]
+    # offsets for the reads still to load and for the full-shape outputs
+    access = Row(parts, p, row, row_ok, [q for q in parts.streamed_plans() if q not in done])
     tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
     bdx = p.block[0]
     chunk_at, slots = access.chunk_at, access.slots

@@ -238,16 +238,8 @@ class Prefetch:
         copies."""
         kb, parts, p = self.kb, self.parts, self.p
         named(row, "next_row")
-        access = Row(
-            parts,
-            p,
-            row,
-            named(kb.cmp("slt", row, self.last), "next_ok"),
-            [
-                *self.staged,
-                *self.scalars,
-            ],
-        )
+        ok = named(kb.cmp("slt", row, self.last), "next_ok")
+        access = Row(parts, p, row, ok, [*self.staged, *self.scalars])
         v = p.layout.vector_width
         for plan, array in zip(self.staged, self.buffers, strict=True):
             tensor = parts.params[plan.param]

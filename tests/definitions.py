@@ -1,0 +1,59 @@
+"""Fusion definitions more than one test file builds (CPU and GPU tests alike): each is written
+once here, so a scheduler's CPU test and its GPU test check the same fusion.
+
+(pytest puts tests/ on `sys.path`, so test files, the GPU ones included, import this as
+`definitions`.)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from fuser import DataType, FusionDefinition
+
+
+def to_f32(fd: FusionDefinition, t: Any) -> Any:
+    """`t` in f32 (a cast unless it is f32 or f64 already)."""
+    return t if t.dtype in (DataType.Float, DataType.Double) else fd.ops.cast(t, DataType.Float)
+
+
+def back(fd: FusionDefinition, t: Any, dtype: DataType) -> Any:
+    """`t` cast back to `dtype` (nothing where it is already)."""
+    return t if dtype == t.dtype else fd.ops.cast(t, dtype)
+
+
+@functools.cache
+def softmax(dtype: DataType) -> FusionDefinition:
+    """Softmax over dim 1 of a 2-D tensor, computed in f32."""
+    with FusionDefinition(f"softmax_{dtype.name}") as fd:
+        x = fd.define_tensor([-1, -1], dtype)
+        xf = to_f32(fd, x)
+        m = fd.ops.broadcast_in_dim(fd.ops.max(xf, [1]), x.shape(), [0])
+        e = fd.ops.exp(fd.ops.sub(xf, m))
+        total = fd.ops.broadcast_in_dim(fd.ops.sum(e, [1]), x.shape(), [0])
+        fd.add_output(back(fd, fd.ops.div(e, total), dtype))
+    return fd
+
+
+def logsumexp_bf16() -> FusionDefinition:
+    """logsumexp over dim 1 of a bf16 matrix (f32 result): at 32768 columns the persistent
+    kernel fills a 1024-thread block and multi-kernel times the looped one against it."""
+    with FusionDefinition("lse") as fd:
+        x = fd.define_tensor([-1, -1], DataType.BFloat16)
+        xf = fd.ops.cast(x, DataType.Float)
+        m = fd.ops.max(xf, [1])
+        e = fd.ops.exp(fd.ops.sub(xf, fd.ops.broadcast_in_dim(m, x.shape(), [0])))
+        fd.add_output(fd.ops.add(fd.ops.log(fd.ops.sum(e, [1])), m))
+    return fd
+
+
+def attention_softmax() -> FusionDefinition:
+    """Attention's softmax: over the last dim of [batch, heads, queries, keys], in f32."""
+    with FusionDefinition("attention_softmax") as fd:
+        x = fd.define_tensor([-1, -1, -1, -1], DataType.Float)
+        m = fd.ops.broadcast_in_dim(fd.ops.max(x, [3]), x.shape(), [0, 1, 2])
+        e = fd.ops.exp(fd.ops.sub(x, m))
+        s = fd.ops.broadcast_in_dim(fd.ops.sum(e, [3]), x.shape(), [0, 1, 2])
+        fd.add_output(fd.ops.div(e, s))
+    return fd
