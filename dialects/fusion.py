@@ -1217,8 +1217,9 @@ class PartialSumOp(IRDLOperation):
     It exists so that a reduction with few outputs (a column sum of a tall matrix, the weight
     gradients of a norm's backward) can be spread over thread blocks, each summing its chunks,
     with a second kernel summing the chunks, as `split-k` does for a matmul's K:
-    `split-reductions` writes it, and the `inner_outer` scheduler takes it (over rows, axis 0,
-    of a 2-D tensor).
+    `split-reductions` writes it. The `inner_outer` scheduler takes it over rows (axis 0 of a
+    2-D tensor); the `reduction` scheduler over the last axis (runs of a few long rows, a block
+    each).
     """
 
     name = "fusion.partial_sum"

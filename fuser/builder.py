@@ -106,7 +106,7 @@ from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 from fuser.transforms.segment import segment_calls
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import plan_split_k
-from fuser.transforms.split_reductions import column_sums, plan_split_reductions
+from fuser.transforms.split_reductions import plan_split_reductions, split_candidates
 from fuser.transforms.stream_slicing import has_stream_parallel_ops
 from fuser.transforms.translate_welford import (
     Decision,
@@ -328,7 +328,7 @@ class FusionBuilder:
         self._two_pass: FusionOp | None = None
         self._welford_decisions: dict[Hashable, Decision] = {}  # by `decision_key`
         self._has_welford = bool(welford_ops(fusion.body))
-        self._has_column_sums = bool(column_sums(fusion))
+        self._has_split_candidates = bool(split_candidates(fusion))
         # the schedulers' analyses of `fusion` and its two-pass copy, which are never rewritten:
         # a new shape analyses each once (the segmenter's copies are rewritten: not kept)
         self._analyses = AnalysisCache()
@@ -520,7 +520,7 @@ class FusionBuilder:
             log=log,
             arch=info.device.arch,
         )
-        if not self._has_column_sums:
+        if not self._has_split_candidates:
             return matmuls, ()
         return matmuls, plan_split_reductions(self.fusion, info, log=log)
 

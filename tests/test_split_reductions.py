@@ -21,8 +21,8 @@ from fuser.transforms.schedulers.persistent import PersistentParams
 from fuser.transforms.schedulers.reduction_parts import vector_pieces
 from fuser.transforms.split_reductions import (
     apply_split_reductions,
-    column_sums,
     plan_split_reductions,
+    split_candidates,
 )
 
 BF16 = ml_dtypes.bfloat16
@@ -71,16 +71,18 @@ def info(n: int, h: int, transposed_x: bool = False) -> FusionInfo:
 def test_the_factor(n: int, transposed: bool, factor: int) -> None:
     """min(k x SMs, rows / 8), k = 2 chunks per SM for rows of 4096 bf16 (blocks of about 256
     threads); fewer than 2 chunks, or rows that are not the inputs' fastest
-    dim, are not split. Both column sums (dw and db) get the factor."""
+    dim, are not split. Both column sums (dw and db) get the factor; the row sum beside them
+    (the first candidate) stays whole."""
     fusion = rms_backward().fusion
     log: list[str] = []
-    assert plan_split_reductions(fusion, info(n, 4096, transposed), log=log) == (factor, factor)
+    factors = plan_split_reductions(fusion, info(n, 4096, transposed), log=log)
+    assert factors == (1, factor, factor)
     assert len(log) == 2 and all(line.startswith("split-reductions: ") for line in log)
 
 
 def test_the_rewrite() -> None:
     fusion = rms_backward().fusion.clone()
-    assert apply_split_reductions(fusion, (264, 1)) == 1
+    assert apply_split_reductions(fusion, (1, 264, 1)) == 1
     ops = list(fusion.body.block.ops)
     (partial,) = [op for op in ops if isinstance(op, fu.PartialSumOp)]
     assert partial.split_count == 264 and partial.axis == 0
@@ -89,7 +91,7 @@ def test_the_rewrite() -> None:
     (total,) = [u.operation for u in staged.result.uses]
     assert isinstance(total, fu.SumOp) and total.reduction_axes == (0,)
     fusion.verify()
-    assert len(column_sums(fusion)) == 1  # db, left alone
+    assert len(split_candidates(fusion)) == 2  # the row sum and db, left alone
 
 
 @pytest.mark.parametrize(("shape", "factor"), [((1048576, 64), 1056), ((16384, 16384), 1)])
@@ -101,7 +103,7 @@ def test_a_column_sum_alone_is_split_where_its_rows_are_narrow(
     16384 columns fill it as they are."""
     with FusionDefinition("colsum") as fd:
         fd.add_output(fd.ops.sum(fd.define_tensor([-1, -1]), [0]))
-    assert len(column_sums(fd.fusion)) == 1
+    assert len(split_candidates(fd.fusion)) == 1
     i = FusionInfo((TensorMeta.contiguous(shape),), DeviceInfo(sm_count=132))
     assert plan_split_reductions(fd.fusion, i) == (factor,)
     kernels = fd.compile([np.ones(shape, np.float32)], arch="sm_90").kernels
@@ -197,8 +199,9 @@ def test_who_takes_a_partial_sum() -> None:
         (100, 64),
     )
     assert taken["inner_outer"] == ""
-    assert "is a partial sum over rows: the inner-outer scheduler takes it" in taken["reduction"]
-    assert "is a partial sum over rows: the inner-outer scheduler takes it" in taken["persistent"]
+    over_rows = "sums chunks of dim 0, not the last: the inner-outer scheduler takes partial sums"
+    assert over_rows in taken["reduction"]
+    assert over_rows in taken["persistent"]
 
     used = _verdicts(
         PARTIAL.format(
@@ -217,3 +220,102 @@ def test_who_takes_a_partial_sum() -> None:
         (100, 64),
     )
     assert "only rows (dim 0) are taken" in columns["inner_outer"]
+    # chunks of each row: a row split, the reduction scheduler's alone
+    assert columns["reduction"] == ""
+    assert "split rows across blocks: the reduction scheduler takes them" in columns["persistent"]
+
+    epilogue = _verdicts(
+        PARTIAL.format(
+            axis=1,
+            ptype="tensor<?x4xf32>",
+            more="%q = fusion.neg %p : tensor<?x4xf32>",
+            outs="%q",
+            out="tensor<?x4xf32>",
+        ),
+        (100, 64),
+    )
+    assert "must be used by the fusion's outputs only" in epilogue["reduction"]
+
+
+# --------------------------------------------------------------------------------------------
+# A few long rows: runs of each row, a block each (the reduction scheduler's row split)
+
+
+def _row_sums(rank: int = 2, dtype: DataType = DataType.Float) -> FusionDefinition:
+    with FusionDefinition(f"row_sums_{rank}_{dtype.name}") as fd:
+        x = fd.define_tensor([-1] * rank, dtype)
+        fd.add_output(fd.ops.sum(fd.ops.cast(x, DataType.Float), [rank - 1]))
+    return fd
+
+
+@pytest.mark.parametrize(
+    ("shape", "factor", "why"),
+    [
+        ((16, 4194304), 16, "splits(16) a row, runs of 262144"),
+        ((4194304,), 132, "splits(132) a row, runs of 31776"),
+        ((127, 131072), 2, "splits(2) a row, runs of 65536"),
+        ((132, 1048576), 1, "132 row(s) give the GPU enough blocks: not split"),
+        ((16, 16000), 1, "rows of 16000 are too short to split: not split"),
+        ((0, 1048576), 1, "no rows: not split"),
+    ],
+)
+def test_the_row_split_factor(shape: tuple[int, ...], factor: int, why: str) -> None:
+    """ceil(132 SMs / rows) runs a row, at most a run per 64 KiB of the row, moved up to runs
+    of whole vectors (9 runs of [16, 4194304] f32 would be 466033.8 long: 16 of 262144)."""
+    fd = _row_sums(len(shape))
+    log: list[str] = []
+    i = FusionInfo((TensorMeta.contiguous(shape),), DeviceInfo(sm_count=132))
+    assert plan_split_reductions(fd.fusion, i, log=log) == (factor,)
+    assert log == [f"split-reductions: %t2 {'x'.join(map(str, shape))}: {why}"]
+
+
+def test_a_row_split_keeps_runs_of_whole_vectors() -> None:
+    """bf16 rows of 100000 on 132 SMs (3 runs of 64 KiB a row): 3 runs would be 33334 long;
+    4 runs of 25000, the first factor up from 3 whose runs are whole 16-byte vectors (8 bf16)."""
+    fd = _row_sums(2, DataType.BFloat16)
+    i = FusionInfo((TensorMeta.contiguous((16, 100000)),), DeviceInfo(sm_count=132))
+    assert plan_split_reductions(fd.fusion, i) == (4,)
+
+
+def test_what_a_row_split_leaves_whole() -> None:
+    """Rows that are not the input's fastest dim, and a fusion with other reductions (softmax:
+    a max and a sum) or with the sum's result used per element, keep their rows whole."""
+    fd = _row_sums()
+    transposed = FusionInfo((TensorMeta((16, 4194304), (1, 16)),), DeviceInfo(sm_count=132))
+    log: list[str] = []
+    assert plan_split_reductions(fd.fusion, transposed, log=log) == (1,)
+    assert log[0].endswith("an input's rows are not its fastest dim: not split")
+    with FusionDefinition("softmax_rows") as sm:
+        x = sm.define_tensor([-1, -1])
+        e = sm.ops.exp(sm.ops.sub(x, sm.ops.broadcast_in_dim(sm.ops.max(x, [1]), x.shape(), [0])))
+        sm.add_output(sm.ops.div(e, sm.ops.broadcast_in_dim(sm.ops.sum(e, [1]), x.shape(), [0])))
+    i = FusionInfo((TensorMeta.contiguous((16, 4194304)),), DeviceInfo(sm_count=132))
+    assert plan_split_reductions(sm.fusion, i) == (1,)
+    with FusionDefinition("normalized") as nz:
+        x = nz.define_tensor([-1, -1])
+        nz.add_output(nz.ops.div(x, nz.ops.broadcast_in_dim(nz.ops.sum(x, [1]), x.shape(), [0])))
+    log = []
+    assert plan_split_reductions(nz.fusion, i, log=log) == (1,)
+    assert log[0].endswith("one streaming kernel does not take the fusion: not split")
+
+
+def test_a_row_split_sums_what_the_whole_rows_sum(rng: np.random.Generator) -> None:
+    """The reference of the split fusion (partial sums of runs, then their sum) matches the
+    sum of the unsplit one, runs that do not divide the row included."""
+    from fuser.runtime.reference import evaluate
+
+    fusion = _row_sums().fusion.clone()
+    assert apply_split_reductions(fusion, (7,)) == 1
+    (partial,) = [op for op in fusion.body.walk() if isinstance(op, fu.PartialSumOp)]
+    assert partial.axis == 1 and partial.split_count == 7
+    fusion.verify()
+    x = rng.standard_normal((3, 1000)).astype(np.float32)
+    (out,) = evaluate(fusion, [x], compute_dtype=np.float64)
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(1), rtol=1e-12)
+
+
+def test_a_row_split_compiles_to_two_reductions() -> None:
+    fd = _row_sums()
+    compiled = fd.compile([np.ones((16, 4194304), np.float32)], arch="sm_90")
+    assert [k.scheduler for k in compiled.kernels] == ["reduction", "reduction"]
+    assert "grid=(16, 16, 1) block=(1024, 1, 1)" in compiled.summary()

@@ -1,5 +1,6 @@
 """`split-reductions`: the column sums of a fusion that also sums its rows become partial sums
-over chunks of rows, so that one kernel reads the rows once for both (the inner-outer form).
+over chunks of rows, so that one kernel reads the rows once for both (the inner-outer form);
+the sums of a few long rows become partial sums over runs of each row, so that every SM works.
 
 The backward of layer norm and RMS norm reduces one `[N, H]` tensor along both axes: dx needs a
 sum over each row, dw and db a sum over each column. No kernel can finish both in one pass (a
@@ -31,6 +32,22 @@ blocks for `THREADS_PER_SM`), and a factor below 2 leaves the fusion alone. nvFu
 `InnerOuterPersistent` scheduler finishes the partials inside its one kernel; fuser keeps the
 second kernel (a few microseconds) visible in the IR.
 
+**A few long rows.** A fusion whose only reductions are `sum`s over the last dim of 1-D or 2-D
+values of one shape (a pointwise prologue, full-shape outputs beside them: one streaming
+kernel) gets one block per row from the reduction scheduler: 16 rows use 16 SMs. Its sums
+become
+
+```mlir
+%s_partial = fusion.partial_sum %x [1] splits(16) : tensor<?x?xf32> -> tensor<?x16xf32>
+%s_partials = fusion.segment_set %s_partial : tensor<?x16xf32>
+%s = fusion.sum %s_partials [1] : tensor<?x16xf32> -> tensor<?xf32>
+```
+each row cut into runs of `ceil(H / splits)`, a block per run (the reduction scheduler's row
+split), where the rows are fewer than the SMs (`ROW_SPLIT_BLOCKS_PER_SM`): the factor is
+`ceil(sm_count / rows)`, at most the runs of `MIN_RUN_BYTES` a row holds, moved up (below
+twice itself) to the first whose runs are whole 16-byte vectors. nvFuser splits such a row
+across blocks with a grid reduction in one kernel; here too the second kernel is in the IR.
+
 A split is undone where it does not pay: when the segmenter finds no segmentation of the split
 fusion, or one where a partial sum does not share its segment with a reduction over rows (a row
 too long for registers leaves the two apart). The pipeline then segments the fusion as it was
@@ -40,11 +57,13 @@ before the split and logs why (`transforms.pipeline`).
 (`plan_split_reductions`) beside the split-K factors; a program is reused only for signatures
 with the same factors.
 `fuser-opt -p 'split-reductions{shapes="16384x4096,..."}'` runs it on its own (options as
-`split-k`: `shapes`, `arch`, `sm_count`, and `splits` to force the factor; 1 never splits).
+`split-k`: `shapes`, `arch`, `sm_count`, and `splits` to force the factor of the column sums,
+or of the row sums where there are none; 1 never splits).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -61,6 +80,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.reduction_structure import structure_of
 from fuser.transforms.schedulers.shapes import value_shapes
 from fuser.transforms.split_pass import SplitPass, rewrite_split
 
@@ -77,6 +97,15 @@ NARROW_VECTORS_PER_SM = 4
 """A column sum with no row sums beside it is split where its rows hold fewer 16-byte vectors
 than this many per SM: the reduction scheduler's outer kernel then has fewer blocks (8 threads
 of vectors wide) than half the SMs (a [1048576, 64] f32 sum ran on 2 blocks)."""
+ROW_SPLIT_BLOCKS_PER_SM = 1
+"""Blocks per SM a split of a few long rows aims at: each row is cut into runs, a block each,
+so that `rows x splits` blocks cover the GPU (sum(-1) of [16, 4194304] f32 ran on 16 blocks
+of 1024 threads at 59% of copy bandwidth). On an H100, 1 (16 runs a row, blocks of 1024
+threads) took 0.093 ms for that sum, 2 and 4 (blocks of 512) 0.099; a sum of one row of
+16777216 took 0.031 ms with 1 and 0.029 with 4 (benchmarks/RESULTS.md, run 29)."""
+MIN_RUN_BYTES = 65536
+"""The fewest bytes a run of a split row holds: a block of 1024 threads loads 64 KiB in one
+iteration of its loop."""
 MIN_CHUNK_ROWS = 8
 """The fewest rows a chunk sums: fewer would write more partials than they save. A narrow column
 sum alone is split only with this many rows per SM (a small matrix is one kernel's work)."""
@@ -88,16 +117,14 @@ class SplitReductionsOptionError(DiagnosticException):
     """A `split-reductions` option that is malformed or does not fit the module."""
 
 
-def column_sums(fusion: fu.FusionOp) -> list[fu.SumOp]:
-    """The `sum`s over dim 0 of a 2-D value in the fusion's body, in block order (not the sums
-    of the chunks of an earlier split): the ones `split-reductions` may rewrite, in the order
-    `plan_split_reductions` gives their factors."""
+def split_candidates(fusion: fu.FusionOp) -> list[fu.SumOp]:
+    """The sums `split-reductions` may rewrite, in block order (the order
+    `plan_split_reductions` gives their factors): the column sums (dim 0 of a 2-D value) and
+    the row sums (the last dim of a 1-D or 2-D value), not the sums of the chunks of an earlier
+    split."""
     ops = list(fusion.body.block.ops)
     if any(isinstance(op, fu.SegmentOp) for op in ops):
         return []
-
-    def rank2(op: Operation) -> bool:
-        return len(fu.shape_of(op.operands[0].type) or ()) == 2
 
     def split(op: fu.SumOp) -> bool:  # the sum of the chunks of an earlier split
         staged = op.input.owner
@@ -108,8 +135,20 @@ def column_sums(fusion: fu.FusionOp) -> list[fu.SumOp]:
     return [
         op
         for op in ops
-        if isinstance(op, fu.SumOp) and rank2(op) and op.reduction_axes == (0,) and not split(op)
+        if isinstance(op, fu.SumOp) and (_is_column_sum(op) or _is_row_sum(op)) and not split(op)
     ]
+
+
+def _rank(op: Operation) -> int:
+    return len(fu.shape_of(op.operands[0].type) or ())
+
+
+def _is_column_sum(op: fu.SumOp) -> bool:
+    return _rank(op) == 2 and op.reduction_axes == (0,)
+
+
+def _is_row_sum(op: fu.SumOp) -> bool:
+    return _rank(op) in (1, 2) and op.reduction_axes == (_rank(op) - 1,)
 
 
 def plan_split_reductions(
@@ -122,16 +161,25 @@ def plan_split_reductions(
     """The factor of each of the fusion's `column_sums` for the inputs and device of `info`
     (1 for those left alone): see the module docstring. `log`, if given, receives a line per
     sum saying why. Raises ShapeMismatch when the shapes do not fit the fusion."""
-    sums = column_sums(fusion)
-    if not sums:
+    candidates = split_candidates(fusion)
+    if not candidates:
         return ()
     lines: list[str] = [] if log is None else log
-    if splits is not None:
-        lines.extend(f"split-reductions: {_label(op)}: splits={splits} forced" for op in sums)
-        return (splits,) * len(sums)
+    if splits is not None:  # the column sums where there are any (as below), else the row sums
+        columns = any(_is_column_sum(op) for op in candidates)
+        forced = [_is_column_sum(op) == columns for op in candidates]
+        lines.extend(
+            f"split-reductions: {_label(op)}: splits={splits} forced"
+            for op, f in zip(candidates, forced, strict=True)
+            if f
+        )
+        return tuple(splits if f else 1 for f in forced)
     if info is None:
         raise ValueError("plan_split_reductions needs the inputs' metadata unless splits is given")
     env = value_shapes(fusion, info.input_shapes)
+    if not any(_is_column_sum(op) for op in candidates):
+        return _plan_row_splits(fusion, info, env, candidates, lines)
+    sums = [op for op in candidates if _is_column_sum(op)]
     # the inner-outer kernel walks rows along the fastest dim of its inputs
     columns_fastest = all(
         m is None or len(m.shape) != 2 or m.shape[1] <= 1 or m.strides[1] == 1 for m in info.inputs
@@ -177,16 +225,63 @@ def plan_split_reductions(
                 why = f"splits({factor}), chunks of {-(-n // factor)} rows"
         lines.append(f"split-reductions: {_label(op)} {n}x{h}: {why}")
         factors.append(factor)
-    return tuple(factors)
+    # row sums beside column sums stay whole (the inner-outer kernel sums rows whole)
+    chosen = dict(zip(sums, factors, strict=True))
+    return tuple(chosen.get(op, 1) for op in candidates)
 
 
-def _widest(fusion: fu.FusionOp) -> int:
-    """Bytes of an element of the fusion's widest 2-D input (4 without one)."""
+def _plan_row_splits(
+    fusion: fu.FusionOp,
+    info: FusionInfo,
+    env: Mapping[SSAValue, object],
+    sums: Sequence[fu.SumOp],
+    lines: list[str],
+) -> tuple[int, ...]:
+    """The factors of a fusion whose candidates are row sums: one factor for all of them,
+    above 1 where the rows are too few to give every SM `ROW_SPLIT_BLOCKS_PER_SM` block(s) and
+    long enough to cut into runs of `MIN_RUN_BYTES`, otherwise 1."""
+    shape = cast(tuple[int, ...], env[sums[0].input])
+    label = f"{_label(sums[0])} {'x'.join(map(str, shape))}"
+    rows, n = math.prod(shape[:-1]), shape[-1]
+    reductions = [op for op in fusion.body.block.ops if isinstance(op, _ROW_REDUCTIONS)]
+    if len(reductions) != len(sums) or any(env[op.input] != shape for op in sums):
+        return (1,) * len(sums)  # (softmax, a norm: rows the other schedulers take whole)
+    element = _widest(fusion, len(shape))
+    why: str | None = None
+    structure = structure_of(fusion)
+    if structure.error is not None or structure.persistent_reason is not None:
+        why = "one streaming kernel does not take the fusion"
+    elif any(
+        m is not None and m.shape and m.shape[-1] > 1 and m.strides[-1] != 1 for m in info.inputs
+    ):
+        why = "an input's rows are not its fastest dim"
+    wanted = -(-ROW_SPLIT_BLOCKS_PER_SM * info.device.sm_count // max(rows, 1))
+    factor = min(wanted, n * element // MIN_RUN_BYTES)
+    if why is None and rows == 0:
+        why = "no rows"
+    elif why is None and factor < 2:
+        why = (
+            f"{rows} row(s) give the GPU enough blocks"
+            if wanted < 2
+            else f"rows of {n} are too short to split"
+        )
+    if why is not None:
+        lines.append(f"split-reductions: {label}: {why}: not split")
+        return (1,) * len(sums)
+    # a factor whose runs start at multiples of the 16-byte vector keeps loads vectorized
+    vector = max(1, VECTOR_BYTES // element)
+    factor = next((f for f in range(factor, 2 * factor) if -(-n // f) % vector == 0), factor)
+    lines.append(f"split-reductions: {label}: splits({factor}) a row, runs of {-(-n // factor)}")
+    return (factor,) * len(sums)
+
+
+def _widest(fusion: fu.FusionOp, rank: int = 2) -> int:
+    """Bytes of an element of the fusion's widest input of `rank` dims (4 without one)."""
     return max(
         (
             kernel.byte_size(fu.element_type(t))
             for t in (a.type for a in fusion.inputs)
-            if len(fu.shape_of(t) or ()) == 2
+            if len(fu.shape_of(t) or ()) == rank
         ),
         default=4,
     )
@@ -213,8 +308,14 @@ def split_pays(segmented: fu.FusionOp) -> bool:
         ops = list(segment.body.walk())
         has_rows = any(_reduces_rows(op) for op in ops)
         rows = rows or has_rows
-        alone = alone or (any(isinstance(op, fu.PartialSumOp) for op in ops) and not has_rows)
+        columns = any(isinstance(op, fu.PartialSumOp) and _is_column_split(op) for op in ops)
+        alone = alone or (columns and not has_rows)
     return not (alone and rows)
+
+
+def _is_column_split(op: fu.PartialSumOp) -> bool:
+    """Whether `op` sums chunks of the rows of a 2-D value (not chunks of each row)."""
+    return _rank(op) == 2 and op.axis == 0
 
 
 def _reduces_rows(op: Operation) -> bool:
@@ -244,9 +345,9 @@ def _label(op: fu.SumOp) -> str:
 
 
 @dataclass
-class SplitColumnSum(RewritePattern):
-    """Rewrites a column sum with a factor above 1 in `factors` into its partial sums, a
-    `segment_set` and the sum over the chunks."""
+class SplitSum(RewritePattern):
+    """Rewrites a column or row sum with a factor above 1 in `factors` into its partial sums,
+    a `segment_set` and the sum over the chunks."""
 
     factors: Mapping[Operation, int]
 
@@ -257,38 +358,40 @@ class SplitColumnSum(RewritePattern):
             return
         t = cast(TensorType, op.input.type)
         name = op.result.name_hint or "sum"
-        partial_type = TensorType(t.element_type, fu.partial_sum_shape(t.get_shape(), 0, s))
-        partial = fu.PartialSumOp(op.input, 0, s, partial_type)
+        axis = op.reduction_axes[0]
+        partial_type = TensorType(t.element_type, fu.partial_sum_shape(t.get_shape(), axis, s))
+        partial = fu.PartialSumOp(op.input, axis, s, partial_type)
         partial.result.name_hint = f"{name}_partial"
         staged = fu.SegmentSetOp(partial.result)
         staged.result.name_hint = f"{name}_partials"
-        total = fu.SumOp(staged.result, [0], op.keepdim is not None, op.result.type)
+        total = fu.SumOp(staged.result, [axis], op.keepdim is not None, op.result.type)
         total.result.name_hint = name
         rewriter.replace(op, [partial, staged, total])
 
 
 def apply_split_reductions(fusion: fu.FusionOp, factors: Sequence[int]) -> int:
-    """Rewrites the fusion's `column_sums` in place with the given factors (one each, as
+    """Rewrites the fusion's `split_candidates` in place with the given factors (one each, as
     `plan_split_reductions` returns them; 1 leaves a sum alone). Returns how many were split."""
     return rewrite_split(
         fusion,
-        column_sums(fusion),
+        split_candidates(fusion),
         factors,
-        SplitColumnSum,
+        SplitSum,
         "apply_split_reductions",
-        "column sum(s)",
+        "column and row sum(s)",
     )
 
 
 @dataclass(frozen=True)
 class SplitReductionsPass(SplitPass):
-    """Splits the column sums of fusions that also sum their rows (see the module docstring)."""
+    """Splits the column sums of fusions that also sum their rows, and the sums of a few long
+    rows (see the module docstring)."""
 
     name = "split-reductions"
     error = SplitReductionsOptionError
 
     def candidates(self, fusion: fu.FusionOp) -> Sequence[Operation]:
-        return column_sums(fusion)
+        return split_candidates(fusion)
 
     def plan(self, fusion: fu.FusionOp, info: FusionInfo | None) -> tuple[int, ...]:
         return plan_split_reductions(fusion, info, splits=self.splits)

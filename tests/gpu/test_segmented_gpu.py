@@ -62,12 +62,14 @@ def load(path: Path) -> fu.FusionOp:
 def random_inputs(
     fusion: fu.FusionOp, shapes: Sequence[tuple[int, ...]], rng: np.random.Generator
 ) -> list[np.ndarray]:
-    """Normal values (shifted off zero) rounded once to each input's dtype."""
+    """Normal values around 1 rounded once to each input's dtype: a row sum that divides is then
+    about its length, never near zero (around 0.25, one row of 33 summed to -2e-4 and its
+    quotients lost 4e-4 of their value to f32 rounding, a fault of the data, not the kernel)."""
     it = iter(shapes)
     inputs = []
     for arg in fusion.inputs:
         dtype = numpy_dtype(arg.type.element_type)  # type: ignore[attr-defined]
-        inputs.append(round_to_float(rng.standard_normal(next(it)) + 0.25, dtype))
+        inputs.append(round_to_float(rng.standard_normal(next(it)) + 1.0, dtype))
     return inputs
 
 

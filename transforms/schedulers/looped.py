@@ -84,6 +84,7 @@ from fuser.transforms.schedulers.reduction_parts import (
     thread_zero_shift,
 )
 from fuser.transforms.schedulers.reduction_structure import (
+    ROW_SPLIT_REFUSAL,
     Key,
     Structure,
     reduction_input,
@@ -161,6 +162,8 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     structure = structure_of(fusion)
     if structure.error is not None:
         return structure.error
+    if structure.row_splits > 1:
+        return ROW_SPLIT_REFUSAL
     problem = plan_layout(structure, info)
     if isinstance(problem, str):
         return problem

@@ -90,6 +90,7 @@ from fuser.transforms.schedulers.reduction_parts import (
     two_pass_welford,
 )
 from fuser.transforms.schedulers.reduction_structure import (
+    ROW_SPLIT_REFUSAL,
     Key,
     Structure,
     element_level,
@@ -220,6 +221,8 @@ def analyze_rows(
     scheduler's to set, where the copies fit (`inner_outer._analyze`)."""
     if structure.error is not None:
         return structure.error
+    if structure.row_splits > 1:
+        return ROW_SPLIT_REFUSAL
     problem = plan_layout(structure, info)
     if isinstance(problem, str):
         return problem

@@ -25,9 +25,15 @@ Reductions over dims that do not merge into two groups (a reduction over {0, 2} 
 a permuted input) take the same kernels with `general` accesses: group indices are delinearized
 into dims and each element is addressed by its strides (correct, slower, scalar loads).
 
-Not done: splitting one row (inner) or the rows (outer) across blocks. That needs a global work
-buffer and semaphore (`kernel.grid_reduce`), and a kernel's parameters are only the fusion's
-inputs and outputs, so a few very long rows (or a few columns over many rows) use few blocks.
+**Row split.** A fusion whose reductions are `partial_sum`s over the fastest dim (which
+`split-reductions` writes for a few long rows) takes the inner kernel with a second grid dim:
+block (x, s) sums run s, `[s * chunk, (s + 1) * chunk)` with `chunk = ceil(Rn / splits)`, of its
+rows and stores it at `[row, s]`; the runs' sums are another kernel's work (in the IR). The
+vector width divides the chunk too, so no vector straddles two runs.
+
+Not done: finishing a split inside the kernel (a grid reduction over a global work buffer and a
+semaphore, as nvFuser does): a kernel's parameters are only the fusion's inputs and outputs.
+A few columns over many rows take the inner-outer kernel (`split-reductions`).
 """
 
 from __future__ import annotations
@@ -138,16 +144,17 @@ def _unroll(layout: Layout, chunks: int, most: int = 4) -> int:
     return next(u for u in (16, 8, 4, 2, 1) if u == 1 or (u <= min(cap, most) and u <= chunks))
 
 
-def _sizes(problem: Problem, info: FusionInfo) -> tuple[int, int, int]:
-    """Threads along the vectorized group and the other, and the unroll, for `problem`."""
+def _sizes(problem: Problem, info: FusionInfo, splits: int = 1) -> tuple[int, int, int]:
+    """Threads along the vectorized group and the other, and the unroll, for `problem` (its
+    rows split into `splits` runs, each a row of its own to the kernel)."""
     layout = problem.layout
     sms = info.device.sm_count
     v = layout.vector_width
     if layout.inner:
-        chunks = ceil_div(problem.reduced, v)
+        chunks = ceil_div(ceil_div(problem.reduced, splits), v)
         unroll = _unroll(layout, chunks)
         iterations = ceil_div(chunks, unroll)
-        rows = problem.kept
+        rows = problem.kept * splits
         # Threads per row: enough for two loop iterations each, at most 512 (1024 when
         # there are too few rows to fill the GPU).
         limit = 512 if rows >= 2 * sms else MAX_THREADS
@@ -182,7 +189,8 @@ class ReductionScheduler(AnalyzedScheduler[Accepted]):
     def key_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted) -> Hashable:
         """The layout (per `layout_class`) and the block and unroll its sizes give (inner: the
         row length and rows per block classes; outer: the column and row classes)."""
-        return (analysis[1].layout, *_sizes(analysis[1], info))
+        structure, problem = analysis
+        return (problem.layout, *_sizes(problem, info, structure.row_splits))
 
     def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
         return refusal_key(structure_of(fusion), info, reason)
@@ -190,19 +198,20 @@ class ReductionScheduler(AnalyzedScheduler[Accepted]):
     def params_of(
         self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted
     ) -> ReductionParams:
-        problem = analysis[1]
-        bdx, bdy, unroll = _sizes(problem, info)
+        structure, problem = analysis
+        bdx, bdy, unroll = _sizes(problem, info, structure.row_splits)
         return ReductionParams(block=(bdx, bdy, 1), layout=problem.layout, unroll=unroll)
 
     def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
         p = cast(ReductionParams, params)
-        kept = kept_points(structure_of(fusion), p.layout, info)
+        structure = structure_of(fusion)
+        kept = kept_points(structure, p.layout, info)
         bdx, bdy, _ = p.block
         if p.layout.inner:
             blocks = ceil_div(kept, bdy)
         else:
             blocks = ceil_div(ceil_div(kept, p.layout.vector_width), bdx)
-        grid = (max(1, blocks), 1, 1)
+        grid = (max(1, blocks), structure.row_splits, 1)
         check_grid(fusion, "reduction", grid)
         return LaunchConfig(grid, p.block)
 
@@ -356,6 +365,15 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
     rows, length = parts.kept_extent, parts.reduced_extent
     named(row, "row")
     row_ok = named(kb.cmp("slt", row, rows), "row_ok")
+    splits = structure.row_splits
+    begin: Index = 0
+    split: Index = 0
+    if splits > 1:  # block (x, s) sums run s of its rows: [s * chunk, (s + 1) * chunk)
+        split = kb.geometry(kernel.BlockIdOp, kernel.Dimension.Y)
+        chunk = named(kb.div(kb.add(length, splits - 1), splits), "chunk")
+        begin = named(kb.mul(split, chunk), "begin")
+        stop = kb.value(kb.add(begin, chunk))
+        length = arith.MinSIOp(kb.value(length), stop).result
     end = arith.SelectOp(row_ok, kb.value(length), kb.value(0)).result
     end.name_hint = "end"
     # The kept part of every offset, once per row.
@@ -384,7 +402,7 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
         new = stream_chunks(parts, chunks, invariant, kept, states, stream)
         return flatten_states([s[0] for s in new])
 
-    start = kb.mul(tx, v)
+    start = kb.add(begin, kb.mul(tx, v))
     final = carried_loop(kb, start, end, bdx * v * unroll, flatten_states(states0), body, "col")
     states = unflatten_states(list(final), states0)
     env: dict[Key, SSAValue] = {}
@@ -397,7 +415,7 @@ def _emit_inner(parts: KernelParts, p: ReductionParams) -> None:
     parts.compute(structure.reduced_needs, env, parts.reader(invariant, 0))
     first = kb.cmp("eq", tx, 0) if bdx > 1 else None
     with kb.if_(kb.all_of([c for c in (first, row_ok) if c is not None])):
-        parts.store_reduced(env, row)
+        parts.store_reduced(env, row, split)
 
 
 def _emit_outer(parts: KernelParts, p: ReductionParams) -> None:

@@ -245,10 +245,16 @@ def _inputs_class(
     return tuple(inputs), order, max(spans, default=0)
 
 
-def _along_class(structure: Structure, space: tuple[int, ...], inner: bool) -> int:
-    """The divisibility class of the extent of the group the vectors run along."""
+def _along_class(structure: Structure, space: tuple[int, ...], inner: bool) -> Hashable:
+    """The divisibility class of the extent of the group the vectors run along (and of a row
+    split's chunks)."""
     along = structure.axes if inner else structure.kept_axes
-    return math.gcd(math.prod(space[d] for d in along), CLASS_DIVISOR)
+    size = math.prod(space[d] for d in along)
+    if structure.row_splits == 1:
+        return math.gcd(size, CLASS_DIVISOR)
+    return math.gcd(size, CLASS_DIVISOR), math.gcd(
+        ceil_div(size, structure.row_splits), CLASS_DIVISOR
+    )
 
 
 def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) -> Problem | str:
@@ -364,6 +370,14 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
             inner = min(walked)[2] in reduced_dims
     along = reduced_dims if inner else kept_dims
     size_along = math.prod(space[d] for d in along)
+    splits = structure.row_splits
+    if splits > 1 and not inner:
+        return (
+            f"a row split over {splits} blocks needs the reduced dim fastest in "
+            f"{value_name(structure.space_value)}: each block sums a run of a row"
+        )
+    # a row split's chunks start at multiples of the chunk: vectors must not straddle them
+    chunk = ceil_div(size_along, splits)
 
     def plans(
         accesses: list[tuple[int, DimMap, DimMap, tuple[int, ...], int, int, int]], width: int
@@ -389,7 +403,7 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
     if main is not None:
         w = min(max_vector_width, kernel.MAX_VECTOR_BYTES // element_bytes)
         while w > 1:
-            if size_along % w == 0 and any(pl.vector for pl in plans([main], w)):
+            if size_along % w == 0 and chunk % w == 0 and any(pl.vector for pl in plans([main], w)):
                 width = w
                 break
             w //= 2

@@ -59,6 +59,7 @@ State = tuple[SSAValue, ...]
 
 _KINDS: dict[type[Operation], kernel.ReduceKind] = {
     fu.SumOp: kernel.ReduceKind.SUM,
+    fu.PartialSumOp: kernel.ReduceKind.SUM,
     fu.MaxOp: kernel.ReduceKind.MAX,
     fu.MinOp: kernel.ReduceKind.MIN,
 }
@@ -712,14 +713,15 @@ class KernelParts:
 
     # --- stores ----------------------------------------------------------------------------
 
-    def store_reduced(self, env: dict[Key, SSAValue], kept: Index) -> None:
+    def store_reduced(self, env: dict[Key, SSAValue], kept: Index, split: Index = 0) -> None:
         """Stores every reduced-shape output at the kept point `kept` (call under a branch that
-        selects one thread per point)."""
+        selects one thread per point); a row split's partial sums at chunk `split` of it (their
+        last dim, contiguous)."""
         outputs = self.structure.fusion.output_op.values
         for o, m in self.structure.reduced_outputs:
             plan = self.output_plans[o]
             comment(f"store output #{o}")
-            offset = self.group_offset(plan, True, kept)
+            offset = self.kb.add(self.group_offset(plan, True, kept), split)
             kernel.StoreOp(env[outputs[o], m], self.kb.outputs[o], self.kb.value(offset))
 
     def store_reduced_slots(self, envs: Sequence[dict[Key, SSAValue]], kept: Index) -> None:

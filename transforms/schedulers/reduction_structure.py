@@ -41,6 +41,10 @@ from fuser.transforms.schedulers.scalar_lowering import is_pointwise
 
 REDUCTION_OPS = (fu.ReductionOp, fu.WelfordOp, fu.VarMeanOp)
 INT32_MAX = 2**31 - 1
+ROW_SPLIT_REFUSAL = (
+    "its partial sums split rows across blocks: the reduction scheduler takes them "
+    "(a block per chunk of a row, nothing kept on chip)"
+)
 
 Key = tuple[SSAValue, DimMap]
 """A value under a map: what `compute_element` keys its scalars by."""
@@ -53,7 +57,7 @@ def op_label(op: Operation) -> str:
 
 
 def reduction_axes(op: Operation) -> tuple[int, ...]:
-    assert isinstance(op, REDUCTION_OPS)
+    assert isinstance(op, (*REDUCTION_OPS, fu.PartialSumOp))
     return tuple(op.axes.get_values())
 
 
@@ -64,9 +68,10 @@ def reduction_input(op: Operation) -> SSAValue:
 
 def natural_map(op: Operation, result: SSAValue, rank: int) -> DimMap:
     """How a reduction's result is indexed from the space: its dims are the kept dims (with
-    `keepdim`, reduced dims stay as extent 1 and map to index 0)."""
+    `keepdim`, reduced dims stay as extent 1 and map to index 0; a row split's partial sums
+    keep the reduced dim as the split index, which the kernel adds: index 0 here)."""
     axes = reduction_axes(op)
-    keepdim = getattr(op, "keepdim", None) is not None
+    keepdim = isinstance(op, fu.PartialSumOp) or getattr(op, "keepdim", None) is not None
     dims: list[int | None] = (
         [None if d in axes else d for d in range(rank)]
         if keepdim
@@ -117,22 +122,27 @@ class Structure:
         """Partial sums over the rows of the space (axis 0 of a 2-D space), taken with
         `partials` only: their inputs are needed per element after the last stage, and each
         is stored as an output of its own (`partial_outputs`)."""
+        self.row_splits = 1
+        """Blocks each row is split across: the reductions are partial sums over the reduced
+        (fastest) dim, each block summing one chunk of a row (`split-reductions` writes them
+        for a few long rows); 1 otherwise."""
         self.error: str | None = None
         self.persistent_reason: str | None = None
         for op in ops:
             if isinstance(op, fu.SegmentSetOp):
                 self.error = f"{op_label(op)} marks a kernel boundary"
                 return
-            if isinstance(op, fu.PartialSumOp) and not partials:
-                self.error = (
-                    f"{op_label(op)} is a partial sum over rows: the inner-outer scheduler takes it"
-                )
-                return
             if not (
                 is_pointwise(op) or isinstance(op, (fu.DimOp, fu.PartialSumOp, *REDUCTION_OPS))
             ):
                 self.error = f"{op_label(op)} is not a pointwise op or a reduction"
                 return
+        if self.partials and not partials:
+            self.error = self._row_split_error()
+            if self.error is not None:
+                return
+            self.row_splits = self.partials[0].split_count
+            self.reductions, self.partials = list(self.partials), []
         if not self.reductions and not self.partials:
             self.error = "the fusion has no reduction"
             return
@@ -168,6 +178,44 @@ class Structure:
     def space_value(self) -> SSAValue:
         """A value of the space's shape: the first reduction's input (or partial sum's)."""
         return reduction_input(self.reductions[0] if self.reductions else self.partials[0])
+
+    def _row_split_error(self) -> str | None:
+        """Why the partial sums of a fusion are not a row split, or None: partial sums (and no
+        other reduction) over the last dim of inputs of one shape, into the same number of
+        chunks, each a fusion output used by nothing else (the kernel stores chunk s of row r
+        at [r, s]: no epilogue reads it)."""
+        first = self.partials[0]
+        shape = cast(TensorType, first.input.type).get_shape()
+        if self.reductions:
+            return (
+                f"{op_label(first)} is a partial sum beside {op_label(self.reductions[0])}: a row "
+                "split's kernel takes partial sums only"
+            )
+        outputs = set(self.fusion.output_op.values)
+        for op in self.partials:
+            t = cast(TensorType, op.input.type)
+            if op.axis != t.get_num_dims() - 1:
+                return (
+                    f"{op_label(op)} sums chunks of dim {op.axis}, not the last: the inner-outer "
+                    "scheduler takes partial sums over rows"
+                )
+            if not fu.shapes_compatible(t.get_shape(), shape):
+                return (
+                    f"{op_label(op)} sums a {fu.format_shape(t.get_shape())} tensor, "
+                    f"{op_label(first)} a {fu.format_shape(shape)} one"
+                )
+            if op.split_count != first.split_count:
+                return (
+                    f"{op_label(op)} has {op.split_count} chunks a row, {op_label(first)} "
+                    f"{first.split_count}: one kernel splits its rows one way"
+                )
+            aliases = partial_aliases(op)
+            if aliases is None or not any(v in outputs for v in aliases):
+                return (
+                    f"{op_label(op)} must be used by the fusion's outputs only (directly or "
+                    "through copies)"
+                )
+        return None
 
     def _partials_error(self, in_type: TensorType) -> str | None:
         """Why the partial sums do not fit the inner-outer form, or None: a 2-D space whose
@@ -236,12 +284,23 @@ class Structure:
         self.full_outputs: list[tuple[int, DimMap]] = []
         self.partial_outputs: list[tuple[int, fu.PartialSumOp]] = []
         partial_of = {v: op for op in self.partials for v in partial_aliases(op) or ()}
+        # a row split's partial sums, and their copies, are stored at their kept point
+        split_of = {
+            v: op
+            for op in self.reductions
+            if isinstance(op, fu.PartialSumOp)
+            for v in partial_aliases(op) or ()
+        }
         for i, value in enumerate(fusion.output_op.values):
             if value in partial_of:
                 self.partial_outputs.append((i, partial_of[value]))
                 continue
             t = cast(TensorType, value.type)
-            m = self.result_maps.get(value) or reduced_map(t, rank, self.axes)
+            m = (
+                self.result_maps.get(value)
+                or (natural_map(split_of[value], value, rank) if value in split_of else None)
+                or reduced_map(t, rank, self.axes)
+            )
             if m is not None:
                 self.reduced_outputs.append((i, m))
             elif t.get_num_dims() == rank:
