@@ -193,6 +193,14 @@ def _verdicts(text: str, shape: tuple[int, int]) -> dict[str, str]:
     return {n: get_scheduler(n).accepts(fusion, i).reason for n in names}
 
 
+def _negated(axis: int, shape: str) -> dict[str, str]:
+    """The verdicts on a partial sum over `axis` (result `tensor<{shape}xf32>`) that an
+    epilogue negates before the output."""
+    t = f"tensor<{shape}xf32>"
+    more = f"%q = fusion.neg %p : {t}"
+    return _verdicts(PARTIAL.format(axis=axis, ptype=t, more=more, outs="%q", out=t), (100, 64))
+
+
 def test_who_takes_a_partial_sum() -> None:
     taken = _verdicts(
         PARTIAL.format(axis=0, ptype="tensor<4x?xf32>", more="", outs="%p", out="tensor<4x?xf32>"),
@@ -203,17 +211,7 @@ def test_who_takes_a_partial_sum() -> None:
     assert over_rows in taken["reduction"]
     assert over_rows in taken["persistent"]
 
-    used = _verdicts(
-        PARTIAL.format(
-            axis=0,
-            ptype="tensor<4x?xf32>",
-            more="%q = fusion.neg %p : tensor<4x?xf32>",
-            outs="%q",
-            out="tensor<4x?xf32>",
-        ),
-        (100, 64),
-    )
-    assert "must be used by the fusion's outputs only" in used["inner_outer"]
+    assert "must be used by the fusion's outputs only" in _negated(0, "4x?")["inner_outer"]
 
     columns = _verdicts(
         PARTIAL.format(axis=1, ptype="tensor<?x4xf32>", more="", outs="%p", out="tensor<?x4xf32>"),
@@ -224,17 +222,7 @@ def test_who_takes_a_partial_sum() -> None:
     assert columns["reduction"] == ""
     assert "split rows across blocks: the reduction scheduler takes them" in columns["persistent"]
 
-    epilogue = _verdicts(
-        PARTIAL.format(
-            axis=1,
-            ptype="tensor<?x4xf32>",
-            more="%q = fusion.neg %p : tensor<?x4xf32>",
-            outs="%q",
-            out="tensor<?x4xf32>",
-        ),
-        (100, 64),
-    )
-    assert "must be used by the fusion's outputs only" in epilogue["reduction"]
+    assert "must be used by the fusion's outputs only" in _negated(1, "?x4")["reduction"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -209,12 +209,8 @@ class Structure:
                     f"{op_label(op)} has {op.split_count} chunks a row, {op_label(first)} "
                     f"{first.split_count}: one kernel splits its rows one way"
                 )
-            aliases = partial_aliases(op)
-            if aliases is None or not any(v in outputs for v in aliases):
-                return (
-                    f"{op_label(op)} must be used by the fusion's outputs only (directly or "
-                    "through copies)"
-                )
+            if (error := _outputs_only_error(op, outputs)) is not None:
+                return error
         return None
 
     def _partials_error(self, in_type: TensorType) -> str | None:
@@ -237,12 +233,8 @@ class Structure:
                     f"{op_label(op)} sums a {fu.format_shape(shape)} tensor, the reductions a "
                     f"{fu.format_shape(in_type.get_shape())} one"
                 )
-            aliases = partial_aliases(op)
-            if aliases is None or not any(v in outputs for v in aliases):
-                return (
-                    f"{op_label(op)} must be used by the fusion's outputs only (directly or "
-                    "through copies)"
-                )
+            if (error := _outputs_only_error(op, outputs)) is not None:
+                return error
         return None
 
     def _analyze(self) -> None:
@@ -422,6 +414,17 @@ class Structure:
                 kernel.byte_size(fu.element_type(op.result.type)) / 4 for op in self.partials
             )
         return max(1, math.ceil(worst))
+
+
+def _outputs_only_error(op: fu.PartialSumOp, outputs: set[SSAValue]) -> str | None:
+    """Why `op` is not used by the fusion's outputs only (directly or through copies), or
+    None."""
+    aliases = partial_aliases(op)
+    if aliases is None or not any(v in outputs for v in aliases):
+        return (
+            f"{op_label(op)} must be used by the fusion's outputs only (directly or through copies)"
+        )
+    return None
 
 
 def partial_aliases(op: fu.PartialSumOp) -> list[SSAValue] | None:
