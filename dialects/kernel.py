@@ -741,6 +741,9 @@ class ArrayStoreOp(IRDLOperation):
 
 ASYNC_COPY_BYTES = (4, 8, 16)
 """The sizes of one asynchronous copy (`cp.async`)."""
+ASYNC_COPY_ARCH = 80
+"""The first compute capability whose copies are asynchronous (`cp.async`); before it
+`fuser::copy_async` is a plain copy that has landed when it returns (copy.cuh)."""
 
 
 @irdl_op_definition

@@ -511,7 +511,8 @@ class FusionBuilder:
 
     def _split_factors(self, info: FusionInfo, log: list[str] | None = None) -> Splits:
         """The split-K factor of each matmul of the fusion for `info` (`plan_split_k`), and
-        the factor of each column sum beside row sums (`plan_split_reductions`)."""
+        the factor of each column sum and of each sum of a few long rows
+        (`plan_split_reductions`)."""
         matmuls = plan_split_k(
             self.fusion,
             info.input_shapes,

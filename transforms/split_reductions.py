@@ -119,12 +119,18 @@ class SplitReductionsOptionError(DiagnosticException):
 
 def split_candidates(fusion: fu.FusionOp) -> list[fu.SumOp]:
     """The sums `split-reductions` may rewrite, in block order (the order
-    `plan_split_reductions` gives their factors): the column sums (dim 0 of a 2-D value) and
-    the row sums (the last dim of a 1-D or 2-D value), not the sums of the chunks of an earlier
-    split."""
+    `plan_split_reductions` gives their factors), not the sums of the chunks of an earlier
+    split: the column sums (dim 0 of a 2-D value), or, in a fusion whose reductions are all row
+    sums (the last dim of a 1-D or 2-D value), those. Types only: a fusion without candidates
+    (softmax, a norm) plans nothing for a new shape."""
     ops = list(fusion.body.block.ops)
     if any(isinstance(op, fu.SegmentOp) for op in ops):
         return []
+    rows_only = all(
+        isinstance(op, fu.SumOp) and _is_row_sum(op)
+        for op in ops
+        if isinstance(op, _ROW_REDUCTIONS)
+    )
 
     def split(op: fu.SumOp) -> bool:  # the sum of the chunks of an earlier split
         staged = op.input.owner
@@ -135,7 +141,9 @@ def split_candidates(fusion: fu.FusionOp) -> list[fu.SumOp]:
     return [
         op
         for op in ops
-        if isinstance(op, fu.SumOp) and (_is_column_sum(op) or _is_row_sum(op)) and not split(op)
+        if isinstance(op, fu.SumOp)
+        and (_is_column_sum(op) or (rows_only and _is_row_sum(op)))
+        and not split(op)
     ]
 
 
@@ -158,28 +166,22 @@ def plan_split_reductions(
     splits: int | None = None,
     log: list[str] | None = None,
 ) -> tuple[int, ...]:
-    """The factor of each of the fusion's `column_sums` for the inputs and device of `info`
-    (1 for those left alone): see the module docstring. `log`, if given, receives a line per
-    sum saying why. Raises ShapeMismatch when the shapes do not fit the fusion."""
-    candidates = split_candidates(fusion)
-    if not candidates:
+    """The factor of each of the fusion's `split_candidates` for the inputs and device of
+    `info` (1 for those left alone): see the module docstring. `log`, if given, receives a line
+    per sum (one for the row sums) saying why. Raises ShapeMismatch when the shapes do not fit
+    the fusion."""
+    sums = split_candidates(fusion)
+    if not sums:
         return ()
     lines: list[str] = [] if log is None else log
-    if splits is not None:  # the column sums where there are any (as below), else the row sums
-        columns = any(_is_column_sum(op) for op in candidates)
-        forced = [_is_column_sum(op) == columns for op in candidates]
-        lines.extend(
-            f"split-reductions: {_label(op)}: splits={splits} forced"
-            for op, f in zip(candidates, forced, strict=True)
-            if f
-        )
-        return tuple(splits if f else 1 for f in forced)
+    if splits is not None:
+        lines.extend(f"split-reductions: {_label(op)}: splits={splits} forced" for op in sums)
+        return (splits,) * len(sums)
     if info is None:
         raise ValueError("plan_split_reductions needs the inputs' metadata unless splits is given")
     env = value_shapes(fusion, info.input_shapes)
-    if not any(_is_column_sum(op) for op in candidates):
-        return _plan_row_splits(fusion, info, env, candidates, lines)
-    sums = [op for op in candidates if _is_column_sum(op)]
+    if _is_row_sum(sums[0]):  # (the candidates are all column sums or all row sums)
+        return _plan_row_splits(fusion, info, env, sums, lines)
     # the inner-outer kernel walks rows along the fastest dim of its inputs
     columns_fastest = all(
         m is None or len(m.shape) != 2 or m.shape[1] <= 1 or m.strides[1] == 1 for m in info.inputs
@@ -225,9 +227,7 @@ def plan_split_reductions(
                 why = f"splits({factor}), chunks of {-(-n // factor)} rows"
         lines.append(f"split-reductions: {_label(op)} {n}x{h}: {why}")
         factors.append(factor)
-    # row sums beside column sums stay whole (the inner-outer kernel sums rows whole)
-    chosen = dict(zip(sums, factors, strict=True))
-    return tuple(chosen.get(op, 1) for op in candidates)
+    return tuple(factors)
 
 
 def _plan_row_splits(
@@ -237,19 +237,18 @@ def _plan_row_splits(
     sums: Sequence[fu.SumOp],
     lines: list[str],
 ) -> tuple[int, ...]:
-    """The factors of a fusion whose candidates are row sums: one factor for all of them,
-    above 1 where the rows are too few to give every SM `ROW_SPLIT_BLOCKS_PER_SM` block(s) and
-    long enough to cut into runs of `MIN_RUN_BYTES`, otherwise 1."""
+    """The factors of a fusion whose reductions are the row sums `sums`: one factor for all of
+    them, above 1 where the rows are too few to give every SM `ROW_SPLIT_BLOCKS_PER_SM`
+    block(s) and long enough to cut into runs of `MIN_RUN_BYTES`, otherwise 1."""
     shape = cast(tuple[int, ...], env[sums[0].input])
     label = f"{_label(sums[0])} {'x'.join(map(str, shape))}"
     rows, n = math.prod(shape[:-1]), shape[-1]
-    reductions = [op for op in fusion.body.block.ops if isinstance(op, _ROW_REDUCTIONS)]
-    if len(reductions) != len(sums) or any(env[op.input] != shape for op in sums):
-        return (1,) * len(sums)  # (softmax, a norm: rows the other schedulers take whole)
     element = _widest(fusion, len(shape))
     why: str | None = None
     structure = structure_of(fusion)
-    if structure.error is not None or structure.persistent_reason is not None:
+    if any(env[op.input] != shape for op in sums):
+        why = "its row sums reduce tensors of different shapes"
+    elif structure.error is not None or structure.persistent_reason is not None:
         why = "one streaming kernel does not take the fusion"
     elif any(
         m is not None and m.shape and m.shape[-1] > 1 and m.strides[-1] != 1 for m in info.inputs

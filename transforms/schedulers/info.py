@@ -24,13 +24,20 @@ SHAPES_SYNTAX = (
 """The grammar of `fuser-run --shapes` and of the `shapes` option of fuser's passes."""
 
 
+def arch_number(arch: str) -> int | None:
+    """The compute capability of `sm_<digits>` (an `a` suffix allowed: `sm_90a` is 90) as
+    one number, or None for another text."""
+    match = re.fullmatch(r"sm_(\d+)a?", arch)
+    return None if match is None else int(match.group(1))
+
+
 def arch_problem(arch: str) -> str | None:
     """Why `arch` is not a GPU architecture fuser compiles for, or None: it must be
     `sm_<digits>` at least MIN_ARCH (`fuser-run --arch` and the `arch` option of every pass)."""
-    match = re.fullmatch(r"sm_(\d+)a?", arch)
-    if match is None:
+    number = arch_number(arch)
+    if number is None:
         return f"bad arch {arch!r}: expected sm_<digits>, like sm_90"
-    if int(match.group(1)) < MIN_ARCH:
+    if number < MIN_ARCH:
         return f"arch {arch} is not supported: fuser compiles for sm_{MIN_ARCH} and newer"
     return None
 

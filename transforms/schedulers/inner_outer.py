@@ -37,7 +37,7 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
 from fuser.transforms.schedulers.base import LaunchConfig, Params, check_grid
-from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.info import FusionInfo, arch_number
 from fuser.transforms.schedulers.persistent import (
     Analysis,
     PersistentParams,
@@ -92,8 +92,11 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
         # [4194304, 16] f32 took 0.175 ms with them in shared memory, 0.125 in registers
         if not isinstance(shared, str) and shared[2].bdx >= SHORT_ROW_THREADS:
             _, problem, sizing = shared
-            arch = int(info.device.arch.removeprefix("sm_"))
-            staged = PREFETCH and arch >= 80 and can_stage(structure, problem.layout)
+            staged = (
+                PREFETCH
+                and (arch_number(info.device.arch) or 0) >= kernel.ASYNC_COPY_ARCH
+                and can_stage(structure, problem.layout)
+            )
             room = info.device.max_shared_memory_per_block - STATIC_SHARED_RESERVE
             options = [replace(sizing, prefetch=True), sizing] if staged else [sizing]
             for option in options:
