@@ -57,3 +57,17 @@ def attention_softmax() -> FusionDefinition:
         s = fd.ops.broadcast_in_dim(fd.ops.sum(e, [3]), x.shape(), [0, 1, 2])
         fd.add_output(fd.ops.div(e, s))
     return fd
+
+
+@functools.cache
+def row_sum(
+    dtype: DataType, rank: int = 2, keepdim: bool = False, squared: bool = False
+) -> FusionDefinition:
+    """The sum over the last dim of a 1-D or 2-D tensor, in f32 (for a few long rows,
+    `split-reductions`' row split); `squared` adds `x * x` as a full-shape output beside it."""
+    with FusionDefinition(f"row_sum_{dtype.name}_{rank}_{keepdim}_{squared}") as fd:
+        x = fd.define_tensor([-1] * rank, dtype)
+        fd.add_output(fd.ops.sum(to_f32(fd, x), [rank - 1], keepdim=keepdim))
+        if squared:
+            fd.add_output(fd.ops.mul(x, x))
+    return fd

@@ -11,6 +11,7 @@ from typing import Any, cast
 import ml_dtypes
 import numpy as np
 import pytest
+from definitions import row_sum, softmax
 from ir_helpers import parse
 
 from fuser import DataType, FusionDefinition
@@ -141,21 +142,21 @@ def _inner_outer(n: int, h: int, arch: str = "sm_90") -> tuple[PersistentParams,
         (4096, "sm_90", True, True, 2 * 16384 + 2 * 16384),
         (4096, "sm_90a", True, True, 2 * 16384 + 2 * 16384),  # (the suffix parsed, not int())
         (4096, "sm_75", True, False, 2 * 16384),  # no cp.async before sm_80
-        (4097, "sm_90", True, False, None),  # odd rows: no vectors to copy
+        # odd rows: no vectors to copy; 832 threads x 5 slots of dw's and db's f32 sums
+        (4097, "sm_90", True, False, 2 * 832 * 5 * 4),
         # 768 threads x 32 slots: 2 x 96 KiB of sums; 2 x 96 KiB of buffers would not fit
         (24576, "sm_90", True, False, 2 * 98304),
     ],
 )
 def test_the_inner_outer_kernel_holds_its_sums_and_next_row_in_shared_memory(
-    h: int, arch: str, shared_sums: bool, prefetch: bool, shared_bytes: int | None
+    h: int, arch: str, shared_sums: bool, prefetch: bool, shared_bytes: int
 ) -> None:
     """The accumulators live in dynamic shared memory where they fit, and the next row's reads
     are copied there (`cp.async`, two buffers) where those fit too, on sm_80 and later; the
     launch gives the kernel's dynamic arrays' bytes."""
     p, kernel = _inner_outer(4096, h, arch)
     assert (p.shared_sums, p.prefetch) == (shared_sums, prefetch)
-    if shared_bytes is not None:
-        assert kernel.launch.shared_bytes == shared_bytes
+    assert kernel.launch.shared_bytes == shared_bytes
     assert ("fuser::copy_async" in kernel.source) == prefetch
     assert ("fuser_dynamic_shared" in kernel.source) == shared_sums
 
@@ -229,13 +230,6 @@ def test_who_takes_a_partial_sum() -> None:
 # A few long rows: runs of each row, a block each (the reduction scheduler's row split)
 
 
-def _row_sums(rank: int = 2, dtype: DataType = DataType.Float) -> FusionDefinition:
-    with FusionDefinition(f"row_sums_{rank}_{dtype.name}") as fd:
-        x = fd.define_tensor([-1] * rank, dtype)
-        fd.add_output(fd.ops.sum(fd.ops.cast(x, DataType.Float), [rank - 1]))
-    return fd
-
-
 @pytest.mark.parametrize(
     ("shape", "factor", "why"),
     [
@@ -250,17 +244,17 @@ def _row_sums(rank: int = 2, dtype: DataType = DataType.Float) -> FusionDefiniti
 def test_the_row_split_factor(shape: tuple[int, ...], factor: int, why: str) -> None:
     """ceil(132 SMs / rows) runs a row, at most a run per 64 KiB of the row, moved up to runs
     of whole vectors (9 runs of [16, 4194304] f32 would be 466033.8 long: 16 of 262144)."""
-    fd = _row_sums(len(shape))
+    fd = row_sum(DataType.Float, len(shape))
     log: list[str] = []
     i = FusionInfo((TensorMeta.contiguous(shape),), DeviceInfo(sm_count=132))
     assert plan_split_reductions(fd.fusion, i, log=log) == (factor,)
-    assert log == [f"split-reductions: %t2 {'x'.join(map(str, shape))}: {why}"]
+    assert log == [f"split-reductions: %t1 {'x'.join(map(str, shape))}: {why}"]
 
 
 def test_a_row_split_keeps_runs_of_whole_vectors() -> None:
     """bf16 rows of 100000 on 132 SMs (3 runs of 64 KiB a row): 3 runs would be 33334 long;
     4 runs of 25000, the first factor up from 3 whose runs are whole 16-byte vectors (8 bf16)."""
-    fd = _row_sums(2, DataType.BFloat16)
+    fd = row_sum(DataType.BFloat16)
     i = FusionInfo((TensorMeta.contiguous((16, 100000)),), DeviceInfo(sm_count=132))
     assert plan_split_reductions(fd.fusion, i) == (4,)
 
@@ -268,15 +262,12 @@ def test_a_row_split_keeps_runs_of_whole_vectors() -> None:
 def test_what_a_row_split_leaves_whole() -> None:
     """Rows that are not the input's fastest dim, and a fusion with other reductions (softmax:
     a max and a sum) or with the sum's result used per element, keep their rows whole."""
-    fd = _row_sums()
+    fd = row_sum(DataType.Float)
     transposed = FusionInfo((TensorMeta((16, 4194304), (1, 16)),), DeviceInfo(sm_count=132))
     log: list[str] = []
     assert plan_split_reductions(fd.fusion, transposed, log=log) == (1,)
     assert log[0].endswith("an input's rows are not its fastest dim: not split")
-    with FusionDefinition("softmax_rows") as sm:
-        x = sm.define_tensor([-1, -1])
-        e = sm.ops.exp(sm.ops.sub(x, sm.ops.broadcast_in_dim(sm.ops.max(x, [1]), x.shape(), [0])))
-        sm.add_output(sm.ops.div(e, sm.ops.broadcast_in_dim(sm.ops.sum(e, [1]), x.shape(), [0])))
+    sm = softmax(DataType.Float)
     i = FusionInfo((TensorMeta.contiguous((16, 4194304)),), DeviceInfo(sm_count=132))
     assert split_candidates(sm.fusion) == []  # (types only: a new shape plans nothing)
     assert plan_split_reductions(sm.fusion, i) == ()
@@ -293,7 +284,7 @@ def test_a_row_split_sums_what_the_whole_rows_sum(rng: np.random.Generator) -> N
     sum of the unsplit one, runs that do not divide the row included."""
     from fuser.runtime.reference import evaluate
 
-    fusion = _row_sums().fusion.clone()
+    fusion = row_sum(DataType.Float).fusion.clone()
     assert apply_split_reductions(fusion, (7,)) == 1
     (partial,) = [op for op in fusion.body.walk() if isinstance(op, fu.PartialSumOp)]
     assert partial.axis == 1 and partial.split_count == 7
@@ -304,7 +295,7 @@ def test_a_row_split_sums_what_the_whole_rows_sum(rng: np.random.Generator) -> N
 
 
 def test_a_row_split_compiles_to_two_reductions() -> None:
-    fd = _row_sums()
+    fd = row_sum(DataType.Float)
     compiled = fd.compile([np.ones((16, 4194304), np.float32)], arch="sm_90")
     assert [k.scheduler for k in compiled.kernels] == ["reduction", "reduction"]
     assert "grid=(16, 16, 1) block=(1024, 1, 1)" in compiled.summary()

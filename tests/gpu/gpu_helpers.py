@@ -30,6 +30,11 @@ TOL: dict[np.dtype, tuple[float, float]] = {
 f32 for arithmetic; one ulp of f16/bf16 (a result computed in f32 may round to the neighbour)."""
 
 
+def schedulers(fd: Any, inputs: Sequence[Any]) -> list[str]:
+    """The scheduler of each kernel `fd` (a FusionDefinition) compiles to for `inputs`."""
+    return [k.scheduler for k in fd.compile(list(inputs)).kernels]
+
+
 def torch_of(torch: Any, a: np.ndarray) -> Any:
     """A CUDA torch tensor with the values of a numpy array (bf16 included)."""
     if a.dtype == BFLOAT16:

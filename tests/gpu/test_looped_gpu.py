@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from definitions import attention_softmax, back, softmax, to_f32
-from gpu_helpers import TOL, assert_close, numpy_of, torch_of
+from gpu_helpers import TOL, assert_close, numpy_of, schedulers, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
@@ -61,10 +61,6 @@ def layer_norm(dtype: DataType) -> FusionDefinition:
     return fd
 
 
-def _schedulers(fd: FusionDefinition, inputs: list[Any]) -> list[str]:
-    return [k.scheduler for k in fd.compile(inputs).kernels]
-
-
 def _rows(
     rng: np.random.Generator, shape: tuple[int, ...], dtype: DataType, scale: float = 4.0
 ) -> np.ndarray:
@@ -88,7 +84,7 @@ def test_softmax_of_long_rows(
     assert_close(out, ref, f"softmax {shape}", (rtol, atol))
     if shape[0]:
         assert np.allclose(out.astype(np.float64).sum(axis=1), 1.0, atol=1e-2)
-    assert _schedulers(fd, [x]) == ["looped"]
+    assert schedulers(fd, [x]) == ["looped"]
 
 
 @pytest.mark.parametrize("shape", [(3, 50257), (64, 65536)], ids=lambda s: f"{s[0]}x{s[1]}")
@@ -103,7 +99,7 @@ def test_logsumexp_and_log_softmax(
     assert_close(lse, ref_lse, f"logsumexp {shape}", (1e-5, 1e-5))
     rtol, atol = TOL[out.dtype]
     assert_close(out, ref, f"log-softmax {shape}", (rtol, atol + 1e-4))
-    assert _schedulers(fd, [x]) == ["looped"]
+    assert schedulers(fd, [x]) == ["looped"]
 
 
 @pytest.mark.parametrize(
@@ -127,7 +123,7 @@ def test_layer_norm_of_long_rows(
     atol += mean_error * float(np.abs(w.astype(np.float64)).max() * inv.max())
     assert_close(y, ref_y, f"layer norm {shape}", (rtol, atol))
     assert_close(mean, ref_mean, f"mean {shape}", (0.0, mean_error))
-    assert _schedulers(fd, [x, w]) == ["looped"]
+    assert schedulers(fd, [x, w]) == ["looped"]
 
 
 def test_views(rng: np.random.Generator, torch: Any) -> None:
@@ -140,7 +136,7 @@ def test_views(rng: np.random.Generator, torch: Any) -> None:
     (out,) = fd.execute([x])
     (ref,) = fd.reference([np.ascontiguousarray(wide[:, :h])], compute_dtype=np.float64)
     assert_close(numpy_of(torch, out), ref, "softmax of a row slice", TOL[np.dtype(np.float32)])
-    assert _schedulers(fd, [x]) == ["looped"]
+    assert schedulers(fd, [x]) == ["looped"]
 
     host = _rows(rng, (n, 40000), DataType.Float)
     xt = torch_of(torch, np.ascontiguousarray(host.T)).t()
@@ -149,7 +145,7 @@ def test_views(rng: np.random.Generator, torch: Any) -> None:
     assert_close(
         numpy_of(torch, out), ref, "softmax of a transposed input", TOL[np.dtype(np.float32)]
     )
-    assert "looped" not in _schedulers(fd, [xt])
+    assert "looped" not in schedulers(fd, [xt])
     assert math.isfinite(float(numpy_of(torch, out).sum()))
 
 
@@ -187,4 +183,4 @@ def test_softmax_over_the_last_of_four_dims(rng: np.random.Generator) -> None:
     (out,) = fd.execute([xs])
     (ref,) = fd.reference([xs], compute_dtype=np.float64)
     assert_close(out, ref, "softmax over the last of four dims", TOL[out.dtype])
-    assert _schedulers(fd, [xs]) == ["looped"]
+    assert schedulers(fd, [xs]) == ["looped"]

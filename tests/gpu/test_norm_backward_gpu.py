@@ -19,7 +19,7 @@ from typing import Any, cast
 import numpy as np
 import pytest
 from definitions import back, to_f32
-from gpu_helpers import TOL, assert_close, numpy_of, parse_fusion, torch_of
+from gpu_helpers import TOL, assert_close, numpy_of, parse_fusion, schedulers, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.compiler import compiler_for
@@ -113,10 +113,6 @@ def _check(fd: FusionDefinition, inputs: list[Any], outputs: list[Any], n: int, 
         assert_close(out, ref, f"{fd.name} output #{i} [{n}, {h}]", (rtol, atol))
 
 
-def _schedulers(fd: FusionDefinition, inputs: list[Any]) -> list[str]:
-    return [k.scheduler for k in fd.compile(inputs).kernels]
-
-
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("kind", ["rms", "layer"])
@@ -128,7 +124,7 @@ def test_norm_backward(
     inputs = _inputs(rng, kind, dtype, n, h)
     _check(fd, inputs, fd.execute(inputs), n, h)
     if n >= 16 and h > 1:
-        assert _schedulers(fd, inputs) == split(kind)
+        assert schedulers(fd, inputs) == split(kind)
 
 
 @pytest.mark.parametrize(
@@ -158,12 +154,18 @@ def test_inner_outer_policies(
     inputs = _inputs(rng, kind, dtype, n, h)
     _check(fd, inputs, fd.execute(inputs), n, h)
     kernels = fd.compile(inputs).kernels
-    if kernels[0].scheduler == "inner_outer":
-        p = cast(PersistentParams, kernels[0].heuristics)
-        # short rows (3) keep their sums in registers; 24576 has no room for the buffers
-        shared = policy != "registers" and h > 3
-        staged = policy == "staged" and h in (4096, 12288)
-        assert (p.shared_sums, p.prefetch) == (shared, staged)
+    if (kind, policy, shape) == ("layer", "registers", (33, 24576)):
+        # layer norm's row of 24576 does not fit registers beside its sums: not split
+        assert [k.scheduler for k in kernels] == ["reduction", "persistent", "reduction"]
+        return
+    assert kernels[0].scheduler == "inner_outer"
+    p = cast(PersistentParams, kernels[0].heuristics)
+    # short rows (3, several a block) keep their sums in registers; 24576 has no room for the
+    # buffers
+    shared = policy != "registers" and h > 3
+    staged = policy == "staged" and h in (4096, 12288)
+    assert (p.shared_sums, p.prefetch) == (shared, staged)
+    assert (p.block[1] > 1) == (h == 3)
 
 
 @pytest.mark.parametrize("kind", ["rms", "layer"])
@@ -181,14 +183,14 @@ def test_norm_backward_of_torch_views(rng: np.random.Generator, torch: Any, kind
     rest = [torch_of(torch, a) if isinstance(a, np.ndarray) else float(a) for a in host[1:]]
     outs = fd.execute([dy, *rest])
     _check(fd, host, [numpy_of(torch, o) for o in outs], n, h)
-    assert _schedulers(fd, [dy, *rest]) == split(kind)
+    assert schedulers(fd, [dy, *rest]) == split(kind)
 
     xt = torch_of(torch, np.ascontiguousarray(host[1].T)).t()
     assert not xt.is_contiguous()
     views = [torch_of(torch, host[0]), xt, *rest[1:]]
     outs = fd.execute(views)
     _check(fd, host, [numpy_of(torch, o) for o in outs], n, h)
-    assert "inner_outer" not in _schedulers(fd, views)
+    assert "inner_outer" not in schedulers(fd, views)
 
 
 @pytest.mark.parametrize(
@@ -208,7 +210,7 @@ def test_tall_narrow_column_sums(
     (out,) = fd.execute(inputs)
     (ref,) = fd.reference(inputs, compute_dtype=np.float64)
     assert_close(out, ref, f"column sums {shape}", (2e-5, 1e-5 + 2e-5 * math.sqrt(shape[0])))
-    assert _schedulers(fd, inputs) == ["inner_outer", "reduction"]
+    assert schedulers(fd, inputs) == ["inner_outer", "reduction"]
 
 
 @pytest.mark.parametrize("shape", [(4097, 33), (5, 4096), (0, 8)], ids=lambda s: f"{s[0]}x{s[1]}")

@@ -6,7 +6,7 @@ Covered: f32, f16 and bf16; 1-D vectors and 1, 3, 16 and 127 rows (0 rows: not s
 of odd length (scalar loads); runs that are not whole vectors, an empty last run, no rows or no
 columns (`partial_sum` from IR); a row-sliced input (row stride wider than the row: still
 split) and a transposed one (rows not the fastest dim: one kernel); a full-shape output beside
-the sum (each element stored once across the runs); keepdim.
+the sum (each element computed in the run that reads it); keepdim.
 
 Every test here is marked `gpu` and skipped (see conftest.py) where no device is present.
 """
@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from definitions import to_f32
-from gpu_helpers import assert_close, numpy_of, parse_fusion
+from definitions import row_sum
+from gpu_helpers import assert_close, numpy_of, parse_fusion, schedulers
 
-from fuser import DataType, FusionDefinition
+from fuser import DataType
 from fuser.compiler import compiler_for
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
 from fuser.runtime.reference import evaluate
@@ -29,21 +29,6 @@ from fuser.runtime.reference import evaluate
 pytestmark = pytest.mark.gpu
 
 SPLIT = ["reduction", "reduction"]
-
-
-def _schedulers(fd: FusionDefinition, inputs: list[Any]) -> list[str]:
-    return [k.scheduler for k in fd.compile(inputs).kernels]
-
-
-def _row_sum(
-    dtype: DataType, rank: int, keepdim: bool = False, doubled: bool = False
-) -> FusionDefinition:
-    with FusionDefinition(f"row_sum_{dtype.name}_{rank}_{keepdim}_{doubled}") as fd:
-        x = fd.define_tensor([-1] * rank, dtype)
-        fd.add_output(fd.ops.sum(to_f32(fd, x), [rank - 1], keepdim=keepdim))
-        if doubled:
-            fd.add_output(fd.ops.mul(x, x))
-    return fd
 
 
 def _tolerance(n: int) -> tuple[float, float]:
@@ -59,12 +44,12 @@ def _tolerance(n: int) -> tuple[float, float]:
     "dtype", [DataType.Float, DataType.Half, DataType.BFloat16], ids=lambda d: d.name
 )
 def test_few_long_rows(rng: np.random.Generator, shape: tuple[int, ...], dtype: DataType) -> None:
-    fd = _row_sum(dtype, len(shape))
+    fd = row_sum(dtype, len(shape))
     x = round_to_float(rng.standard_normal(shape) + 0.5, numpy_dtype(dtype.element_type))
     (out,) = fd.execute([x])
     (ref,) = fd.reference([x], compute_dtype=np.float64)
     assert_close(out, ref, f"row sums {shape}", _tolerance(shape[-1]))
-    assert _schedulers(fd, [x]) == (SPLIT if math.prod(shape[:-1]) else ["reduction"])
+    assert schedulers(fd, [x]) == (SPLIT if math.prod(shape[:-1]) else ["reduction"])
 
 
 @pytest.mark.parametrize(
@@ -90,26 +75,27 @@ fusion.fusion @runs(%x: tensor<?x?xf32>) -> (tensor<?x3xf32>) {
     assert [k.scheduler for k in compiler.compile([x]).kernels] == ["reduction"]
 
 
-def test_views(rng: np.random.Generator) -> None:
-    """A row-sliced input (row stride 1048584) is split; a transposed one is not (its rows are
-    not its fastest dim) and is still right."""
-    torch = pytest.importorskip("torch")
-    fd = _row_sum(DataType.Float, 2)
+def test_views(rng: np.random.Generator, torch: Any) -> None:
+    """A row-sliced input (row stride 1048584) is split; a transposed one ([8, 1048576] with
+    strides (1, 8): rows not its fastest dim) is not, though its 8 rows are as few, and both
+    are right."""
+    fd = row_sum(DataType.Float)
     base = torch.from_numpy(rng.standard_normal((8, 1048584)).astype(np.float32) + 0.5).cuda()
     sliced = base[:, :1048576]
     (out,) = fd.execute([sliced])
     ref = sliced.cpu().double().sum(1).numpy()  # (on the host: torch's GPU sum trips racecheck)
     assert_close(numpy_of(torch, out), ref, "sliced rows", _tolerance(1048576))
-    assert _schedulers(fd, [sliced]) == SPLIT
-    transposed = base[:, :4096].t()  # [4096, 8], rows of stride 1
+    assert schedulers(fd, [sliced]) == SPLIT
+    transposed = base[:, :1048576].t().contiguous().t()  # [8, 1048576], strides (1, 8)
+    assert transposed.stride() == (1, 8)
     (out,) = fd.execute([transposed])
     ref = transposed.cpu().double().sum(1).numpy()
-    assert_close(numpy_of(torch, out), ref, "transposed rows", _tolerance(8))
-    assert _schedulers(fd, [transposed]) == ["reduction"]
+    assert_close(numpy_of(torch, out), ref, "transposed rows", _tolerance(1048576))
+    assert schedulers(fd, [transposed]) == ["reduction"]
 
 
 def test_a_full_output_beside_the_sum_and_keepdim(rng: np.random.Generator) -> None:
-    fd = _row_sum(DataType.BFloat16, 2, keepdim=True, doubled=True)
+    fd = row_sum(DataType.BFloat16, keepdim=True, squared=True)
     x = round_to_float(
         rng.standard_normal((4, 524288)) + 0.5, numpy_dtype(DataType.BFloat16.element_type)
     )
@@ -118,4 +104,4 @@ def test_a_full_output_beside_the_sum_and_keepdim(rng: np.random.Generator) -> N
     assert out.shape == (4, 1)
     assert_close(out, ref, "row sums", _tolerance(x.shape[1]))
     assert_close(squared, ref_squared, "x * x")
-    assert _schedulers(fd, [x]) == SPLIT
+    assert schedulers(fd, [x]) == SPLIT

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpu_helpers import TOL, assert_close, numpy_of, torch_of
+from gpu_helpers import TOL, assert_close, numpy_of, schedulers, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
@@ -50,10 +50,6 @@ def _run(fd: FusionDefinition, torch: Any, views: list[Any], hosts: list[np.ndar
     assert_close(got, ref, fd.name, TOL[got.dtype])
 
 
-def _schedulers(fd: FusionDefinition, inputs: list[Any]) -> list[str]:
-    return [k.scheduler for k in fd.compile(inputs).kernels]
-
-
 @pytest.mark.parametrize(
     "shape", [(33, 127), (127, 4097), (4097, 33), (1000, 1000)], ids=lambda s: f"{s[0]}x{s[1]}"
 )
@@ -68,7 +64,7 @@ def test_gelu_of_a_transposed_input(
     b = _random(rng, (h,), dtype)
     views = [torch_of(torch, stored).t(), torch_of(torch, b)]
     _run(fd, torch, views, [np.ascontiguousarray(stored.T), b])
-    assert _schedulers(fd, views) == ["transpose"]
+    assert schedulers(fd, views) == ["transpose"]
 
 
 @pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16], ids=lambda d: d.name)
@@ -79,7 +75,7 @@ def test_batched_transpose(rng: np.random.Generator, torch: Any, dtype: DataType
     b = _random(rng, (67,), dtype)
     views = [torch_of(torch, stored).permute(0, 2, 1), torch_of(torch, b)]
     _run(fd, torch, views, [np.ascontiguousarray(stored.transpose(0, 2, 1)), b])
-    assert _schedulers(fd, views) == ["transpose"]
+    assert schedulers(fd, views) == ["transpose"]
 
 
 def test_transposed_plus_row_major(rng: np.random.Generator, torch: Any) -> None:
@@ -91,7 +87,7 @@ def test_transposed_plus_row_major(rng: np.random.Generator, torch: Any) -> None
     xs, ys = _random(rng, (300, 1025), DataType.Float), _random(rng, (1025, 300), DataType.Float)
     views = [torch_of(torch, xs).t(), torch_of(torch, ys)]
     _run(fd, torch, views, [np.ascontiguousarray(xs.T), ys])
-    assert _schedulers(fd, views) == ["transpose"]
+    assert schedulers(fd, views) == ["transpose"]
 
 
 def test_transposed_view_with_gaps(rng: np.random.Generator, torch: Any) -> None:
@@ -102,7 +98,7 @@ def test_transposed_view_with_gaps(rng: np.random.Generator, torch: Any) -> None
     b = _random(rng, (h,), DataType.Float)
     views = [torch_of(torch, wide)[::2].t(), torch_of(torch, b)]
     _run(fd, torch, views, [np.ascontiguousarray(wide[::2].T), b])
-    assert _schedulers(fd, views) == ["transpose"]
+    assert schedulers(fd, views) == ["transpose"]
 
 
 @pytest.mark.parametrize("shape", [(8, 4097), (4097, 8), (0, 64)], ids=lambda s: f"{s[0]}x{s[1]}")
@@ -115,7 +111,7 @@ def test_short_transposed_dims_stay_pointwise(
     b = _random(rng, (h,), DataType.Float)
     views = [torch_of(torch, stored).t(), torch_of(torch, b)]
     _run(fd, torch, views, [np.ascontiguousarray(stored.T), b])
-    assert _schedulers(fd, views) == ["pointwise"]
+    assert schedulers(fd, views) == ["pointwise"]
 
 
 @pytest.mark.parametrize("dtype", [DataType.Half, DataType.BFloat16], ids=lambda d: d.name)

@@ -45,6 +45,7 @@ kernel.func @silu_add(%x: !kernel.tensor<f16, 1>, %bias: f32, %y: !kernel.tensor
 
 // The includes come first: fuser's core header (the parameter struct) and the real
 // half-precision headers of the types the kernel uses, nothing else.
+// CHECK-NOT:  fuser/copy.cuh
 // CHECK:      #include "fuser/core.cuh"
 // CHECK-NEXT: #include <cuda_bf16.h>
 // CHECK-NEXT: #include <cuda_fp16.h>

@@ -40,6 +40,7 @@ fusion.fusion @ln_bwd(%dy: tensor<?x?xbf16>, %x: tensor<?x?xbf16>, %mean: tensor
 // CHECK:      host.launch @ln_bwd_s2_reduction
 // CHECK:      kernel.func @ln_bwd_s0_inner_outer
 // CHECK-SAME: fuser.scheduler = "inner_outer"
+// CHECK-SAME: fuser.launch = "grid=[264, 1, 1] block=[128, 1, 1] smem=65536"
 // CHECK:      kernel.alloc : !kernel.array<4096xf32, dynamic>
 // CHECK:      kernel.alloc : !kernel.array<4096xf32, dynamic>
 // CHECK:      kernel.alloc : !kernel.array<8192xbf16, dynamic>

@@ -1,8 +1,9 @@
 // split-reductions on a sum of a few long rows: 16 rows of 4194304 f32 on 132 SMs take
 // ceil(132 / 16) = 9 runs a row, moved up to 16 (runs of 262144: whole 16-byte vectors), each
 // summed by a block of the reduction scheduler's row split (grid 16 x 16), then a second
-// reduction sums the 16 runs of each row. 4096 rows fill the GPU and rows of 1000 are too short: left
-// alone; `splits` forces a factor; a transposed input (rows not its fastest dim) is not split.
+// reduction sums the 16 runs of each row. 4096 rows fill the GPU and rows of 1000 are too
+// short: left alone; `splits` forces a factor. (A transposed input, not split, needs strides:
+// the CPU test test_what_a_row_split_leaves_whole has it.)
 // RUN: fuser-opt %s -p 'split-reductions{shapes="16x4194304"}' | filecheck %s
 // RUN: fuser-opt %s -p 'split-reductions{shapes="4096x4096"}' | filecheck %s --check-prefix=WHOLE
 // RUN: fuser-opt %s -p 'split-reductions{shapes="16x1000"}' | filecheck %s --check-prefix=WHOLE
