@@ -563,7 +563,8 @@ class CudaPrinter(BasePrinter):
         element = c_type(t.element_type)
         if space == kernel.MemorySpace.DYNAMIC:
             if not self._dynamic:
-                self._line(f"extern __shared__ __align__(16) unsigned char {_DYNAMIC_SHARED}[];")
+                align = f"__align__({kernel.SHARED_ALIGNMENT})"
+                self._line(f"extern __shared__ {align} unsigned char {_DYNAMIC_SHARED}[];")
             offset = kernel.dynamic_shared_bytes([*self._dynamic, t]) - t.size_in_bytes
             self._dynamic.append(t)
             self._line(

@@ -211,14 +211,14 @@ class _Variant:
 
 
 Splits = tuple[tuple[int, ...], tuple[int, ...]]
-"""The split factors of a signature: of each matmul (split-K), of each column sum
-(`split-reductions`)."""
+"""The split factors of a signature: of each matmul (split-K), of each sum `split-reductions`
+may split (its `split_candidates`: column sums, or the sums of a few long rows)."""
 
 
 class _Program:
     """A segmented fusion compiled for one set of heuristics: the segmented fusion, its host
     program and kernels (one module), an executor per segment, and the evaluator.
-    `split_factors` are the split factors of the fusion's matmuls and column sums it was
+    `split_factors` are the split factors of the fusion's matmuls and sums it was
     rewritten with (`FusionBuilder._split_factors`)."""
 
     def __init__(
@@ -592,7 +592,7 @@ class FusionBuilder:
         return variant, False
 
     def _new_program(self, info: FusionInfo, factors: Splits = ((), ())) -> _Program:
-        """Split matmuls and column sums with `factors` (see `_split_factors`), segment, lower
+        """Split matmuls and sums with `factors` (see `_split_factors`), segment, lower
         and compile the fusion for `info`."""
         name = self.layout.fusion_name
         dump.dump("fusion_ir", f"@{name}", lambda: op_text(self.fusion))
@@ -770,7 +770,7 @@ def _launch_config(analyses: AnalysisCache, seg: LoweredSegment, info: FusionInf
 
 
 def _splits_any(factors: Splits) -> bool:
-    """Whether a split plan splits any matmul or column sum."""
+    """Whether a split plan splits any matmul or sum."""
     return any(f > 1 for group in factors for f in group)
 
 

@@ -576,7 +576,8 @@ class CompiledKernel:
         return True
 
     def set_max_dynamic_shared_memory(self, nbytes: int) -> None:
-        """Allow launches with `nbytes` of dynamic shared memory (needed above 48 KiB)."""
+        """Allow launches with `nbytes` of dynamic shared memory (needed above 48 KiB less the
+        kernel's static shared memory)."""
         func = self.function
         if nbytes > self._dynamic_shared_limit:
             driver.set_max_dynamic_shared_memory(func, nbytes)
@@ -648,7 +649,7 @@ class RtcKernel(CompiledKernel):
         block3 = _dim3(block)
         self.ensure_block_size(block3[0] * block3[1] * block3[2])
         func = self.function
-        if shared_bytes > driver.current_device().max_shared_memory_per_block:
+        if shared_bytes:  # (any size: static and dynamic together may pass 48 KiB)
             self.set_max_dynamic_shared_memory(shared_bytes)
         buffer, pointers = pack_args(args)  # both must outlive the launch call
         address = ctypes.addressof(pointers) if args else 0

@@ -342,13 +342,18 @@ class KernelExecutor:
             func = module.get_function(self.kernel.kernel_name)
             self._functions[device] = func
             self._shared_limit[device] = 0
-        if entry.shared_bytes > self._shared_limit.get(device, 0):
-            # any dynamic size opts in: the default limit is 48 KiB less the kernel's static
-            # shared memory, which a launch within 48 KiB may still pass
-            driver.set_max_dynamic_shared_memory(func, entry.shared_bytes)
-            self._shared_limit[device] = entry.shared_bytes
+        self.allow_shared(device, func, entry.shared_bytes)
         entry.set_function(func)
         return func
+
+    def allow_shared(self, device: int, func: driver.Function, nbytes: int) -> None:
+        """Opts the kernel loaded on `device` (`func`) into launches with `nbytes` of dynamic
+        shared memory, where it has not been yet. Any dynamic size opts in: the default limit
+        is 48 KiB less the kernel's static shared memory, which a launch within 48 KiB may
+        still pass."""
+        if nbytes > self._shared_limit.get(device, 0):
+            driver.set_max_dynamic_shared_memory(func, nbytes)
+            self._shared_limit[device] = nbytes
 
     # ---- launching -------------------------------------------------------------------------
 

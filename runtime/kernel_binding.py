@@ -315,9 +315,8 @@ class _EntryLauncher:
     def _load(self) -> Any:
         if self.func is None:
             self.func = self.entry.func or self.executor.load(self.entry)
-            if self.shared_bytes > max(self.entry.shared_bytes, 48 * 1024):
-                # the program asks for more than the kernel's launches have been allowed
-                driver.set_max_dynamic_shared_memory(self.func, self.shared_bytes)
+            # (the program may ask for more than the kernel's launches have been allowed)
+            self.executor.allow_shared(self.entry.device, self.func, self.shared_bytes)
             if self.grid is not None:
                 self.launch_args = driver.launch_prefix(
                     self.func, self.grid, self.block, self.shared_bytes

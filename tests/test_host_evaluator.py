@@ -732,6 +732,9 @@ class FakeGpu:
         self.live.remove(ptr)
         self.log.append(("free", ptr, driver.stream_handle(stream)))
 
+    def allow_shared(self, func: Any, nbytes: int) -> None:
+        self.log.append(("allow_shared", func, nbytes))
+
     def launch(self, func, grid, block, shared, stream, address):  # type: ignore[no-untyped-def]
         count = self.params[func]  # KeyError rather than reading past the argument array
         raw = []
@@ -770,6 +773,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     patch_launch(monkeypatch, fake.launch)
     monkeypatch.setattr(driver, "alloc", fake.alloc)
     monkeypatch.setattr(driver, "free", fake.free)
+    monkeypatch.setattr(driver, "set_max_dynamic_shared_memory", fake.allow_shared)
     monkeypatch.setattr(driver, "current_device", lambda: FakeDevice0())
     monkeypatch.setattr(driver, "get_device", lambda ordinal: FakeDevice0())
     monkeypatch.setattr(driver, "load_module", lambda cubin: _FakeModule())
@@ -1290,6 +1294,8 @@ def test_host_ir_launch_parameters_are_obeyed(
     start = len(gpu.log)
     _edited_run(compiler, lambda t: t.replace("smem 0", "smem 4096", 1), inputs)
     assert [e[4] for e in gpu.log[start:] if e[0] == "launch"] == [4096, 0, 0]
+    # the kernel is opted into the larger size first (static and dynamic may pass 48 KiB)
+    assert [e[2] for e in gpu.log[start:] if e[0] == "allow_shared"] == [4096]
 
     with pytest.raises(CompilationError, match=r"block \[64, 1, 1\], but kernel .* compiled for"):
         _edited_run(compiler, lambda t: re.sub(r"block \[\d+", "block [64", t, count=1), inputs)

@@ -145,7 +145,8 @@ class _Piece:
 
 def segment_pieces(fusion: fu.FusionOp, info: FusionInfo, scheduler: str = "") -> list[_Piece]:
     """The segments of `fusion` for `info`, in order (the whole fusion when it has none, with
-    `scheduler` as its scheduler when given)."""
+    `scheduler` as its scheduler when given, unless it is sliced for streams: its slices are
+    scheduled as segments are)."""
     if any(isinstance(op, fu.SegmentOp) for op in fusion.body.block.ops):
         return [
             _Piece(

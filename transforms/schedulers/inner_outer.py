@@ -8,14 +8,14 @@ dim 0 of it into `splits` chunks of rows, each an output of the fusion (the `seg
 it is the kernel boundary; a plain `sum` over the chunks completes it in a second kernel). A
 fusion with partial sums and no reduction is taken too: a column sum split over row chunks.
 
-The kernel is the persistent template's (`persistent.emit_rows`) with one row per block at a
-time (short rows: several, a row per `threadIdx.y`, the accumulators summed across it at the
-end): block g walks the rows of chunk g, and each row is read once and kept in registers across
-its reductions, as there. A thread's slots are the same columns of every row, so the values a
-partial sum adds up are added into one accumulator per slot; after the last row the thread
-stores them as row g of the partial sums (vectorized like the row). The inputs are read from
-global memory once; the partial sums add `splits x H` elements, a few percent of the traffic at
-the splits `split-reductions` picks.
+The kernel walks its rows as the persistent template does (`row_walk.walk_rows`, each row's
+phases by `persistent.emit_row`) with one row per block at a time (short rows: several, a row
+per `threadIdx.y`, the accumulators summed across it at the end): block g walks the rows of
+chunk g, and each row is read once and kept in registers across its reductions, as there. A
+thread's slots are the same columns of every row, so the values a partial sum adds up are added
+into one accumulator per slot; after the last row the thread stores them as row g of the partial
+sums (vectorized like the row). The inputs are read from global memory once; the partial sums
+add `splits x H` elements, a few percent of the traffic at the splits `split-reductions` picks.
 
 Where shared memory holds them (`SHARED_SUMS`, `PREFETCH`; on sm_80 and later), the kernel
 keeps its accumulators there rather than in registers, and starts copying the next row's reads
@@ -99,8 +99,8 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
             )
             room = info.device.max_shared_memory_per_block - STATIC_SHARED_RESERVE
             options = [replace(sizing, prefetch=True), sizing] if staged else [sizing]
-            for option in options:
-                params = row_params(problem, option, _rows_per_block(option))
+            for option in options:  # (rows this long: one a block)
+                params = row_params(problem, option, 1)
                 if shared_bytes(structure, params) <= room:
                     return structure, problem, option
     return analyze_rows(structure, info, REGISTER_BUDGET)

@@ -19,7 +19,7 @@ it) every op created is inserted at the current point.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Hashable, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import TypeVar
 
@@ -292,6 +292,12 @@ class KernelBuilder:
         with ImplicitBuilder(body) as (iv,):
             yield iv
             scf.YieldOp()
+
+    def unrolled(self, count: int, name: str) -> AbstractContextManager[Index]:
+        """A fully unrolled loop from 0 to `count` (no loop, index 0, for one trip)."""
+        if count == 1:
+            return nullcontext(0)
+        return self.loop(0, count, unroll=True, name=name)
 
     @contextmanager
     def if_(self, condition: SSAValue | None) -> Generator[None, None, None]:

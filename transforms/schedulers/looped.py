@@ -84,12 +84,12 @@ from fuser.transforms.schedulers.reduction_parts import (
     thread_zero_shift,
 )
 from fuser.transforms.schedulers.reduction_structure import (
-    ROW_SPLIT_REFUSAL,
     Key,
     Structure,
     reduction_input,
     row_level,
     structure_of,
+    whole_rows_error,
 )
 from fuser.transforms.schedulers.scalar_lowering import is_float
 
@@ -160,10 +160,8 @@ def analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
 
 def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
     structure = structure_of(fusion)
-    if structure.error is not None:
-        return structure.error
-    if structure.row_splits > 1:
-        return ROW_SPLIT_REFUSAL
+    if (error := whole_rows_error(structure)) is not None:
+        return error
     problem = plan_layout(structure, info)
     if isinstance(problem, str):
         return problem

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
+from xdsl.dialects.builtin import TensorType, VectorType
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
@@ -617,18 +617,8 @@ class _MatmulKernel:
             t = v.type
             if not isinstance(t, TensorType):
                 return tensor
-            static = t.get_shape()
-            terms: list[tuple[Index, Index]] = []
-            for d, x in enumerate(m):
-                if x is None:
-                    continue
-                stride = (
-                    kb.broadcast_stride(tensor, d)
-                    if static[d] == DYNAMIC_INDEX
-                    else kb.stride(tensor, d)
-                )
-                terms.append((self._index(x, e), stride))
-            off = named(kb.offset(terms), f"{tensor.name_hint}_off")
+            offset = kb.access_offset(tensor, m, t.get_shape(), lambda x: self._index(x, e))
+            off = named(offset, f"{tensor.name_hint}_off")
             return kernel.LoadOp(tensor, kb.value(off)).result
 
         env = compute_element(s.epilogue, s.needs, read, env)

@@ -42,7 +42,6 @@ its size, e.g. "row of 100000 f32 elements does not fit in registers".
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Protocol, cast
 
@@ -64,7 +63,6 @@ from fuser.transforms.schedulers.info import FusionInfo
 from fuser.transforms.schedulers.iteration_space import DimMap, Needs, operand_maps
 from fuser.transforms.schedulers.kernel_builder import (
     Index,
-    KernelBuilder,
     comment,
     compute_element,
     named,
@@ -90,7 +88,6 @@ from fuser.transforms.schedulers.reduction_parts import (
     two_pass_welford,
 )
 from fuser.transforms.schedulers.reduction_structure import (
-    ROW_SPLIT_REFUSAL,
     Key,
     Structure,
     element_level,
@@ -98,6 +95,7 @@ from fuser.transforms.schedulers.reduction_structure import (
     reduction_input,
     row_level,
     structure_of,
+    whole_rows_error,
 )
 from fuser.transforms.schedulers.scalar_lowering import constant, is_float, lower_pointwise
 
@@ -217,12 +215,9 @@ def analyze_rows(
 ) -> Analysis:
     """The layout and row sizing (`budget` registers per thread for the slots, the partial
     sums' too unless `shared_sums`: see `Sizing`) of a structure for `info`, or why the
-    template does not take it: rows along the fastest dim that fit. `prefetch` is the inner-outer
-    scheduler's to set, where the copies fit (`inner_outer._analyze`)."""
-    if structure.error is not None:
-        return structure.error
-    if structure.row_splits > 1:
-        return ROW_SPLIT_REFUSAL
+    template does not take it: rows along the fastest dim that fit."""
+    if (error := whole_rows_error(structure)) is not None:
+        return error
     problem = plan_layout(structure, info)
     if isinstance(problem, str):
         return problem
@@ -265,7 +260,8 @@ class PersistentScheduler(AnalyzedScheduler[Accepted]):
 
     def key_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: Accepted) -> Hashable:
         """The layout (per `layout_class`), the row's sizing (threads per row and chunks per
-        thread: the row length class) and the rows per block (the waves class)."""
+        thread: the row length class; where the sums and the next row live) and the rows per
+        block (the waves class)."""
         _, problem, sizing = analysis
         return (problem.layout, sizing, self.rows_per_block(sizing, problem, info))
 
@@ -507,11 +503,6 @@ def emit_rows(parts: KernelParts, p: PersistentParams) -> None:
     emit_row(parts, p, row, {})
 
 
-def unrolled(kb: KernelBuilder, count: int, name: str) -> AbstractContextManager[Index]:
-    """A fully unrolled loop from 0 to `count` (no loop, index 0, for one trip)."""
-    return kb.loop(0, count, unroll=True, name=name) if count > 1 else nullcontext(0)
-
-
 def emit_row(
     parts: KernelParts,
     p: PersistentParams,
@@ -530,9 +521,9 @@ def emit_row(
     rows = parts.kept_extent
     named(row, "row")
     row_ok = named(kb.cmp("slt", row, rows if row_end is None else row_end), "row_ok")
-    done = [plan for plan in layout.reads if (plan.param, plan.map) in loaded]
     # offsets for the reads still to load and for the full-shape outputs
-    access = Row(parts, p, row, row_ok, [q for q in parts.streamed_plans() if q not in done])
+    to_load = [q for q in parts.streamed_plans() if (q.param, q.map) not in loaded]
+    access = Row(parts, p, row, row_ok, to_load)
     tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
     bdx = p.block[0]
     chunk_at, slots = access.chunk_at, access.slots

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import cast, overload
 
@@ -461,9 +460,7 @@ class _PointwiseKernel:
 
     def each_vector(self):
         """A loop over the thread's `unroll` vectors (none when there is one)."""
-        if self.p.unroll == 1:
-            return nullcontext(0)
-        return self.kb.loop(0, self.p.unroll, unroll=True, name="k")
+        return self.kb.unrolled(self.p.unroll, "k")
 
     def offset(
         self, point: _Point, tensor: SSAValue, m: DimMap, dense: bool, static: Sequence[int]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import cast
 
@@ -324,10 +324,8 @@ class Slots:
         return self.chunks * self.width
 
     def loop(self, trip_count: int, name: str) -> AbstractContextManager[Index]:
-        """A fully unrolled loop from 0 to `trip_count` (no loop, index 0, for one trip)."""
-        if trip_count == 1:
-            return nullcontext(0)
-        return self.kb.loop(0, trip_count, unroll=True, name=name)
+        """A fully unrolled loop from 0 to `trip_count` (`KernelBuilder.unrolled`)."""
+        return self.kb.unrolled(trip_count, name)
 
     def array(
         self, t: Attribute, name: str, size: int | None = None, zeroed: bool = False
@@ -756,21 +754,13 @@ class KernelParts:
         plan = self.output_plans[o]
         tensor = self.kb.outputs[o]
         comment(f"store output #{o}")
-        if plan.vector and chunk.width > 1:
+        if plan.vector and chunk.width > 1:  # gathered into a local array, stored as vectors
             t = self.element_type(plan)
             array = kernel.AllocOp(kernel.ArrayType(chunk.width, t, kernel.MemorySpace.LOCAL))
             array.result.name_hint = f"{tensor.name_hint}_buf"
             for j, v in enumerate(values):
                 kernel.ArrayStoreOp(v, array.result, kb.value(j))
-            pieces = vector_pieces(chunk.width, t)
-            vecs = [
-                kernel.ArrayLoadOp(array.result, kb.value(j), VectorType(t, [n])).result
-                for j, n in pieces
-            ]
-            offsets = [self.chunk_offset(plan, chunk, j, kept) for j, _ in pieces]
-            with kb.if_(chunk.valid):
-                for vec, offset in zip(vecs, offsets, strict=True):
-                    kernel.StoreOp(vec, tensor, offset)
+            self.store_full_slots(o, chunk, array.result, 0, kept)
             return
         offsets = [self.chunk_offset(plan, chunk, j, kept) for j in range(len(values))]
         with kb.if_(chunk.valid):
@@ -778,11 +768,16 @@ class KernelParts:
                 kernel.StoreOp(v, tensor, off)
 
     def store_full_slots(
-        self, o: int, chunk: Chunk, array: SSAValue, base: Index, kept: Sequence[Index]
+        self,
+        o: int,
+        chunk: Chunk,
+        array: SSAValue,
+        base: Index,
+        kept: Sequence[Index] | None = None,
     ) -> None:
         """Stores full-shape output #o at the chunk's slots (if the chunk is valid) from the
         chunk's elements of the local array `array`, from index `base` (one vector where the
-        output is contiguous along them)."""
+        output is contiguous along them); `kept` as `chunk_offset` takes it."""
         kb = self.kb
         plan = self.output_plans[o]
         tensor = kb.outputs[o]

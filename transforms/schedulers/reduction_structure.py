@@ -41,10 +41,6 @@ from fuser.transforms.schedulers.scalar_lowering import is_pointwise
 
 REDUCTION_OPS = (fu.ReductionOp, fu.WelfordOp, fu.VarMeanOp)
 INT32_MAX = 2**31 - 1
-ROW_SPLIT_REFUSAL = (
-    "its partial sums split rows across blocks: the reduction scheduler takes them "
-    "(a block per chunk of a row, nothing kept on chip)"
-)
 
 Key = tuple[SSAValue, DimMap]
 """A value under a map: what `compute_element` keys its scalars by."""
@@ -414,6 +410,20 @@ class Structure:
                 kernel.byte_size(fu.element_type(op.result.type)) / 4 for op in self.partials
             )
         return max(1, math.ceil(worst))
+
+
+def whole_rows_error(structure: Structure) -> str | None:
+    """Why a template that walks each row whole in one block (persistent, looped) does not take
+    `structure`, before its shapes: the structure's error, or a row split (partial sums over
+    runs of each row: the reduction scheduler's), or None."""
+    if structure.error is not None:
+        return structure.error
+    if structure.row_splits > 1:
+        return (
+            "its partial sums split rows across blocks: the reduction scheduler takes them "
+            "(a block per run of a row, nothing kept on chip)"
+        )
+    return None
 
 
 def _outputs_only_error(op: fu.PartialSumOp, outputs: set[SSAValue]) -> str | None:

@@ -25,7 +25,6 @@ from fuser.transforms.schedulers.persistent import (
     PersistentParams,
     Row,
     emit_row,
-    unrolled,
 )
 from fuser.transforms.schedulers.reduction_layout import NONE, AccessPlan, Layout
 from fuser.transforms.schedulers.reduction_parts import Chunk, KernelParts
@@ -65,7 +64,7 @@ def walk_rows(parts: KernelParts, p: PersistentParams) -> None:
     if bdy > 1:
         comment("sum the accumulators across threadIdx.y")
         for acc in sums.values():
-            with unrolled(kb, p.slots, "s") as s:
+            with kb.unrolled(p.slots, "s") as s:
                 total = acc.load(s)
                 total = kernel.BlockReduceOp(kernel.ReduceKind.SUM, total, kernel.Dimension.Y)
                 acc.store(s, total.result)
@@ -80,7 +79,7 @@ def walk_rows(parts: KernelParts, p: PersistentParams) -> None:
         for o, op in outputs.items():
             comment(f"store output #{o} (partial sums of chunk blockIdx.x)")
             row_offset = [kb.mul(bx, kb.stride(parts.kb.outputs[o], 0))]
-            with unrolled(kb, p.chunks, "c") as c:
+            with kb.unrolled(p.chunks, "c") as c:
                 column = kb.add(kb.mul(tx, v), kb.mul(c, p.block[0] * v))
                 valid = named(kb.cmp("slt", named(column, "col"), length), "valid")
                 chunk = Chunk(bx, column, v, True, valid)
@@ -115,7 +114,7 @@ class Sums:
         self.array = kernel.AllocOp(sums_type(p, t)).result
         self.array.name_hint = name
         self.thread = _thread(kb, p)
-        with unrolled(kb, p.slots, "s") as s:
+        with kb.unrolled(p.slots, "s") as s:
             self.store(s, constant(0, t))
 
     def _index(self, s: Index) -> SSAValue:
@@ -138,7 +137,7 @@ class Sums:
         array = kernel.AllocOp(kernel.ArrayType(self.slots, t, kernel.MemorySpace.LOCAL)).result
         array.name_hint = f"{self.array.name_hint}_regs"
         kb = self.kb
-        with unrolled(kb, self.slots, "s") as s:
+        with kb.unrolled(self.slots, "s") as s:
             kernel.ArrayStoreOp(self.load(s), array, kb.value(s))
         return array
 
@@ -168,11 +167,21 @@ def dynamic_arrays(structure: Structure, p: PersistentParams) -> list[kernel.Arr
     if p.shared_sums:
         arrays += [sums_type(p, fu.element_type(op.result.type)) for op in structure.partials]
     if p.prefetch:
-        threads = p.block[0] * p.block[1]
-        for plan in staged_reads(p.layout):
-            t = fu.element_type(structure.fusion.inputs[plan.param].type)
-            arrays.append(kernel.ArrayType(2 * p.slots * threads, t, kernel.MemorySpace.DYNAMIC))
+        arrays += stage_types(structure, p)
     return arrays
+
+
+def stage_types(structure: Structure, p: PersistentParams) -> list[kernel.ArrayType]:
+    """The two buffers of each staged read, one array per read (see `dynamic_arrays`)."""
+    threads = p.block[0] * p.block[1]
+    return [
+        kernel.ArrayType(
+            2 * p.slots * threads,
+            fu.element_type(structure.fusion.inputs[plan.param].type),
+            kernel.MemorySpace.DYNAMIC,
+        )
+        for plan in staged_reads(p.layout)
+    ]
 
 
 def _thread(kb: KernelBuilder, p: PersistentParams) -> Index:
@@ -205,16 +214,12 @@ class Prefetch:
             comment("load the reads the same for every row")
             whole = Row(parts, p, first, None, fixed)
             self.fixed = {(plan.param, plan.map): whole.load(plan) for plan in fixed}
-        self.buffers = [kernel.AllocOp(t).result for t in self._stage_types(parts)]
+        self.buffers = [kernel.AllocOp(t).result for t in stage_types(parts.structure, p)]
         for plan, array in zip(self.staged, self.buffers, strict=True):
             array.name_hint = f"{parts.params[plan.param].name_hint}_stage"
         self.thread = _thread(kb, p)
         comment("start loading the first row")
         self.pending = self._issue(kb.add(first, ty), self._buffer(first, 0))
-
-    def _stage_types(self, parts: KernelParts) -> list[kernel.ArrayType]:
-        arrays = dynamic_arrays(parts.structure, self.p)
-        return arrays[len(arrays) - len(self.staged) :]
 
     def _buffer(self, at: Index, ahead: int) -> Index:
         """The buffer of the rows `ahead` steps after those starting at `at`: steps alternate
@@ -243,7 +248,7 @@ class Prefetch:
         v = p.layout.vector_width
         for plan, array in zip(self.staged, self.buffers, strict=True):
             tensor = parts.params[plan.param]
-            with unrolled(kb, p.chunks, "c") as c:
+            with kb.unrolled(p.chunks, "c") as c:
                 chunk = access.chunk_at(c)
                 valid = chunk.valid
                 assert valid is not None
@@ -274,7 +279,7 @@ class Prefetch:
             t = array.type.element_type
             local = slots.array(t, f"{self.parts.params[plan.param].name_hint}_buf")
             v = p.layout.vector_width
-            with unrolled(kb, p.chunks, "c") as c:
+            with kb.unrolled(p.chunks, "c") as c:
                 vec = kernel.ArrayLoadOp(array, self._vector(buffer, c), VectorType(t, [v])).result
                 kernel.ArrayStoreOp(vec, local, kb.value(kb.mul(c, v)))
             loaded[plan.param, plan.map] = (local, True)
@@ -287,6 +292,6 @@ def _copy(kb: KernelBuilder, array: SSAValue) -> SSAValue:
     size = t.size.data
     copy = kernel.AllocOp(kernel.ArrayType(size, t.element_type, kernel.MemorySpace.LOCAL)).result
     copy.name_hint = f"{array.name_hint or 'array'}_row"
-    with unrolled(kb, size, "s") as s:
+    with kb.unrolled(size, "s") as s:
         kernel.ArrayStoreOp(kernel.ArrayLoadOp(array, kb.value(s)).result, copy, kb.value(s))
     return copy

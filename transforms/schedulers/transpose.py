@@ -10,12 +10,15 @@ and the other dims):
 
 1. each *staged* input (its fastest dim is T) is read along T, a warp reading 32 adjacent
    elements, into a shared-memory tile laid out `[i][t]` with rows padded to an odd number of
-   4-byte words (the column reads of step 2 then fall on distinct banks);
+   4-byte words (the column reads of step 2 then fall on distinct banks), or, moving pairs, to an
+   odd number of 2-byte elements (`tile + 1`);
 2. after a barrier, each thread computes its elements along I, reading the staged inputs from
    the tile's columns and every other input directly (adjacent along I, or broadcast), and
    stores the outputs along I.
 
-Threads are `(tile, rows)`; each handles `tile / rows` elements per step. The staged inputs share
+Threads are `(tile, rows)`, each handling `tile / rows` elements per step; with pairs (2-byte
+elements, even extents and strides: one 4-byte load along T, a 2-element store along I) they are
+`(tile / 2, PAIR_ROWS)`. The staged inputs share
 one T: the fastest dim of the largest input that differs from the output's; others read in
 place. Outputs must span the whole space (the pointwise kernel takes the rest), and both tiled
 dims at least `TILE` long (a shorter one leaves most of a tile idle: the pointwise kernel reads
