@@ -24,10 +24,10 @@ import torch  # first: torch must be imported before fuser initializes CUDA
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import schedulers
 from new_shape import load_nvfuser
-from run import copy_bandwidth, peer_markdown, peer_row, run_meta, write_results
-
-from fuser import DataType, FusionDefinition
+from run import copy_bandwidth, peer_markdown, run_meta, write_results
+from schedulers import Build, Case, Frontend
 
 CASES = [
     ("RMS norm", "bfloat16", 16384, 4096),
@@ -61,80 +61,34 @@ def torch_backward(kind: str, h: int) -> Callable[..., tuple[Any, ...]]:
     return rms if kind == "RMS norm" else layer
 
 
-def fuser_backward(kind: str, dtype: str, h: int) -> FusionDefinition:
-    """The same backward as a fuser definition (1/H a constant)."""
-    dt = DataType.BFloat16 if dtype == "bfloat16" else DataType.Float
-    with FusionDefinition(f"{kind.split()[0].lower()}_norm_backward") as fd:
-        dy, x = fd.define_tensor([-1, -1], dt), fd.define_tensor([-1, -1], dt)
-        mean = fd.define_tensor([-1], DataType.Float) if kind == "layer norm" else None
-        rstd = fd.define_tensor([-1], DataType.Float)
-        w = fd.define_tensor([-1], dt)
+def backward(kind: str) -> Build:
+    """The same backward in either frontend (1/H a constant): inputs dy, x, (mean,) rstd, w."""
 
-        def f32(t: Any) -> Any:
-            return t if dt == DataType.Float else fd.ops.cast(t, DataType.Float)
-
-        def back(t: Any) -> Any:
-            return t if dt == DataType.Float else fd.ops.cast(t, dt)
-
+    def build(f: Frontend, inputs: list[Any]) -> None:
+        fd = f.fd
+        dy, x, *stats, w = inputs
         shape = x.shape()
-        rb = fd.ops.broadcast_in_dim(rstd, shape, [0])
-        dyf, xf = f32(dy), f32(x)
-        centered = xf if mean is None else fd.ops.sub(xf, fd.ops.broadcast_in_dim(mean, shape, [0]))
+
+        def rows(t: Any) -> Any:
+            return fd.ops.broadcast_in_dim(t, shape=shape, broadcast_dims=[0])
+
+        def mean_of_rows(t: Any) -> Any:
+            return fd.ops.mul(fd.ops.sum(t, dims=[1], keepdim=False), 1.0 / f.width)
+
+        rb = rows(stats[-1])
+        dyf, xf = f.up(dy), f.up(x)
+        centered = xf if kind == "RMS norm" else fd.ops.sub(xf, rows(stats[0]))
         xhat = fd.ops.mul(centered, rb)
-        dxhat = fd.ops.mul(dyf, fd.ops.broadcast_in_dim(f32(w), shape, [1]))
-        c2 = fd.ops.mul(fd.ops.sum(fd.ops.mul(dxhat, xhat), [1]), 1.0 / h)
-        inner = fd.ops.sub(dxhat, fd.ops.mul(xhat, fd.ops.broadcast_in_dim(c2, shape, [0])))
-        if mean is not None:
-            c1 = fd.ops.mul(fd.ops.sum(dxhat, [1]), 1.0 / h)
-            inner = fd.ops.sub(inner, fd.ops.broadcast_in_dim(c1, shape, [0]))
-        fd.add_output(back(fd.ops.mul(rb, inner)))
-        fd.add_output(back(fd.ops.sum(fd.ops.mul(dyf, xhat), [0])))
-        if mean is not None:
-            fd.add_output(back(fd.ops.sum(dyf, [0])))
-    return fd
+        dxhat = fd.ops.mul(dyf, fd.ops.broadcast_in_dim(f.up(w), shape=shape, broadcast_dims=[1]))
+        inner = fd.ops.sub(dxhat, fd.ops.mul(xhat, rows(mean_of_rows(fd.ops.mul(dxhat, xhat)))))
+        if kind == "layer norm":
+            inner = fd.ops.sub(inner, rows(mean_of_rows(dxhat)))
+        fd.add_output(f.down(fd.ops.mul(rb, inner)))
+        fd.add_output(f.down(fd.ops.sum(fd.ops.mul(dyf, xhat), dims=[0], keepdim=False)))
+        if kind == "layer norm":
+            fd.add_output(f.down(fd.ops.sum(dyf, dims=[0], keepdim=False)))
 
-
-def nvfuser_backward(kind: str, dtype: str, h: int) -> Any:
-    """The same backward for nvFuser's direct API."""
-    from nvfuser_direct import DataType as NvType
-    from nvfuser_direct import FusionDefinition as NvDefinition
-
-    dt = NvType.BFloat16 if dtype == "bfloat16" else NvType.Float
-    with NvDefinition() as fd:
-        dy = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
-        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
-        mean = (
-            fd.define_tensor(shape=[-1], contiguity=[True], dtype=NvType.Float)
-            if kind == "layer norm"
-            else None
-        )
-        rstd = fd.define_tensor(shape=[-1], contiguity=[True], dtype=NvType.Float)
-        w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dt)
-
-        def f32(t: Any) -> Any:
-            return t if dt == NvType.Float else fd.ops.cast(t, NvType.Float)
-
-        def back(t: Any) -> Any:
-            return t if dt == NvType.Float else fd.ops.cast(t, dt)
-
-        shape = x.shape()
-        rb = fd.ops.broadcast_in_dim(rstd, shape=shape, broadcast_dims=[0])
-        dyf, xf = f32(dy), f32(x)
-        if mean is not None:
-            xf = fd.ops.sub(xf, fd.ops.broadcast_in_dim(mean, shape=shape, broadcast_dims=[0]))
-        xhat = fd.ops.mul(xf, rb)
-        dxhat = fd.ops.mul(dyf, fd.ops.broadcast_in_dim(f32(w), shape=shape, broadcast_dims=[1]))
-        c2 = fd.ops.mul(fd.ops.sum(fd.ops.mul(dxhat, xhat), dims=[1], keepdim=False), 1.0 / h)
-        c2b = fd.ops.broadcast_in_dim(c2, shape=shape, broadcast_dims=[0])
-        inner = fd.ops.sub(dxhat, fd.ops.mul(xhat, c2b))
-        if mean is not None:
-            c1 = fd.ops.mul(fd.ops.sum(dxhat, dims=[1], keepdim=False), 1.0 / h)
-            inner = fd.ops.sub(inner, fd.ops.broadcast_in_dim(c1, shape=shape, broadcast_dims=[0]))
-        fd.add_output(back(fd.ops.mul(rb, inner)))
-        fd.add_output(back(fd.ops.sum(fd.ops.mul(dyf, xhat), dims=[0], keepdim=False)))
-        if mean is not None:
-            fd.add_output(back(fd.ops.sum(dyf, dims=[0], keepdim=False)))
-    return fd
+    return build
 
 
 def inputs(kind: str, dtype: str, n: int, h: int) -> list[Any]:
@@ -152,16 +106,14 @@ def inputs(kind: str, dtype: str, n: int, h: int) -> list[Any]:
 def run_case(
     kind: str, dtype: str, n: int, h: int, copy_gbs: float, use_compile: bool, nvfuser: bool
 ) -> dict[str, Any]:
-    return peer_row(
-        f"{kind} backward {dtype} [{n}, {h}]",
-        fuser_backward(kind, dtype, h),
+    case = Case(
+        f"{kind} backward [{n}, {h}]",
+        lambda: inputs(kind, dtype, n, h),
+        backward(kind),
         torch_backward(kind, h),
-        inputs(kind, dtype, n, h),
         dtype,
-        copy_gbs,
-        use_compile,
-        (lambda: nvfuser_backward(kind, dtype, h)) if nvfuser else None,
     )
+    return schedulers.run_case(case, copy_gbs, use_compile, nvfuser)
 
 
 def markdown(device: str, copy_gbs: float, rows: list[dict[str, Any]]) -> str:

@@ -102,28 +102,45 @@ def run_workload(w: Workload, copy_gbs: float, use_compile: bool) -> dict[str, A
     outs = fd.execute(inputs)
     refs = w.torch_fn(*inputs)
     err = check(outs, refs, w.dtype)
-    moved = nbytes(inputs) + nbytes(outs)
     row: dict[str, Any] = {
         "workload": w.name,
         "dtype": w.dtype,
         "shapes": [list(s) for s in w.shapes],
-        "bytes": moved,
+        "bytes": nbytes(inputs) + nbytes(outs),
         "rel_error_vs_torch": err,
     }
+    time_peers(row, fd, w.torch_fn, inputs, copy_gbs, use_compile)
+    return row
+
+
+def time_peers(
+    row: dict[str, Any],
+    fd: Any,
+    torch_fn: Callable[..., Any],
+    args: list[Any],
+    copy_gbs: float,
+    use_compile: bool,
+    nvfuser: Any = None,
+) -> None:
+    """Adds to `row` the median times of fuser's `fd`, torch eager (`torch_fn`), with
+    `use_compile` `torch.compile` and, given, nvFuser's definition on `args`: each in ms, in
+    GB/s over `row["bytes"]` and in % of copy; and the best peer's time over fuser's."""
     timings = {
-        "fuser": median_ms(lambda: fd.execute(inputs)),
-        "eager": median_ms(lambda: w.torch_fn(*inputs)),
+        "fuser": median_ms(lambda: fd.execute(args)),
+        "eager": median_ms(lambda: torch_fn(*args)),
     }
     if use_compile:
-        compiled = torch.compile(w.torch_fn)
-        compiled(*inputs)
-        timings["compile"] = median_ms(lambda: compiled(*inputs))
+        compiled = torch.compile(torch_fn)
+        compiled(*args)
+        timings["compile"] = median_ms(lambda: compiled(*args))
+    if nvfuser is not None:
+        timings["nvfuser"] = median_ms(lambda: nvfuser.execute(args))
     for name, ms in timings.items():
-        gbs = moved / (ms * 1e-3) / 1e9
+        gbs = row["bytes"] / (ms * 1e-3) / 1e9
         row[name] = {"ms": ms, "gbs": gbs, "pct_copy": 100 * gbs / copy_gbs}
-    peers = [timings[k] for k in ("eager", "compile") if k in timings]
-    row["fuser_vs_best_peer"] = min(peers) / timings["fuser"]
-    return row
+    row["fuser_vs_best_peer"] = (
+        min(ms for k, ms in timings.items() if k != "fuser") / timings["fuser"]
+    )
 
 
 def peer_row(
@@ -150,26 +167,15 @@ def peer_row(
         "rel_error_vs_torch": check(outs, refs, dtype),
         "kernels": [k.scheduler for k in fd.compile(args).kernels],
     }
-    timings = {
-        "fuser": median_ms(lambda: fd.execute(args)),
-        "eager": median_ms(lambda: torch_fn(*args)),
-    }
-    if use_compile:
-        compiled = torch.compile(torch_fn)
-        compiled(*args)
-        timings["compile"] = median_ms(lambda: compiled(*args))
+    nv = None
     if make_nvfuser is not None:
         try:
             nv = make_nvfuser()
             check(nv.execute(args), refs, dtype)
-            timings["nvfuser"] = median_ms(lambda: nv.execute(args))
         except (Exception, SystemExit) as e:  # recorded; fuser's row stays
             row["nvfuser_error"] = f"{type(e).__name__}: {str(e)[:200]}"
-    for name, ms in timings.items():
-        gbs = row["bytes"] / (ms * 1e-3) / 1e9
-        row[name] = {"ms": ms, "gbs": gbs, "pct_copy": 100 * gbs / copy_gbs}
-    peers = [timings[k] for k in ("eager", "compile", "nvfuser") if k in timings]
-    row["fuser_vs_best_peer"] = min(peers) / timings["fuser"]
+            nv = None
+    time_peers(row, fd, torch_fn, args, copy_gbs, use_compile, nv)
     return row
 
 

@@ -274,15 +274,18 @@ def cases() -> list[Case]:
 
 
 def define_fuser(case: Case, args: list[Any]) -> Any:
+    """The case in fuser: a tensor input of each argument's rank and dtype."""
     dt = fuser.DataType
     io = dt.Float if case.dtype == "float32" else dt.BFloat16
+    types = {torch.float32: dt.Float, torch.bfloat16: dt.BFloat16, torch.float16: dt.Half}
     with fuser.FusionDefinition(case.name.split(" [")[0].replace(" ", "_")) as fd:
-        inputs = [fd.define_tensor(shape=[-1] * a.dim(), dtype=io) for a in args]
+        inputs = [fd.define_tensor(shape=[-1] * a.dim(), dtype=types[a.dtype]) for a in args]
         case.build(Frontend(fd, dt.Float, io, args[0].shape[-1]), inputs)
     return fd
 
 
 def define_nvfuser(case: Case, args: list[Any]) -> Any:
+    """The case in nvFuser (`nvfuser_direct`): an input per argument (`from_pytorch`)."""
     from nvfuser_direct import DataType as NvType
     from nvfuser_direct import FusionDefinition as NvDefinition
 
