@@ -27,7 +27,7 @@ from fuser.transforms.schedulers.persistent import (
     emit_row,
 )
 from fuser.transforms.schedulers.reduction_layout import NONE, AccessPlan, Layout
-from fuser.transforms.schedulers.reduction_parts import Chunk, KernelParts
+from fuser.transforms.schedulers.reduction_parts import Chunk, KernelParts, Slots
 from fuser.transforms.schedulers.reduction_structure import Key, Structure
 from fuser.transforms.schedulers.scalar_lowering import constant
 
@@ -38,11 +38,14 @@ def walk_rows(parts: KernelParts, p: PersistentParams) -> None:
     adding each row's values into per-thread accumulators (the same columns every row), and
     stores them as row g of the partial sums at the end (short rows: summed across
     `threadIdx.y` first). With `prefetch`, the reads that do not depend on the row are loaded
-    once before the walk, and each row's reads while the row before it is worked on."""
+    once before the walk, and each row's reads while the row before it is worked on. Sums in
+    shared memory and prefetching walk one row a block (`inner_outer._analyze` gives them only
+    rows of `SHORT_ROW_THREADS` threads or more)."""
     kb, structure = parts.kb, parts.structure
     tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
     bx = kb.geometry(kernel.BlockIdOp, kernel.Dimension.X)
     bdy = p.block[1]
+    assert bdy == 1 or not (p.shared_sums or p.prefetch), "shared sums walk one row a block"
     splits = structure.partials[0].split_count
     assert all(op.split_count == splits for op in structure.partials)
     v = p.layout.vector_width
@@ -54,10 +57,10 @@ def walk_rows(parts: KernelParts, p: PersistentParams) -> None:
     sums = {key: Sums(kb, p, key) for key in structure.partial_keys()}
     ty = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y) if bdy > 1 else 0
     row_end = None if bdy == 1 else last  # short rows: the last rows of the chunk masked
-    ahead = Prefetch(parts, p, first, last, ty) if p.prefetch else None
+    ahead = Prefetch(parts, p, first, last) if p.prefetch else None
     with kb.loop(first, last, bdy, name="row" if bdy == 1 else "rows") as at:
         row = kb.add(at, ty)
-        loaded = {} if ahead is None else ahead.advance(at, row)
+        loaded = {} if ahead is None else ahead.advance(row)
         emit_row(parts, p, row, sums, row_end, loaded)
     if ahead is not None:  # the copies started for the row after the last (they copy nothing)
         kernel.CopyAsyncWaitOp(0)
@@ -113,7 +116,7 @@ class Sums:
             return
         self.array = kernel.AllocOp(sums_type(p, t)).result
         self.array.name_hint = name
-        self.thread = _thread(kb, p)
+        self.thread = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)  # (one row a block)
         with kb.unrolled(p.slots, "s") as s:
             self.store(s, constant(0, t))
 
@@ -184,24 +187,15 @@ def stage_types(structure: Structure, p: PersistentParams) -> list[kernel.ArrayT
     ]
 
 
-def _thread(kb: KernelBuilder, p: PersistentParams) -> Index:
-    """The thread's linear index in its block."""
-    tid = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
-    if p.block[1] > 1:
-        ty = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.Y)
-        tid = kb.add(kb.mul(ty, p.block[0]), tid)
-    return named(tid, "thread")
-
-
 class Prefetch:
     """The loads of a block walking rows, a row ahead (`prefetch`): the reads the same for every
     row are loaded once, before the walk; each row's per-element reads are copied into shared
     memory (`staged_reads`, two buffers taking turns) and its per-row values loaded into
     registers while the row before it is worked on. A thread copies only the chunks it later
-    reads, so no barrier is needed: it waits for its own copies."""
+    reads, so no barrier is needed: it waits for its own copies. One row a block (`walk_rows`)."""
 
     def __init__(
-        self, parts: KernelParts, p: PersistentParams, first: Index, last: SSAValue, ty: Index
+        self, parts: KernelParts, p: PersistentParams, first: Index, last: SSAValue
     ) -> None:
         kb = self.kb = parts.kb
         self.parts, self.p, self.last = parts, p, last
@@ -217,24 +211,20 @@ class Prefetch:
         self.buffers = [kernel.AllocOp(t).result for t in stage_types(parts.structure, p)]
         for plan, array in zip(self.staged, self.buffers, strict=True):
             array.name_hint = f"{parts.params[plan.param].name_hint}_stage"
-        self.thread = _thread(kb, p)
+        self.thread = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
         comment("start loading the first row")
-        self.pending = self._issue(kb.add(first, ty), self._buffer(first, 0))
+        self.pending = self._issue(first, self._buffer(first, 0))
 
-    def _buffer(self, at: Index, ahead: int) -> Index:
-        """The buffer of the rows `ahead` steps after those starting at `at`: steps alternate
-        (`at // rows_per_block` grows by one a step)."""
-        kb = self.kb
-        return named(kb.rem(kb.add(kb.div(at, self.p.block[1]), ahead), 2), "buffer")
+    def _buffer(self, row: Index, ahead: int) -> Index:
+        """The buffer of the row `ahead` rows after `row`: rows alternate."""
+        return named(self.kb.rem(self.kb.add(row, ahead), 2), "buffer")
 
     def _vector(self, buffer: Index, c: Index) -> SSAValue:
         """The element index of the thread's chunk c in a buffer."""
         kb, p = self.kb, self.p
         slot = kb.add(kb.mul(buffer, p.chunks), c)
         return kb.value(
-            kb.mul(
-                kb.add(kb.mul(slot, p.block[0] * p.block[1]), self.thread), p.layout.vector_width
-            )
+            kb.mul(kb.add(kb.mul(slot, p.block[0]), self.thread), p.layout.vector_width)
         )
 
     def _issue(self, row: Index, buffer: Index, into: Arrays | None = None) -> Arrays:
@@ -263,18 +253,18 @@ class Prefetch:
             loads[key] = access.load(plan, into[key][0] if key in into else None)
         return loads
 
-    def advance(self, at: Index, row: Index) -> Arrays:
-        """In the walk's iteration for `row` (`at`: the iteration's first row): starts the next
-        row's loads and returns this row's reads, landed."""
+    def advance(self, row: Index) -> Arrays:
+        """In the walk's iteration for `row`: starts the next row's loads and returns this
+        row's reads, landed."""
         kb, p = self.kb, self.p
         comment("this row's reads; start loading the next row")
-        buffer = self._buffer(at, 0)
+        buffer = self._buffer(row, 0)
         loaded = dict(self.fixed)
         for key, (array, varies) in self.pending.items():
             loaded[key] = (_copy(kb, array), varies)
-        self._issue(kb.add(row, p.block[1]), self._buffer(at, 1), self.pending)
+        self._issue(kb.add(row, 1), self._buffer(row, 1), self.pending)
         kernel.CopyAsyncWaitOp(1)
-        slots = Row(self.parts, p, row, None, []).slots
+        slots = Slots(kb, p.chunks, p.layout.vector_width, lambda c: None)
         for plan, array in zip(self.staged, self.buffers, strict=True):
             t = array.type.element_type
             local = slots.array(t, f"{self.parts.params[plan.param].name_hint}_buf")
