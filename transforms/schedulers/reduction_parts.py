@@ -576,14 +576,7 @@ class KernelParts:
             array = into
         for j in range(count):
             kernel.ArrayStoreOp(constant(0, t), array, kb.value(j))
-        vector = plan.vector and varies and count > 1
-        pieces = vector_pieces(count, t) if vector else [(j, 1) for j in range(count)]
-        offsets = [self.chunk_offset(plan, chunk, j, kept) for j, _ in pieces]
-        tensor = self.params[plan.param]
-        with kb.if_(chunk.valid):
-            for (j, n), off in zip(pieces, offsets, strict=True):
-                loaded = kernel.LoadOp(tensor, off, VectorType(t, [n]) if n > 1 else None).result
-                kernel.ArrayStoreOp(loaded, array, kb.value(j))
+        self._load_chunk(plan, chunk, kept, array, 0, count, plan.vector and varies)
         return array
 
     def load_slots(
@@ -595,23 +588,37 @@ class KernelParts:
     ) -> SSAValue:
         """A local array of one element of `plan` per slot (the chunks walk the reduced group,
         `chunk_at(c)` is chunk c), each chunk loaded if it is valid, zeros otherwise."""
-        kb = self.kb
         t = self.element_type(plan)
         array = slots.array(t, f"{self.params[plan.param].name_hint}_buf", zeroed=True)
-        tensor = self.params[plan.param]
         width = slots.width
-        vector = plan.vector and width > 1
-        pieces = vector_pieces(width, t) if vector else [(j, 1) for j in range(width)]
         with slots.loop(slots.chunks, "c") as c:
             chunk = chunk_at(c)
-            base = kb.mul(c, width)
-            offsets = [self.chunk_offset(plan, chunk, j, kept) for j, _ in pieces]
-            with kb.if_(chunk.valid):
-                for (j, n), off in zip(pieces, offsets, strict=True):
-                    result = VectorType(t, [n]) if n > 1 else None
-                    loaded = kernel.LoadOp(tensor, off, result).result
-                    kernel.ArrayStoreOp(loaded, array, kb.value(kb.add(base, j)))
+            base = self.kb.mul(c, width)
+            self._load_chunk(plan, chunk, kept, array, base, width, plan.vector)
         return array
+
+    def _load_chunk(
+        self,
+        plan: AccessPlan,
+        chunk: Chunk,
+        kept: Sequence[Index] | None,
+        array: SSAValue,
+        base: Index,
+        count: int,
+        vector: bool,
+    ) -> None:
+        """Loads `count` elements of `plan` at the chunk's slots (in vector pieces if `vector`
+        and `count` > 1) into `array` from index `base`, if the chunk is valid."""
+        kb = self.kb
+        t = self.element_type(plan)
+        vector = vector and count > 1
+        pieces = vector_pieces(count, t) if vector else [(j, 1) for j in range(count)]
+        offsets = [self.chunk_offset(plan, chunk, j, kept) for j, _ in pieces]
+        tensor = self.params[plan.param]
+        with kb.if_(chunk.valid):
+            for (j, n), off in zip(pieces, offsets, strict=True):
+                loaded = kernel.LoadOp(tensor, off, VectorType(t, [n]) if n > 1 else None).result
+                kernel.ArrayStoreOp(loaded, array, kb.value(kb.add(base, j)))
 
     @staticmethod
     def element(array: SSAValue, varies: bool, j: Index, kb: KernelBuilder) -> SSAValue:
