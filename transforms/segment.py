@@ -33,7 +33,9 @@ concrete shapes for intermediates), or, when `should_merge` is given, `should_me
 Only producer/consumer pairs merge; siblings that merely share an input stay apart, except a
 group holding a `partial_sum` (`split-reductions`): after the final merge it merges with a
 sibling that reads one of its inputs where a scheduler takes the union (the `inner_outer` one,
-so that layer norm's dw and db partial sums share the read of dy with dx).
+so that layer norm's dw and db partial sums share the read of dy with dx); then the groups that
+read the results of one such group (the sums that finish its partials) merge with each other
+where a scheduler takes the union (one finishing kernel for layer norm's dw and db).
 
 **Forwarded unary chains.** A unary op (`neg`, `exp`, ..., `gelu`, `cast`, `set`; not `segment_set`,
 not `broadcast_in_dim`) whose operand is a fusion input, or the result of a forwarded op that has no
@@ -855,6 +857,7 @@ class _Segmenter:
         self._level_merge()
         self._final_merge()
         self._partial_sum_merge()
+        self._finish_merge()
         layout = self._layout(self.groups)
         return layout, self._translate_welfords(layout, self._name_schedulers(layout))
 
@@ -914,6 +917,29 @@ class _Segmenter:
             for a, b in pairs:
                 if self._try_merge(b, a, edges, "partial sum merge") is not None:
                     self._merge(b, a)
+                    break
+            else:
+                return
+
+    def _finish_merge(self) -> None:
+        """Groups that read the results of one group holding a `partial_sum` (no edge between
+        them) merge where a scheduler takes the union: the sums that finish layer norm's dw
+        and db partials run as one kernel."""
+        while True:
+            edges = self._edges()
+            order = self._topological(edges)
+            pairs = [
+                (b, c)
+                for a in order
+                if any(isinstance(op, fu.PartialSumOp) for op in a.ops)
+                for b in order
+                if b in edges[a]
+                for c in order
+                if c in edges[a] and b.first < c.first and c not in edges[b] and b not in edges[c]
+            ]
+            for b, c in pairs:
+                if self._try_merge(b, c, edges, "finish merge") is not None:
+                    self._merge(b, c)
                     break
             else:
                 return

@@ -33,12 +33,9 @@ DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 SHAPES = [(0, 64), (1, 7), (3, 127), (16, 1), (127, 1024), (4097, 3), (4097, 4096)]
 
 
-def split(kind: str) -> list[str]:
-    """The kernels of a split norm backward: row sums, dx and the partial column sums; a sum
-    of the partials per weight gradient."""
-    return (
-        ["inner_outer", "reduction"] if kind == "rms" else ["inner_outer", "reduction", "reduction"]
-    )
+SPLIT = ["inner_outer", "reduction"]
+"""The kernels of a split norm backward: row sums, dx and the partial column sums; then the sums
+of the partials of every weight gradient (layer norm's dw and db in one kernel)."""
 
 
 @functools.cache
@@ -124,7 +121,7 @@ def test_norm_backward(
     inputs = _inputs(rng, kind, dtype, n, h)
     _check(fd, inputs, fd.execute(inputs), n, h)
     if n >= 16 and h > 1:
-        assert schedulers(fd, inputs) == split(kind)
+        assert schedulers(fd, inputs) == SPLIT
 
 
 @pytest.mark.parametrize(
@@ -183,7 +180,7 @@ def test_norm_backward_of_torch_views(rng: np.random.Generator, torch: Any, kind
     rest = [torch_of(torch, a) if isinstance(a, np.ndarray) else float(a) for a in host[1:]]
     outs = fd.execute([dy, *rest])
     _check(fd, host, [numpy_of(torch, o) for o in outs], n, h)
-    assert schedulers(fd, [dy, *rest]) == split(kind)
+    assert schedulers(fd, [dy, *rest]) == SPLIT
 
     xt = torch_of(torch, np.ascontiguousarray(host[1].T)).t()
     assert not xt.is_contiguous()

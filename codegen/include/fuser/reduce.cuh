@@ -82,6 +82,22 @@ __device__ T block_reduce(T v, Op op) {
     const int left = bx * by * blockDim.z - (tid & ~31);
     return warp_reduce(v, op, n, left >= 32 ? 0xffffffffu : (1u << left) - 1);
   }
+  if (Along == Y && 32 % bx == 0 && (bx * by) % 32 == 0 && blockDim.z == 1) {
+    // Each warp holds 32 / bx whole rows of x: xor-shuffles across those rows (lanes bx, 2 bx,
+    // ... apart) combine them, then every thread folds its column's warps in order (one value
+    // a warp, consecutive in shared memory: no bank conflicts).
+    const int warps = bx * by / 32, lane = tid % 32;
+    for (int offset = 16; offset >= bx; offset /= 2) {
+      const T other = shfl_xor(0xffffffffu, v, offset);
+      v = (lane & offset) ? op(other, v) : op(v, other);
+    }
+    if (lane < bx) buf[(tid / 32) * bx + lane] = v;
+    __syncthreads();
+    v = buf[threadIdx.x];
+    for (int w = 1; w < warps; ++w) v = op(v, buf[w * bx + threadIdx.x]);
+    if (Slot < 0) __syncthreads();  // the scratch array is free for the next reduction
+    return v;
+  }
   // Any shape: stage all values group by group; threads 0..31 of a group fold every 32nd
   // value into their own slot; then each thread folds its group's first min(n, 32) slots.
   buf[group * n + pos] = v;

@@ -1,7 +1,7 @@
 // split-reductions on layer norm backward: dw and db (two column sums beside the row sums of
 // dx) become partial sums over chunks of rows; fuser-compile gives an inner_outer kernel (row
-// sums, dx and both partial sums) and a reduction kernel per weight gradient (the sum of its
-// chunks). The inner_outer kernel keeps its partial sums in dynamic shared memory and copies
+// sums, dx and both partial sums) and one reduction kernel that sums the chunks of both weight
+// gradients (the segmenter's finish merge). The inner_outer kernel keeps its partial sums in dynamic shared memory and copies
 // each row's dy and x there a row ahead (cp.async, two buffers): 264 blocks of 128 threads, 32
 // slots each: 2 x 16 KiB of sums and 2 x 16 KiB of buffers, the launch's smem.
 // RUN: fuser-opt %s -p 'fuser-compile{shapes="16384x4096,16384x4096,16384,16384,4096"}' | filecheck %s
@@ -36,8 +36,8 @@ fusion.fusion @ln_bwd(%dy: tensor<?x?xbf16>, %x: tensor<?x?xbf16>, %mean: tensor
 }
 
 // CHECK:      host.launch @ln_bwd_s0_inner_outer grid(%{{.*}}) block [128, 1, 1] smem 65536
-// CHECK:      host.launch @ln_bwd_s1_reduction
-// CHECK:      host.launch @ln_bwd_s2_reduction
+// CHECK:      host.launch @ln_bwd_s1_reduction {{.*}} ins(%dw_partials, %db_partials : {{.*}}) outs(%dw, %db :
+// CHECK-NOT:  host.launch
 // CHECK:      kernel.func @ln_bwd_s0_inner_outer
 // CHECK-SAME: fuser.scheduler = "inner_outer"
 // CHECK-SAME: fuser.launch = "grid=[264, 1, 1] block=[128, 1, 1] smem=65536"
