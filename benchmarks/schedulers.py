@@ -7,10 +7,11 @@ Each case is written once, against the FusionDefinition API that fuser and nvFus
 (`fd.ops.*`), and defined in both; torch's version is the same computation in torch ops. The
 classes: softmax backward; softmax and logsumexp over large vocabularies (32k-128k); skinny sums
 along both axes (few very long rows, many very short ones); a pointwise op on a transposed
-input; decode-size norms (1-8 rows). Times are CUDA-event medians with the L2 emptied before
-every run (`run.median_ms`); GB/s counts each input read once and each output written once, "%
-copy" is against a 2 GiB device-to-device copy in the same run. nvFuser (`nvfuser_direct`,
-loaded lazily as `shared/notes/peers.md` says) reads "n/a" where it fails or does not import.
+input and one writing a transposed output (a permute); decode-size norms (1-8 rows). Times are
+CUDA-event medians with the L2 emptied before every run (`run.median_ms`); GB/s counts each
+input read once and each output written once, "% copy" is against a 2 GiB device-to-device copy
+in the same run. nvFuser (`nvfuser_direct`, loaded lazily as `shared/notes/peers.md` says) reads
+"n/a" where it fails or does not import.
 Writes `schedulers.json` and `schedulers.md` to DIR (default ./bench-out).
 """
 
@@ -106,15 +107,24 @@ def row_sum(dim: int) -> Build:
     return build
 
 
-def gelu_bias(f: Frontend, inputs: list[Any]) -> None:
-    """gelu(x + b), tanh approximation, written out; x a transposed view."""
-    fd, (x, b) = f.fd, inputs
+def _gelu_bias(f: Frontend, x: Any, b: Any) -> Any:
+    """gelu(x + b) in the storage type, tanh approximation, written out."""
+    fd = f.fd
     bb = fd.ops.broadcast_in_dim(b, shape=x.shape(), broadcast_dims=[1])
     s = fd.ops.add(f.up(x), f.up(bb))
     cube = fd.ops.mul(fd.ops.mul(s, s), s)
     inner = fd.ops.mul(fd.ops.add(s, fd.ops.mul(cube, 0.044715)), 0.7978845608028654)
-    y = fd.ops.mul(fd.ops.mul(s, 0.5), fd.ops.add(fd.ops.tanh(inner), 1.0))
-    fd.add_output(f.down(y))
+    return f.down(fd.ops.mul(fd.ops.mul(s, 0.5), fd.ops.add(fd.ops.tanh(inner), 1.0)))
+
+
+def gelu_bias(f: Frontend, inputs: list[Any]) -> None:
+    """gelu(x + b); x a transposed view."""
+    f.fd.add_output(_gelu_bias(f, *inputs))
+
+
+def gelu_bias_transposed_out(f: Frontend, inputs: list[Any]) -> None:
+    """gelu(x + b) written transposed (a permute of the result: the output is [h, n])."""
+    f.fd.add_output(f.fd.ops.permute(_gelu_bias(f, *inputs), [1, 0]))
 
 
 def layer_norm(f: Frontend, inputs: list[Any]) -> None:
@@ -244,6 +254,16 @@ def cases() -> list[Case]:
                 lambda dtype=dtype: transposed(8192, 8192, dtype),
                 gelu_bias,
                 t_gelu,
+                dtype,
+            )
+        )
+    for dtype in ("float32", "bfloat16"):
+        rows.append(
+            Case(
+                "gelu(x + b).t() [8192, 8192]",
+                lambda dtype=dtype: [_randn(8192, 8192, dtype=dtype), _randn(8192, dtype=dtype)],
+                gelu_bias_transposed_out,
+                lambda x, b: t_gelu(x, b).t().contiguous(),
                 dtype,
             )
         )

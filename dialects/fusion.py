@@ -33,7 +33,7 @@ extent 1), a batch dim of a matmul; the error names the op that carries the attr
 
 from __future__ import annotations
 
-from abc import ABC
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import ClassVar, Self, TypeVar
@@ -101,6 +101,9 @@ from fuser.dialects.common import FuncLikeOp, OpVerifyException, TensorDimOp
 # --------------------------------------------------------------------------------------------
 # Element types and the rules on them
 # --------------------------------------------------------------------------------------------
+
+_Extent = TypeVar("_Extent")
+"""An extent as a caller tracks it: an int, or a pass's symbolic stand-in."""
 
 F16, BF16, F32, F64 = Float16Type(), BFloat16Type(), Float32Type(), Float64Type()
 I1, I32, I64 = IntegerType(1), IntegerType(32), IntegerType(64)
@@ -1013,6 +1016,137 @@ class BroadcastInDimOp(IRDLOperation):
             )
 
 
+class RenumberOp(IRDLOperation, ABC):
+    """An op that only renumbers dims: result dim i is operand dim `source_dims[i]`, and the
+    operand dims no result dim comes from have extent 1. Kernels index the operand through it;
+    nothing moves in memory by itself."""
+
+    input = operand_def(base(TensorType))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    @property
+    @abstractmethod
+    def source_dims(self) -> tuple[int, ...]:
+        """The operand dim each result dim is."""
+
+    def result_extents(self, operand: Sequence[_Extent]) -> tuple[_Extent, ...]:
+        """The result's extents from the operand's (ints, or any stand-ins for extents)."""
+        return tuple(operand[d] for d in self.source_dims)
+
+    def _check_result(self) -> None:
+        """The result keeps the element type and has the operand's extents, renumbered."""
+        in_el, out_el = element_type(self.input.type), element_type(self.result.type)
+        if in_el != out_el:
+            raise VerifyException(
+                f"'{self.name}' must keep the element type: operand {in_el}, result {out_el}"
+            )
+        expected = self.result_extents(shape_of(self.input.type) or ())
+        got = tuple(shape_of(self.result.type) or ())
+        if got != expected:
+            raise VerifyException(
+                f"'{self.name}' result shape {format_shape(got)} must be {format_shape(expected)}"
+            )
+
+
+def _check_dims(op: IRDLOperation, dims: Sequence[int], what: str) -> None:
+    """`dims` are dims of the operand: each in range, none twice."""
+    rank = len(shape_of(op.operands[0].type) or ())
+    for d in dims:
+        if not 0 <= d < rank:
+            raise VerifyException(
+                f"'{op.name}' {what} {list(dims)}: {d} is out of range for rank {rank}"
+            )
+    if len(set(dims)) != len(dims):
+        raise VerifyException(f"'{op.name}' {what} {list(dims)} name a dim twice")
+
+
+@irdl_op_definition
+class PermuteOp(RenumberOp):
+    """Reorders the dims of a tensor: result dim i is operand dim `dims[i]` (torch's `permute`).
+
+    `%y = fusion.permute %x [1, 0] : tensor<4x?xf32> -> tensor<?x4xf32>`
+    """
+
+    name = "fusion.permute"
+
+    permutation = prop_def(DenseArrayBase.constr(i64))
+
+    assembly_format = "$input $permutation attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dims: Sequence[int]):
+        shape = shape_of(input.type) or ()
+        super().__init__(
+            operands=[input],
+            properties={"permutation": DenseArrayBase.from_list(i64, dims)},
+            result_types=[TensorType(element_type(input.type), [shape[d] for d in dims])],
+        )
+
+    @property
+    def source_dims(self) -> tuple[int, ...]:
+        return tuple(self.permutation.get_values())
+
+    def verify_(self) -> None:
+        _check_values(self)
+        rank = len(shape_of(self.input.type) or ())
+        dims = self.source_dims
+        if len(dims) != rank:
+            raise VerifyException(
+                f"'{self.name}' needs one dim per operand dim: got {len(dims)} for rank {rank}"
+            )
+        _check_dims(self, dims, "dims")
+        self._check_result()
+
+
+@irdl_op_definition
+class SqueezeOp(RenumberOp):
+    """Drops dims of extent 1 (`dims`, each static 1 in the operand's type): torch's and
+    nvFuser's `squeeze`.
+
+    `%y = fusion.squeeze %x [1] : tensor<?x1x?xf32> -> tensor<?x?xf32>`
+    """
+
+    name = "fusion.squeeze"
+
+    squeezed = prop_def(DenseArrayBase.constr(i64))
+
+    assembly_format = "$input $squeezed attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dims: Sequence[int]):
+        shape = shape_of(input.type) or ()
+        kept = [e for d, e in enumerate(shape) if d not in dims]
+        super().__init__(
+            operands=[input],
+            properties={"squeezed": DenseArrayBase.from_list(i64, sorted(dims))},
+            result_types=[TensorType(element_type(input.type), kept)],
+        )
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The operand dims dropped."""
+        return tuple(self.squeezed.get_values())
+
+    @property
+    def source_dims(self) -> tuple[int, ...]:
+        rank = len(shape_of(self.input.type) or ())
+        return tuple(d for d in range(rank) if d not in self.dims)
+
+    def verify_(self) -> None:
+        _check_values(self)
+        shape = shape_of(self.input.type) or ()
+        _check_dims(self, self.dims, "dims")
+        if list(self.dims) != sorted(self.dims):
+            raise VerifyException(f"'{self.name}' dims {list(self.dims)} must be sorted ascending")
+        for d in self.dims:
+            if shape[d] != 1:
+                raise VerifyException(
+                    f"'{self.name}' dim {d} has extent {format_shape([shape[d]])[1:-1]}; only "
+                    "dims of static extent 1 can be squeezed"
+                )
+        self._check_result()
+
+
 # --------------------------------------------------------------------------------------------
 # Reductions
 # --------------------------------------------------------------------------------------------
@@ -1275,9 +1409,6 @@ class PartialSumOp(IRDLOperation):
             )
 
 
-_Extent = TypeVar("_Extent")
-
-
 def partial_sum_shape(
     shape: Sequence[_Extent], axis: int, splits: int
 ) -> tuple[_Extent | int, ...]:
@@ -1518,6 +1649,8 @@ Fusion = Dialect(
         SetOp,
         SegmentSetOp,
         BroadcastInDimOp,
+        PermuteOp,
+        SqueezeOp,
         SumOp,
         MaxOp,
         MinOp,

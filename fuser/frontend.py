@@ -67,6 +67,7 @@ from fuser.dialects.fusion import (
     NegOp,
     NeOp,
     OutputOp,
+    PermuteOp,
     PowOp,
     ReciprocalOp,
     ReductionOp,
@@ -78,6 +79,7 @@ from fuser.dialects.fusion import (
     SiluOp,
     SinOp,
     SqrtOp,
+    SqueezeOp,
     SubOp,
     SumOp,
     TanhOp,
@@ -831,7 +833,83 @@ class FusionOps:
         A -1 keeps the extent of the operand dim mapped there; a dynamic dim the operand does
         not carry (a new dim, or one from an extent-1 dim) needs an extent.
         """
-        op = "fd.ops.broadcast_in_dim"
+        return self._broadcast_in_dim("fd.ops.broadcast_in_dim", t, shape, broadcast_dims)
+
+    @_api
+    def expand(self, t: Any, shape: Any) -> Tensor:
+        """`t` with its dims of extent 1 expanded to `shape` (same rank; -1 keeps a dim), as
+        torch's `expand`."""
+        x = self._tensor("fd.ops.expand", "t", t)
+        if isinstance(shape, Sequence) and not isinstance(shape, str):
+            # -1 keeps a dim, an extent-1 one too (torch), where broadcast_in_dim wants its 1
+            shape = [
+                1 if e == -1 and x._shape[d : d + 1] == (1,) else e for d, e in enumerate(shape)
+            ]
+        return self._broadcast_in_dim("fd.ops.expand", x, shape, list(range(x.ndim)))
+
+    @_api
+    def broadcast(self, t: Any, is_broadcast_dim: Any) -> Tensor:
+        """`t` with new dims of extent 1 where `is_broadcast_dim` is True (one entry per result
+        dim; the False entries take `t`'s dims in order), as nvFuser's `broadcast`."""
+        op = "fd.ops.broadcast"
+        x = self._tensor(op, "t", t)
+        flags = is_broadcast_dim
+        if (
+            not isinstance(flags, Sequence)
+            or isinstance(flags, str)
+            or not all(isinstance(f, bool) for f in flags)
+        ):
+            _fail(op, f"argument 'is_broadcast_dim' must be a list of bools, got {flags!r}")
+        kept = [d for d, new in enumerate(flags) if not new]
+        if len(kept) != x.ndim:
+            _fail(
+                op,
+                f"argument 'is_broadcast_dim' has {len(kept)} False entries; it needs one for "
+                f"each of the operand's {x.ndim} dims",
+            )
+        source = dict(zip(kept, x._shape, strict=True))
+        rtype = TensorType(
+            element_type(x._value.type), [source.get(d, 1) for d in range(len(flags))]
+        )
+        return self._definition._wrap_tensor(BroadcastInDimOp(x._value, kept, rtype))
+
+    @_api
+    def permute(self, t: Any, dims: Any) -> Tensor:
+        """`t` with its dims reordered: result dim i is dim `dims[i]` of `t` (negative dims
+        count from the end), as torch's `permute`."""
+        op = "fd.ops.permute"
+        x = self._tensor(op, "t", t)
+        if not isinstance(dims, Sequence) or isinstance(dims, str):
+            _fail(op, f"argument 'dims' must be a list of ints, got {dims!r}")
+        if len(dims) != x.ndim:
+            _fail(op, f"argument 'dims' has {len(dims)} entries; the operand has rank {x.ndim}")
+        order = [self._dims(op, [d], x.ndim)[0] for d in dims]
+        if len(set(order)) != len(order):
+            _fail(op, f"argument 'dims' {list(dims)} names a dim twice")
+        return self._definition._wrap_tensor(PermuteOp(x._value, order))
+
+    @_api
+    def squeeze(self, t: Any, dims: Any, squeeze_expanded: Any = False) -> Tensor:
+        """`t` without `dims` (an int or a list; negative dims count from the end), each of
+        extent 1 in the definition: a 1 in `define_tensor`'s shape, or a dim `broadcast` made.
+        fuser squeezes no expanded dims, so `squeeze_expanded` changes nothing."""
+        op = "fd.ops.squeeze"
+        x = self._tensor(op, "t", t)
+        self._bool(op, "squeeze_expanded", squeeze_expanded)
+        if isinstance(dims, Sequence) and not isinstance(dims, str) and not dims:
+            return x
+        dropped = self._dims(op, dims, x.ndim)
+        for d in dropped:
+            if x._shape[d] != 1:
+                extent = "dynamic" if x._shape[d] == DYNAMIC_INDEX else str(x._shape[d])
+                _fail(
+                    op,
+                    f"dim {d} has extent {extent}; only dims of extent 1 can be squeezed (a 1 "
+                    "in define_tensor's shape, or a dim broadcast made)",
+                )
+        return self._definition._wrap_tensor(SqueezeOp(x._value, dropped))
+
+    def _broadcast_in_dim(self, op: str, t: Any, shape: Any, broadcast_dims: Any) -> Tensor:
         fd = self._definition
         x = self._operand(op, "t", t, numbers_ok=False)
         assert isinstance(x, _Value)

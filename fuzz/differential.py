@@ -65,6 +65,7 @@ from fuser.fuzz.programs import (
     FLOATS,
     NUMPY_DTYPES,
     Input,
+    Op,
     Program,
     base_shape,
     build,
@@ -545,6 +546,41 @@ def _without_op(program: Program, index: int) -> Program | None:
     return replace(program, ops=rest, outputs=outputs)
 
 
+def _bypass(program: Program, index: int, values: dict[str, oracle.Value]) -> Program | None:
+    """The program without op `index`, its result replaced everywhere (outputs included) by
+    its first operand of the same dtype and shape, where it has one."""
+    op = program.ops[index]
+    if len(op.results) != 1 or op.results[0] not in values:
+        return None
+    result = values[op.results[0]]
+    same = [
+        a
+        for a in op.args
+        if isinstance(a, str)
+        and a in values
+        and values[a].dtype == result.dtype
+        and values[a].is_tensor == result.is_tensor
+        and np.shape(values[a].data) == np.shape(result.data)
+    ]
+    if not same:
+        return None
+    old, new = op.results[0], same[0]
+
+    def renamed(o: Op) -> Op:
+        args = tuple(new if a == old else a for a in o.args)
+        kwargs = tuple(
+            (k, [(new, e[1]) if isinstance(e, tuple) and e[0] == old else e for e in v])
+            if k == "shape"
+            else (k, v)
+            for k, v in o.kwargs
+        )
+        return replace(o, args=args, kwargs=kwargs)
+
+    ops = tuple(renamed(o) for o in program.ops[:index] + program.ops[index + 1 :])
+    outputs = tuple(dict.fromkeys(new if x == old else x for x in program.outputs))
+    return replace(program, ops=ops, outputs=outputs)
+
+
 def _cut(
     program: Program, index: int, values: dict[str, oracle.Value], handles: dict[str, Any]
 ) -> Program | None:
@@ -599,6 +635,10 @@ def _variants(program: Program) -> list[Program]:
         build(program, handles=handles)
         values = oracle.Oracle(program, make_inputs(program))
         values.run()
+        for i in reversed(range(len(program.ops))):
+            bypassed = _bypass(program, i, values.values)
+            if bypassed is not None:
+                out.append(_drop_unused_inputs(bypassed))
         cuts = (_cut(program, i, values.values, handles) for i in range(len(program.ops)))
         out.extend(c for c in cuts if c is not None)
     except Exception:

@@ -466,6 +466,22 @@ class Oracle:
         shaky = None if x.shaky is None else np.broadcast_to(x.shaky.reshape(placed), shape).copy()
         return [replace(x, data=data, is_tensor=True, shaky=shaky)]
 
+    def op_permute(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        (x,) = deps
+        dims = op.kw["dims"]
+        shaky = None if x.shaky is None else np.transpose(x.shaky, dims).copy()
+        return [replace(x, data=np.transpose(x.data, dims).copy(), shaky=shaky)]
+
+    def op_squeeze(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        (x,) = deps
+        dims = tuple(op.kw["dims"])
+        shaky = None if x.shaky is None else np.squeeze(x.shaky, dims).copy()
+        return [replace(x, data=np.squeeze(x.data, dims).copy(), shaky=shaky)]
+
     def _reduce(self, op: Op, x: Value) -> list[Value]:
         kw = op.kw
         out = kw.get("dtype") or ("i64" if op.op == "sum" and x.dtype == "bool" else x.dtype)

@@ -156,6 +156,8 @@ ALL_OPS = (
     "where",
     "cast",
     "broadcast_in_dim",
+    "permute",
+    "squeeze",
     "set",
     "segment_set",
     *REDUCTIONS,
@@ -716,6 +718,31 @@ class _Generator:
         )
         return True
 
+    def gen_permute(self) -> bool:
+        x = self.pick(lambda v: v.is_tensor and len(v.shape or ()) >= 2)
+        if x is None:
+            return False
+        assert x.shape is not None and x.declared is not None
+        dims = list(range(len(x.shape)))
+        while dims == sorted(dims):
+            self.rng.shuffle(dims)
+        shape = tuple(x.shape[d] for d in dims)
+        declared = tuple(x.declared[d] for d in dims)
+        self.add_op("permute", [x.name], [(x.dtype, shape, declared)], x.mag, x.exact, dims=dims)
+        return True
+
+    def gen_squeeze(self) -> bool:
+        x = self.pick(lambda v: v.is_tensor and any(map(v.static_one, range(len(v.shape or ())))))
+        if x is None:
+            return False
+        assert x.shape is not None and x.declared is not None
+        ones = [d for d in range(len(x.shape)) if x.static_one(d)]
+        dims = sorted(self.rng.sample(ones, self.rng.randint(1, len(ones))))
+        shape = tuple(e for d, e in enumerate(x.shape) if d not in dims)
+        declared = tuple(e for d, e in enumerate(x.declared) if d not in dims)
+        self.add_op("squeeze", [x.name], [(x.dtype, shape, declared)], x.mag, x.exact, dims=dims)
+        return True
+
     def reduce_dims(self, x: _Value) -> tuple[list[int], bool] | None:
         assert x.shape is not None
         if not x.shape:
@@ -870,6 +897,8 @@ class _Generator:
             "where": self.gen_where,
             "cast": self.gen_cast,
             "broadcast_in_dim": self.gen_broadcast,
+            "permute": self.gen_permute,
+            "squeeze": self.gen_squeeze,
             "welford": self.gen_welford,
             "var_mean": self.gen_var_mean,
             "matmul": self.gen_matmul,

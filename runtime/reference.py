@@ -98,6 +98,7 @@ from fuser.dialects.fusion import (
     NeOp,
     OutputOp,
     PartialSumOp,
+    PermuteOp,
     PowOp,
     ReciprocalOp,
     ReductionOp,
@@ -110,6 +111,7 @@ from fuser.dialects.fusion import (
     SiluOp,
     SinOp,
     SqrtOp,
+    SqueezeOp,
     SubOp,
     SumOp,
     TanhOp,
@@ -417,6 +419,14 @@ class FusionFunctions(InterpreterFunctions):
     def run_cast(self, interp: Interpreter, op: CastOp, args: PythonValues) -> PythonValues:
         src, dst = element_type(op.input.type), element_type(op.result.type)
         return (self.pointwise(op, lambda x: self.convert(x, src, dst), args),)
+
+    @impl(PermuteOp)
+    def run_permute(self, interp: Interpreter, op: PermuteOp, args: PythonValues) -> PythonValues:
+        return (np.ascontiguousarray(np.transpose(args[0], op.source_dims)),)
+
+    @impl(SqueezeOp)
+    def run_squeeze(self, interp: Interpreter, op: SqueezeOp, args: PythonValues) -> PythonValues:
+        return (np.squeeze(args[0], axis=op.dims).copy(),)
 
     @impl(BroadcastInDimOp)
     def run_broadcast_in_dim(

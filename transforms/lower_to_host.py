@@ -267,6 +267,8 @@ def _symbolic_shapes(
             results = [reduced] * len(op.results)
         elif isinstance(op, fu.PartialSumOp):
             results = [fu.partial_sum_shape(tensor(op.input), op.axis, op.split_count)]
+        elif isinstance(op, fu.RenumberOp):
+            results = [op.result_extents(tensor(op.input))]
         elif isinstance(op, fu.MatmulOp):
             a, b = tensor(op.lhs), tensor(op.rhs)
             full = (*a[:-2], a[-2], b[-1])

@@ -37,12 +37,13 @@ so that layer norm's dw and db partial sums share the read of dy with dx); then 
 read the results of one such group (the sums that finish its partials) merge with each other
 where a scheduler takes the union (one finishing kernel for layer norm's dw and db).
 
-**Forwarded unary chains.** A unary op (`neg`, `exp`, ..., `gelu`, `cast`, `set`; not `segment_set`,
-not `broadcast_in_dim`) whose operand is a fusion input, or the result of a forwarded op that has no
-other use, is *forwarded*, unless its result is a fusion output or is read by a `segment_set` or a
-`matmul` (whose kernel reads its operands as they are in memory). Forwarded ops form no group: each
-segment that reads the chain's value recomputes the chain from the fusion input, so, e.g., an f32
-copy of a bf16 input is never materialized between two segments (nvFuser's `forwardInputs`).
+**Forwarded unary chains.** A unary op (`neg`, `exp`, ..., `gelu`, `cast`, `set`, `permute`,
+`squeeze`; not `segment_set`, not `broadcast_in_dim`) whose operand is a fusion input, or the
+result of a forwarded op that has no other use, is *forwarded*, unless its result is a fusion
+output or is read by a `segment_set` or a `matmul` (whose kernel reads its operands as they are
+in memory). Forwarded ops form no group: each segment that reads the chain's value recomputes
+the chain from the fusion input, so, e.g., an f32 copy of a bf16 input is never materialized
+between two segments (nvFuser's `forwardInputs`).
 
 **Stream-parallel ops** (`fusion.stream_axis`, see `lower_stream_parallel`) are never
 forwarded, and a group holding one merges only with groups of stream-parallel ops whose stream
@@ -296,8 +297,9 @@ def _tuple_shape(shape: tuple[int, ...] | int | None) -> tuple[int, ...]:
 # Analysis: op kinds, equal extents
 # --------------------------------------------------------------------------------------------
 
-_FORWARDABLE = (fu.UnaryOp, fu.GeluOp, fu.CastOp, fu.SetOp)
-"""Unary ops a chain from a fusion input may consist of (SegmentSetOp is not a SetOp)."""
+_FORWARDABLE = (fu.UnaryOp, fu.GeluOp, fu.CastOp, fu.SetOp, fu.RenumberOp)
+"""Unary ops a chain from a fusion input may consist of (SegmentSetOp is not a SetOp): a
+permute or squeeze of an input is read through by each segment that uses it."""
 
 _Key = tuple[object, int]
 
@@ -355,6 +357,9 @@ class _Extents:
             for r in op.results:
                 for j, i in enumerate(kept):
                     self.union((op.input, i), (r, i if keep else j))
+        elif isinstance(op, fu.RenumberOp):
+            for i, j in enumerate(op.source_dims):
+                self.union((op.input, j), (op.result, i))
         elif isinstance(op, fu.PartialSumOp):
             rank = len(fu.shape_of(op.input.type) or ())
             for i in range(rank):

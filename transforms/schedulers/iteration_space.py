@@ -3,9 +3,11 @@
 A kernel walks an iteration space (the shape of a reference output). A `DimMap` says, for each
 dim of a tensor value, which iteration dim indexes it, or None where the index is always 0: a
 dim of static extent 1, or a dim that `broadcast_in_dim` expands. The maps are traced backwards
-from the outputs through pointwise ops (operands are indexed like their result) and
-`broadcast_in_dim` (operand dim i is indexed like result dim `dims[i]`). A value may be needed
-under several maps (an input broadcast two ways); it is then read, or computed, once per map.
+from the outputs through pointwise ops (operands are indexed like their result),
+`broadcast_in_dim` (operand dim i is indexed like result dim `dims[i]`) and the ops that renumber
+dims (`permute`, `squeeze`: operand dim `source_dims[i]` is indexed like result dim i, a squeezed
+dim with 0). A value may be needed under several maps (an input broadcast two ways); it is then
+read, or computed, once per map.
 
 Everything here depends on types only, never on run-time extents, so `emit` derives the same
 accesses as the heuristics that validated them against concrete shapes. A dynamic dim that is 1
@@ -55,6 +57,12 @@ def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
             shape = t.get_shape()
             maps.append(
                 tuple(None if shape[j] == 1 else result_map[d] for j, d in enumerate(op.dims))
+            )
+        elif isinstance(op, fu.RenumberOp):
+            by_operand_dim = dict(zip(op.source_dims, result_map, strict=True))
+            shape = t.get_shape()
+            maps.append(
+                tuple(None if e == 1 else by_operand_dim.get(j) for j, e in enumerate(shape))
             )
         elif is_pointwise(op):
             shape = t.get_shape()
@@ -108,6 +116,9 @@ def _infer_forward(value: SSAValue, needs: Needs) -> DimMap | None:
                 return None  # a dim that the operand does not index: unknown
             result.append(m)
         return tuple(result)
+    if isinstance(op, fu.RenumberOp):
+        source = _infer_forward(op.input, needs)
+        return None if source is None else op.result_extents(source)
     for operand in op.operands:
         if isinstance(operand.type, TensorType):
             m = _infer_forward(operand, needs)

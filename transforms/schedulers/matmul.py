@@ -218,6 +218,12 @@ def _structure(fusion: fu.FusionOp) -> _Structure | str:
         roots.setdefault(value, []).append(m)
         maps.append(m)
     needs = expand(epilogue, roots)
+    c_map = identity_map(c_type)
+    if any(m != c_map for m in needs.get(matmul.result, [])):
+        return (
+            f"the epilogue reads the result of {_label(matmul)} through a permute or squeeze: "
+            "it must read each element of the result at its own position"
+        )
     return _Structure(matmul, positions[0], positions[1], tuple(epilogue), needs, tuple(maps))
 
 

@@ -44,6 +44,7 @@ POINTWISE_OPS: tuple[type[Operation], ...] = (
     fu.CastOp,
     fu.CopyOp,
     fu.BroadcastInDimOp,
+    fu.RenumberOp,
 )
 """The op classes `lower_pointwise` handles (`fusion.dim` is an extent, not an element)."""
 
@@ -238,7 +239,7 @@ def lower_pointwise(op: Operation, operands: Sequence[SSAValue]) -> SSAValue:
         case fu.ConstantOp():
             value = op.value.value.data
             return constant(value, op.result.type)
-        case fu.BroadcastInDimOp() | fu.CopyOp():
+        case fu.BroadcastInDimOp() | fu.RenumberOp() | fu.CopyOp():
             return operands[0]
         case fu.CastOp():
             return convert(operands[0], fu.element_type(op.result.type))

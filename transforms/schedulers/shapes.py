@@ -91,6 +91,8 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
         return [shape, shape]
     if isinstance(op, fu.PartialSumOp):
         return [fu.partial_sum_shape(_shape(env, op.input), op.axis, op.split_count)]
+    if isinstance(op, fu.RenumberOp):
+        return [op.result_extents(_shape(env, op.input))]
     if isinstance(op, fu.MatmulOp):
         a, b = _shape(env, op.lhs), _shape(env, op.rhs)
         if a[-1] != b[-2] or a[:-2] != b[:-2]:
@@ -162,7 +164,10 @@ class _ShapeSteps:
             elif isinstance(op, fu.VarMeanOp):
                 kind = _REDUCE
                 data = (tuple(op.axes.get_values()), op.keepdim is not None, 2)
-            elif isinstance(op, fu.MatmulOp | fu.PartialSumOp) or len(op.results) != 1:
+            elif (
+                isinstance(op, fu.MatmulOp | fu.PartialSumOp | fu.RenumberOp)
+                or len(op.results) != 1
+            ):
                 kind = _OTHER
             else:
                 kind = _SAME

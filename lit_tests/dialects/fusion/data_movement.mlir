@@ -1,5 +1,6 @@
-// Data movement: cast, set, segment_set, broadcast_in_dim (with and without `sizes`), and a
-// scalar broadcast to a tensor (fill). These take the storage types f16/bf16.
+// Data movement: cast, set, segment_set, broadcast_in_dim (with and without `sizes`), a scalar
+// broadcast to a tensor (fill), and the ops that renumber dims (permute, squeeze). These take the
+// storage types f16/bf16.
 // RUN: FUSER_ROUNDTRIP
 // RUN: FUSER_GENERIC_ROUNDTRIP
 // RUN: fuser-opt %s --print-op-generic | filecheck %s --check-prefix=CHECK-GENERIC
@@ -85,3 +86,19 @@ fusion.fusion @fill(%x: tensor<?x?xf64>, %s: f64, %b: i1) -> (tensor<?x?xf64>, t
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "fill"
 // CHECK-GENERIC:         %full = "fusion.broadcast_in_dim"(%s, %r, %c) <{broadcast_dims = array<i64>}> : (f64, index, index) -> tensor<?x?xf64>
 // CHECK-GENERIC-NEXT:    %mask = "fusion.broadcast_in_dim"(%b) <{broadcast_dims = array<i64>}> : (i1) -> tensor<3x127xi1>
+
+// permute reorders dims (result dim i is operand dim dims[i]); squeeze drops dims of static
+// extent 1.
+fusion.fusion @renumber(%x: tensor<?x1x3x?xbf16>) -> (tensor<?x3x?xbf16>, tensor<3x?x?xbf16>) {
+  %s = fusion.squeeze %x [1] : tensor<?x1x3x?xbf16> -> tensor<?x3x?xbf16>
+  %p = fusion.permute %s [1, 2, 0] : tensor<?x3x?xbf16> -> tensor<3x?x?xbf16>
+  fusion.output %s, %p : tensor<?x3x?xbf16>, tensor<3x?x?xbf16>
+}
+
+// CHECK-LABEL: fusion.fusion @renumber
+// CHECK-NEXT:    %s = fusion.squeeze %x [1] : tensor<?x1x3x?xbf16> -> tensor<?x3x?xbf16>
+// CHECK-NEXT:    %p = fusion.permute %s [1, 2, 0] : tensor<?x3x?xbf16> -> tensor<3x?x?xbf16>
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "renumber"
+// CHECK-GENERIC:         %s = "fusion.squeeze"(%x) <{squeezed = array<i64: 1>}> : (tensor<?x1x3x?xbf16>) -> tensor<?x3x?xbf16>
+// CHECK-GENERIC-NEXT:    %p = "fusion.permute"(%s) <{permutation = array<i64: 1, 2, 0>}> : (tensor<?x3x?xbf16>) -> tensor<3x?x?xbf16>

@@ -559,6 +559,96 @@ fusion.fusion @f(%s: f32) -> () {
 
 // -----
 
+// permute: one dim per operand dim
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.permute' needs one dim per operand dim: got 1 for rank 2}}
+  %y = "fusion.permute"(%x) <{permutation = array<i64: 0>}> : (tensor<4x3xf32>) -> tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// permute: dims in range
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.permute' dims [2, 0]: 2 is out of range for rank 2}}
+  %y = fusion.permute %x [2, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+  fusion.output
+}
+
+// -----
+
+// permute: each dim once
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.permute' dims [0, 0] name a dim twice}}
+  %y = fusion.permute %x [0, 0] : tensor<4x3xf32> -> tensor<4x4xf32>
+  fusion.output
+}
+
+// -----
+
+// permute: the result has the operand's extents, reordered
+fusion.fusion @f(%x: tensor<4x?xf32>) -> () {
+  // expected-error @+1 {{'fusion.permute' result shape [4, ?] must be [?, 4]}}
+  %y = fusion.permute %x [1, 0] : tensor<4x?xf32> -> tensor<4x?xf32>
+  fusion.output
+}
+
+// -----
+
+// permute: the element type is kept
+fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.permute' must keep the element type: operand f32, result f64}}
+  %y = fusion.permute %x [1, 0] : tensor<4x3xf32> -> tensor<3x4xf64>
+  fusion.output
+}
+
+// -----
+
+// squeeze: only dims of static extent 1
+fusion.fusion @f(%x: tensor<?x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.squeeze' dim 0 has extent ?; only dims of static extent 1 can be squeezed}}
+  %y = fusion.squeeze %x [0] : tensor<?x1xf32> -> tensor<1xf32>
+  fusion.output
+}
+
+// -----
+
+// squeeze: dims in range
+fusion.fusion @f(%x: tensor<4x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.squeeze' dims [2]: 2 is out of range for rank 2}}
+  %y = fusion.squeeze %x [2] : tensor<4x1xf32> -> tensor<4x1xf32>
+  fusion.output
+}
+
+// -----
+
+// squeeze: each dim once
+fusion.fusion @f(%x: tensor<1x4xf32>) -> () {
+  // expected-error @+1 {{'fusion.squeeze' dims [0, 0] name a dim twice}}
+  %y = "fusion.squeeze"(%x) <{squeezed = array<i64: 0, 0>}> : (tensor<1x4xf32>) -> tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// squeeze: dims sorted ascending
+fusion.fusion @f(%x: tensor<1x4x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.squeeze' dims [2, 0] must be sorted ascending}}
+  %y = "fusion.squeeze"(%x) <{squeezed = array<i64: 2, 0>}> : (tensor<1x4x1xf32>) -> tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// squeeze: the result is the operand without the dims
+fusion.fusion @f(%x: tensor<1x4xf32>) -> () {
+  // expected-error @+1 {{'fusion.squeeze' result shape [1, 4] must be [4]}}
+  %y = fusion.squeeze %x [0] : tensor<1x4xf32> -> tensor<1x4xf32>
+  fusion.output
+}
+
+// -----
+
 // sum: f16/bf16 are storage types
 fusion.fusion @f(%x: tensor<4x3xbf16>) -> () {
   // expected-error @+1 {{'fusion.sum' operand has element type bf16, expected one of f32, f64, i32, i64 (f16/bf16 are storage types: cast to f32 first)}}
