@@ -17,7 +17,13 @@ from fuser.dialects.fusion import ELEMENT_TYPES
 
 
 class DataType(Enum):
-    """The element type of a tensor or scalar; each member's value is its MLIR spelling."""
+    """The element type of a tensor or scalar; each member's value is its MLIR spelling.
+
+    It has every member of nvFuser's `DataType`, so that definitions written for nvFuser name
+    them. fuser computes the first seven; the others (unsigned, fp8, fp4, complex) are not
+    `supported`, and a definition that uses one fails there, naming it. `Null` stands for "no
+    dtype" where an argument may take none (a reduction's `dtype`).
+    """
 
     Float = "f32"
     Double = "f64"
@@ -26,11 +32,28 @@ class DataType(Enum):
     Int = "i64"
     Int32 = "i32"
     Bool = "i1"
+    UInt64 = "ui64"
+    Float8_e4m3fn = "f8E4M3FN"
+    Float8_e5m2 = "f8E5M2"
+    Float8_e8m0fnu = "f8E8M0FNU"
+    Float4_e2m1fn = "f4E2M1FN"
+    ComplexFloat = "complex<f32>"
+    ComplexDouble = "complex<f64>"
+    Null = "null"
+
+    @property
+    def supported(self) -> bool:
+        """Whether fuser computes this type (it is an element type of the fusion dialect)."""
+        return self in _ELEMENT_TYPES
 
     @property
     def element_type(self) -> Attribute:
-        """The xDSL element type of the fusion dialect (`DataType.Float` -> `f32`)."""
-        return _ELEMENT_TYPES[self]
+        """The xDSL element type of the fusion dialect (`DataType.Float` -> `f32`); ValueError
+        for a type fuser does not compute (`supported`)."""
+        try:
+            return _ELEMENT_TYPES[self]
+        except KeyError:
+            raise ValueError(unsupported_message(self)) from None
 
     @staticmethod
     def from_element_type(t: Attribute) -> DataType:
@@ -66,10 +89,19 @@ class ParallelType(Enum):
     Stream = "stream"
 
 
-#: Each DataType's element type: the one its value spells (`DataType.Float` -> `f32`).
+#: Each supported DataType's element type: the one its value spells (`DataType.Float` -> `f32`).
 _ELEMENT_TYPES: dict[DataType, Attribute] = {
-    dtype: next(t for t in ELEMENT_TYPES if str(t) == dtype.value) for dtype in DataType
+    dtype: t for dtype in DataType for t in ELEMENT_TYPES if str(t) == dtype.value
 }
+
+
+def unsupported_message(dtype: DataType) -> str:
+    """Why `dtype` (not `supported`) cannot be used, naming the types that can."""
+    names = ", ".join(d.name for d in _ELEMENT_TYPES)
+    if dtype is DataType.Null:
+        return "DataType.Null is no type (it only means 'none' where a dtype is optional)"
+    return f"DataType.{dtype.name} is not supported by fuser yet; it computes {names}"
+
 
 _FLOAT_RANK = {DataType.Half: 0, DataType.BFloat16: 0, DataType.Float: 1, DataType.Double: 2}
 _INT_RANK = {DataType.Bool: 0, DataType.Int32: 1, DataType.Int: 2}

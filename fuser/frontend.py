@@ -92,11 +92,29 @@ from fuser.dialects.fusion import (
     reduced_shape,
     stream_operand_axes,
 )
-from fuser.dtypes import DataType, ParallelType, compute_dtype, number_dtype, result_type
-from fuser.errors import DefinitionError, VerificationError
+from fuser.dtypes import (
+    DataType,
+    ParallelType,
+    compute_dtype,
+    number_dtype,
+    result_type,
+    unsupported_message,
+)
+from fuser.errors import DefinitionError, InputError, VerificationError
 from fuser.options import DEFAULT_STREAMS, check_options
 
 Number = bool | int | float
+
+_TORCH_DTYPES = {
+    "torch.float32": DataType.Float,
+    "torch.float64": DataType.Double,
+    "torch.float16": DataType.Half,
+    "torch.bfloat16": DataType.BFloat16,
+    "torch.int64": DataType.Int,
+    "torch.int32": DataType.Int32,
+    "torch.bool": DataType.Bool,
+}
+"""The DataType of each torch dtype fuser computes (`fd.from_pytorch`)."""
 
 # --------------------------------------------------------------------------------------------
 # Handles
@@ -312,6 +330,17 @@ def _fail(op: str, message: str) -> NoReturn:
     raise DefinitionError(f"{op}: {message}")
 
 
+def _check_dtype(op: str, arg: str, x: object, *, optional: bool = False) -> DataType | None:
+    """`x` as a DataType fuser computes; None for None or `DataType.Null` where `optional`."""
+    if optional and (x is None or x is DataType.Null):
+        return None
+    if not isinstance(x, DataType):
+        _fail(op, f"argument '{arg}' must be a DataType, got {x!r}")
+    if not x.supported:
+        _fail(op, f"argument '{arg}': {unsupported_message(x)}")
+    return x
+
+
 def _type(dtype: DataType | Attribute, shape: Sequence[int] | None) -> Attribute:
     el = dtype.element_type if isinstance(dtype, DataType) else dtype
     return el if shape is None else TensorType(el, shape)
@@ -389,11 +418,7 @@ class FusionOps:
         return t
 
     def _dtype(self, op: str, arg: str, x: object, *, optional: bool = False) -> DataType | None:
-        if x is None and optional:
-            return None
-        if not isinstance(x, DataType):
-            _fail(op, f"argument '{arg}' must be a DataType, got {x!r}")
-        return x
+        return _check_dtype(op, arg, x, optional=optional)
 
     def _bool(self, op: str, arg: str, x: object) -> bool:
         if not isinstance(x, bool):
@@ -585,15 +610,21 @@ class FusionOps:
     ) -> Tensor:
         qual = f"fd.ops.{op}"
         x = self._tensor(qual, "t", t)
-        if x.ndim == 0:
-            _fail(qual, "argument 't' is a 0-dim tensor; there is nothing to reduce")
-        axes = self._dims(qual, dims, x.ndim)
+        if isinstance(dims, DataType) and dtype is None:  # nvFuser's sum(t, dtype)
+            dims, dtype = None, dims
         keep = self._bool(qual, "keepdim", keepdim)
         out = self._dtype(qual, "dtype", dtype, optional=True)
         if out is None:
             out = DataType.Int if op == "sum" and x.dtype == DataType.Bool else x.dtype
-        compute = DataType.Int32 if out == DataType.Bool else compute_dtype(out)
         fd = self._definition
+        if x.ndim == 0:  # every axis of a 0-dim tensor: the value itself
+            if dims not in (None, [], ()):
+                _fail(qual, f"argument 'dims' is {dims!r}; a 0-dim tensor has no dims")
+            result = fd._wrap(fd._cast(fd._emit(SetOp(x._value)).results[0], out))
+            assert isinstance(result, Tensor)
+            return result
+        axes = list(range(x.ndim)) if dims is None else self._dims(qual, dims, x.ndim)
+        compute = DataType.Int32 if out == DataType.Bool else compute_dtype(out)
         shape = reduced_shape(x._shape, axes, keep)
         r = fd._emit(cls(fd._cast(x._value, compute), axes, keep, _type(compute, shape)))
         result = fd._wrap(fd._cast(r.results[0], out))
@@ -979,19 +1010,20 @@ class FusionOps:
     # ---- reductions --------------------------------------------------------------------
 
     @_api
-    def sum(self, t: Any, dims: Any, keepdim: Any = False, dtype: Any = None) -> Tensor:
-        """Sum over `dims`; half inputs accumulate in f32 and the result is cast back,
-        unless `dtype` names the result type. A Bool input sums to Int."""
+    def sum(self, t: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Tensor:
+        """Sum over `dims` (every dim when None, as `sum(t)` and `sum(t, dtype)`); half inputs
+        accumulate in f32 and the result is cast back, unless `dtype` names the result type. A
+        Bool input sums to Int."""
         return self._reduce("sum", SumOp, t, dims, keepdim, dtype)
 
     @_api
-    def max(self, t: Any, dims: Any, keepdim: Any = False, dtype: Any = None) -> Tensor:
-        """Maximum over `dims` (half inputs reduce in f32)."""
+    def max(self, t: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Tensor:
+        """Maximum over `dims` (every dim when None); half inputs reduce in f32."""
         return self._reduce("max", MaxOp, t, dims, keepdim, dtype)
 
     @_api
-    def min(self, t: Any, dims: Any, keepdim: Any = False, dtype: Any = None) -> Tensor:
-        """Minimum over `dims` (half inputs reduce in f32)."""
+    def min(self, t: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Tensor:
+        """Minimum over `dims` (every dim when None); half inputs reduce in f32."""
         return self._reduce("min", MinOp, t, dims, keepdim, dtype)
 
     @_api
@@ -1014,12 +1046,13 @@ class FusionOps:
 
     @_api
     def var_mean(
-        self, t: Any, dims: Any, correction: Any = 1, keepdim: Any = False
+        self, t: Any, dims: Any = None, correction: Any = 1, keepdim: Any = False
     ) -> tuple[Tensor, Tensor]:
-        """`(var, mean)` over `dims`; the variance divides by `N - correction`."""
+        """`(var, mean)` over `dims` (every dim when None); the variance divides by
+        `N - correction`."""
         op = "fd.ops.var_mean"
         x = self._statistics_input(op, t)
-        axes = self._dims(op, dims, x.ndim)
+        axes = list(range(x.ndim)) if dims is None else self._dims(op, dims, x.ndim)
         if isinstance(correction, bool) or not isinstance(correction, numbers.Integral):
             _fail(op, f"argument 'correction' must be an int, got {correction!r}")
         if correction < 0:
@@ -1235,19 +1268,37 @@ class FusionDefinition:
     @_api
     def define_tensor(
         self,
-        shape: Any,
-        dtype: Any = DataType.Float,
-        *,
+        shape: Any = None,
         contiguity: Any = None,
+        dtype: Any = DataType.Float,
+        is_cpu: Any = False,
         stride_order: Any = None,
+        *,
+        sizes: Any = None,
+        strides: Any = None,
+        static_sizes: Any = False,
     ) -> Tensor:
-        """A tensor input. `shape` holds -1 for a dynamic dim and ints for static ones
-        (1 marks a broadcast dim).
+        """A tensor input, in either of nvFuser's forms:
 
-        `contiguity` and `stride_order` are accepted for nvFuser compatibility and ignored:
-        fuser kernels take strides at run time, so any layout works.
+        - `shape` (-1 for a dynamic dim, n for a static one, 1 for a broadcast dim) with
+          `contiguity` (one bool, or per dim True, False or None; None marks a broadcast dim,
+          so a -1 there becomes a static 1), `dtype`, `is_cpu` and `stride_order` (a
+          permutation of the dims);
+        - `sizes` and `strides` of a concrete tensor (nvFuser's legacy form): every extent
+          dynamic except the 1s (broadcast dims), or every extent static with `static_sizes`.
+
+        fuser kernels take strides at run time, so contiguity and stride order describe the
+        inputs without binding them: a call with other strides runs as well.
+        `define_tensor(shape, dtype)` (a DataType second) is fuser's own short form.
         """
         op = "fd.define_tensor"
+        if isinstance(contiguity, DataType) and dtype is DataType.Float:
+            contiguity, dtype = None, contiguity  # define_tensor(shape, dtype)
+        if sizes is not None or strides is not None:
+            shape = self._legacy_shape(op, shape, contiguity, sizes, strides, static_sizes)
+            contiguity = None
+        if shape is None:
+            _fail(op, "needs 'shape' (or nvFuser's legacy 'sizes' and 'strides')")
         if not isinstance(shape, Sequence) or isinstance(shape, str):
             _fail(op, f"argument 'shape' must be a list of ints, got {shape!r}")
         dims: list[int] = []
@@ -1255,24 +1306,116 @@ class FusionDefinition:
             if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < -1:
                 _fail(op, f"argument 'shape' entries must be -1 (dynamic) or >= 0, got {d!r}")
             dims.append(DYNAMIC_INDEX if d == -1 else int(d))
-        if not isinstance(dtype, DataType):
-            _fail(op, f"argument 'dtype' must be a DataType, got {dtype!r}")
-        for arg, value in (("contiguity", contiguity), ("stride_order", stride_order)):
-            if isinstance(value, Sequence) and len(value) != len(dims):
-                _fail(op, f"argument '{arg}' has {len(value)} entries for rank {len(dims)}")
+        _check_dtype(op, "dtype", dtype)
+        assert isinstance(dtype, DataType)
+        for d, c in enumerate(self._contiguity(op, contiguity, len(dims))):
+            if c is None:  # a broadcast dim: extent 1
+                if dims[d] not in (1, DYNAMIC_INDEX):
+                    _fail(
+                        op,
+                        f"argument 'contiguity' is None at dim {d} (a broadcast dim, extent 1) "
+                        f"but 'shape' gives it extent {dims[d]}",
+                    )
+                dims[d] = 1
+        if stride_order is not None:
+            order = stride_order
+            if (
+                not isinstance(order, Sequence)
+                or isinstance(order, str)
+                or (order and sorted(order) != list(range(len(dims))))
+            ):
+                _fail(
+                    op,
+                    f"argument 'stride_order' must be empty or a permutation of the {len(dims)} "
+                    f"dims, got {stride_order!r}",
+                )
+        if is_cpu is not False:
+            if is_cpu is not True:
+                _fail(op, f"argument 'is_cpu' must be True or False, got {is_cpu!r}")
+            _fail(
+                op,
+                "is_cpu=True (a CPU scalar tensor) is not supported by fuser yet; define the "
+                "value with fd.define_scalar(dtype) and pass it as a Python number",
+            )
         t = Tensor(self, self._argument(TensorType(dtype.element_type, dims)))
         self._inputs.append(t)
         return t
 
+    @staticmethod
+    def _contiguity(op: str, contiguity: object, rank: int) -> list[bool | None]:
+        """Per-dim contiguity from None, one bool, or a list of True/False/None."""
+        if contiguity is None:
+            return [False] * rank
+        if isinstance(contiguity, bool):
+            return [contiguity] * rank
+        if (
+            not isinstance(contiguity, Sequence)
+            or isinstance(contiguity, str)
+            or not all(c is None or isinstance(c, bool) for c in contiguity)
+        ):
+            _fail(
+                op,
+                "argument 'contiguity' must be a bool or a list of True/False/None, got "
+                f"{contiguity!r}",
+            )
+        if len(contiguity) != rank:
+            _fail(op, f"argument 'contiguity' has {len(contiguity)} entries for rank {rank}")
+        return list(contiguity)
+
+    @staticmethod
+    def _legacy_shape(
+        op: str, shape: object, contiguity: object, sizes: object, strides: object, static: object
+    ) -> list[int]:
+        """The shape of nvFuser's `define_tensor(sizes=, strides=, static_sizes=)`."""
+        if shape is not None or contiguity is not None:
+            _fail(op, "takes 'shape' and 'contiguity', or 'sizes' and 'strides', not both")
+        ints = (list, tuple)
+        if not isinstance(sizes, ints) or not isinstance(strides, ints):
+            _fail(
+                op, f"needs 'sizes' and 'strides' as lists of ints, got {sizes!r} and {strides!r}"
+            )
+        if len(sizes) != len(strides):
+            _fail(op, f"argument 'sizes' has {len(sizes)} entries but 'strides' {len(strides)}")
+        if not isinstance(static, bool):
+            _fail(op, f"argument 'static_sizes' must be True or False, got {static!r}")
+        for x in (*sizes, *strides):
+            if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+                _fail(op, f"'sizes' and 'strides' must hold ints, got {x!r}")
+        if any(n < 0 for n in sizes):
+            _fail(op, f"argument 'sizes' {list(sizes)} has a negative extent")
+        return [int(n) if static or n == 1 else -1 for n in sizes]
+
+    @_api
+    def from_pytorch(self, tensor: Any, static_sizes: Any = False) -> Tensor:
+        """A tensor input like `tensor` (a torch tensor): its dtype, rank and broadcast
+        (extent 1) dims, every other extent dynamic, or all static with `static_sizes`."""
+        op = "fd.from_pytorch"
+        dtype = _TORCH_DTYPES.get(str(getattr(tensor, "dtype", None)))
+        if dtype is None or not hasattr(tensor, "stride"):
+            what = getattr(tensor, "dtype", type(tensor).__name__)
+            _fail(op, f"argument 'tensor' must be a torch tensor of a fuser dtype, got {what}")
+        if getattr(tensor, "is_cpu", False) and tensor.dim() == 0:
+            _fail(op, "a CPU scalar tensor (is_cpu) is not supported by fuser yet")
+        return self.define_tensor(
+            sizes=list(tensor.shape),
+            strides=list(tensor.stride()),
+            dtype=dtype,
+            static_sizes=static_sizes,
+        )
+
     @_api
     def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
-        """A scalar: an input when `value` is None, else a `fusion.constant`.
+        """A scalar: an input when `value` is None or a DataType (nvFuser's
+        `define_scalar(DataType.Float)`), else a `fusion.constant`.
 
         `dtype` defaults to Double for an input or a float, Int for an int, Bool for a bool.
         """
         op = "fd.define_scalar"
-        if dtype is not None and not isinstance(dtype, DataType):
-            _fail(op, f"argument 'dtype' must be a DataType, got {dtype!r}")
+        if isinstance(value, DataType):  # nvFuser's define_scalar(DataType): an input
+            if dtype is not None:
+                _fail(op, f"got a DataType as 'value' ({value}) and 'dtype' ({dtype!r}); pass one")
+            value, dtype = None, value
+        dtype = _check_dtype(op, "dtype", dtype, optional=True)
         if value is None:
             s = Scalar(self, self._argument((dtype or DataType.Double).element_type))
             self._inputs.append(s)
@@ -1386,13 +1529,57 @@ class FusionDefinition:
                     )
         return self._compiler
 
-    def execute(self, inputs: Sequence[Any]) -> list[Any]:
+    def execute(
+        self,
+        inputs: Sequence[Any],
+        device: Any = None,
+        *,
+        profile: bool = False,
+        print_repro: bool = False,
+        save_repro_inputs: bool = False,
+        capture_debug_output: bool = False,
+        override_user_schedule: bool = False,
+        _enable_options: Sequence[str] = (),
+        _disable_options: Sequence[str] = (),
+        **unknown: Any,
+    ) -> list[Any]:
         """Runs the fusion on the GPU, compiling on first use per input signature.
 
         Inputs: numpy arrays (copied to the device, outputs copied back as numpy), or CUDA arrays
         (torch, cupy, `fuser.DeviceArray`, anything with `__cuda_array_interface__` or
         `__dlpack__`), used in place; outputs come back as the same kind as the inputs.
+
+        nvFuser's keywords are taken: `device` (an ordinal, `"cuda:N"` or a torch device) must
+        be the device of the CUDA inputs; the debugging switches (`profile`, `print_repro`,
+        `save_repro_inputs`, `capture_debug_output`, `override_user_schedule`) are accepted
+        off and rejected by name when on; nvFuser's `_enable_options`/`_disable_options` (lists
+        of nvFuser's internal switches, such as "fuse_matmul") are accepted and have no effect;
+        any other keyword is an InputError naming it.
         """
+        if (
+            device is not None
+            or unknown
+            or profile
+            or print_repro
+            or save_repro_inputs
+            or capture_debug_output
+            or override_user_schedule
+            or _enable_options
+            or _disable_options
+        ):
+            _check_execute_options(
+                inputs,
+                device,
+                unknown,
+                {
+                    "profile": profile,
+                    "print_repro": print_repro,
+                    "save_repro_inputs": save_repro_inputs,
+                    "capture_debug_output": capture_debug_output,
+                    "override_user_schedule": override_user_schedule,
+                },
+                {"_enable_options": _enable_options, "_disable_options": _disable_options},
+            )
         compiler = self._compiler  # not @_api: this is the hot path
         if compiler is None:
             compiler = self._fusion_compiler()
@@ -1425,3 +1612,60 @@ class FusionDefinition:
 
     def __repr__(self) -> str:
         return f"FusionDefinition({self.name!r}, {self._state.name.lower()})"
+
+
+def _device_ordinal(device: Any) -> int | None:
+    """The CUDA ordinal `device` names (an int, "cuda", "cuda:N" or a torch device), or None
+    for anything else."""
+    if isinstance(device, bool):
+        return None
+    if isinstance(device, numbers.Integral):
+        ordinal = int(device)
+        return ordinal if ordinal >= 0 else None
+    text = str(device)
+    if text == "cuda":
+        return 0
+    prefix, _, number = text.partition(":")
+    return int(number) if prefix == "cuda" and number.isdigit() else None
+
+
+def _check_execute_options(
+    inputs: Sequence[Any],
+    device: Any,
+    unknown: dict[str, Any],
+    switches: dict[str, bool],
+    option_lists: dict[str, Sequence[str]],
+) -> None:
+    """`fd.execute`'s nvFuser keywords (off the hot path): InputError for an unknown keyword,
+    a debugging switch fuser does not have, option lists that are not lists of names, or a
+    device the inputs are not on."""
+    op = "fd.execute"
+    if unknown:
+        raise InputError(
+            f"{op} got unknown keyword argument(s) {', '.join(map(repr, unknown))}; it takes "
+            f"inputs, device, {', '.join(switches)}, {', '.join(option_lists)}"
+        )
+    on = [name for name, value in switches.items() if value is not False]
+    if on:
+        raise InputError(
+            f"{op}: {', '.join(on)} is not supported by fuser yet (FUSER_DUMP shows each stage)"
+        )
+    for name, values in option_lists.items():  # nvFuser's internal switches: no meaning here
+        if (
+            isinstance(values, str)
+            or not isinstance(values, Sequence)
+            or not all(isinstance(v, str) for v in values)
+        ):
+            raise InputError(f"{op}: {name} must be a list of option names, got {values!r}")
+    if device is None:
+        return
+    ordinal = _device_ordinal(device)
+    if ordinal is None:
+        raise InputError(
+            f"{op}: device must be a CUDA device (an ordinal or 'cuda:N'), got {device!r}"
+        )
+    for i, x in enumerate(inputs if isinstance(inputs, Sequence) else ()):
+        get = getattr(x, "get_device", None)
+        where = get() if callable(get) else None
+        if isinstance(where, int) and where >= 0 and where != ordinal:
+            raise InputError(f"{op}: device is cuda:{ordinal} but input {i} is on cuda:{where}")

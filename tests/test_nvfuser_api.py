@@ -1,0 +1,180 @@
+"""nvFuser's spellings of the Python API, as Thunder and nvFuser's own tests call them: every
+`define_tensor` form, every `DataType` member (those fuser does not compute fail at definition,
+naming the type), `define_scalar(DataType)`, reductions without dims, and `execute`'s keywords
+(checked before anything runs, so these run without a GPU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fuser import DataType, FusionDefinition
+from fuser.errors import DefinitionError, InputError
+
+
+def _types(fd: FusionDefinition) -> list[str]:
+    return [str(t._value.type) for t in fd.inputs]  # type: ignore[union-attr]
+
+
+def test_every_define_tensor_form() -> None:
+    with FusionDefinition("forms") as fd:
+        fd.define_tensor(
+            shape=[-1, -1],
+            contiguity=[True, True],
+            dtype=DataType.BFloat16,
+            is_cpu=False,
+            stride_order=[1, 0],
+        )
+        fd.define_tensor([-1, -1], [None, True], DataType.Float)  # None: a broadcast dim
+        fd.define_tensor([3, -1], contiguity=False, dtype=DataType.Half)
+        fd.define_tensor(sizes=[4, 1, 8], strides=[8, 8, 1], dtype=DataType.Int32)
+        fd.define_tensor(sizes=[4, 1, 8], strides=[1, 4, 4], static_sizes=True)
+        fd.define_tensor([-1], DataType.Bool)  # fuser's short form: dtype second
+        fd.add_output(fd.ops.neg(fd.inputs[1]))
+    assert _types(fd) == [
+        "tensor<?x?xbf16>",
+        "tensor<1x?xf32>",
+        "tensor<3x?xf16>",
+        "tensor<?x1x?xi32>",
+        "tensor<4x1x8xf32>",
+        "tensor<?xi1>",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda fd: fd.define_tensor(), "needs 'shape' (or nvFuser's legacy 'sizes' and"),
+        (lambda fd: fd.define_tensor([5, -1], [None, True]), "None at dim 0 (a broadcast dim"),
+        (lambda fd: fd.define_tensor([-1], [True, True]), "'contiguity' has 2 entries for rank"),
+        (lambda fd: fd.define_tensor([-1], contiguity="yes"), "a bool or a list of True/False"),
+        (lambda fd: fd.define_tensor([-1, -1], stride_order=[0, 0]), "a permutation of the 2"),
+        (lambda fd: fd.define_tensor(sizes=[2], strides=[1, 1]), "'sizes' has 1 entries but"),
+        (lambda fd: fd.define_tensor([-1], sizes=[2], strides=[1]), "not both"),
+        (lambda fd: fd.define_tensor([-1], is_cpu=True), "is_cpu=True (a CPU scalar tensor)"),
+        (lambda fd: fd.define_tensor([-1], bogus=1), "unexpected keyword argument 'bogus'"),
+        (lambda fd: fd.from_pytorch([1, 2]), "must be a torch tensor of a fuser dtype, got list"),
+    ],
+)
+def test_define_tensor_mistakes(call: Any, message: str) -> None:
+    with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
+        call(fd)
+    assert message in str(e.value)
+
+
+UNSUPPORTED = [
+    DataType.UInt64,
+    DataType.Float8_e4m3fn,
+    DataType.Float8_e5m2,
+    DataType.Float8_e8m0fnu,
+    DataType.Float4_e2m1fn,
+    DataType.ComplexFloat,
+    DataType.ComplexDouble,
+]
+
+
+@pytest.mark.parametrize("dtype", UNSUPPORTED, ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda fd, d: fd.define_tensor([-1], dtype=d),
+        lambda fd, d: fd.define_scalar(d),
+        lambda fd, d: fd.ops.cast(fd.define_tensor([-1]), d),
+        lambda fd, d: fd.ops.sum(fd.define_tensor([-1]), dtype=d),
+    ],
+    ids=["define_tensor", "define_scalar", "cast", "sum"],
+)
+def test_a_data_type_fuser_cannot_compute_fails_where_it_is_named(
+    use: Any, dtype: DataType
+) -> None:
+    with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
+        use(fd, dtype)
+    assert f"DataType.{dtype.name} is not supported by fuser yet; it computes Float" in str(e.value)
+
+
+def test_null_means_no_dtype(rng: np.random.Generator) -> None:
+    """Null is "none" for an optional dtype (a reduction's), and no type anywhere else."""
+    with FusionDefinition("null") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Half)
+        fd.add_output(fd.ops.sum(fd.ops.cast(x, DataType.Float), [0], dtype=DataType.Null))
+    a = rng.standard_normal((3, 4)).astype(np.float16)
+    (out,) = fd.reference([a])
+    assert out.dtype == np.float32
+    with (
+        pytest.raises(DefinitionError, match=r"DataType\.Null is no type"),
+        FusionDefinition("n") as f,
+    ):
+        f.define_tensor([-1], DataType.Null)
+
+
+def test_define_scalar_of_a_data_type_is_an_input() -> None:
+    with FusionDefinition("scalar") as fd:
+        x = fd.define_tensor([-1])
+        s = fd.define_scalar(DataType.Float)
+        fd.add_output(fd.ops.mul(x, s))
+    assert str(fd.inputs[1]._value.type) == "f32"  # type: ignore[union-attr]
+    (out,) = fd.reference([np.arange(3, dtype=np.float32), np.float32(2.0)])
+    np.testing.assert_array_equal(out, [0, 2, 4])
+    with pytest.raises(DefinitionError, match="pass one"), FusionDefinition("both") as fd:
+        fd.define_scalar(DataType.Float, DataType.Int)
+
+
+def test_reductions_without_dims_reduce_every_dim(rng: np.random.Generator) -> None:
+    with FusionDefinition("all") as fd:
+        x = fd.define_tensor([-1, -1])
+        z = fd.define_tensor([], DataType.Half)
+        fd.add_output(fd.ops.sum(x))
+        fd.add_output(fd.ops.sum(x, DataType.Double))
+        fd.add_output(fd.ops.max(x, keepdim=True))
+        fd.add_output(fd.ops.min(x))
+        fd.add_output(fd.ops.var_mean(x)[0])
+        fd.add_output(fd.ops.sum(z))
+    a = rng.standard_normal((5, 7)).astype(np.float32)
+    total, total64, biggest, smallest, var, same = fd.reference([a, np.array(1.5, np.float16)])
+    np.testing.assert_allclose(total, a.sum(), rtol=1e-5)
+    assert total64.dtype == np.float64 and biggest.shape == (1, 1)
+    np.testing.assert_array_equal(biggest, a.max(keepdims=True))
+    np.testing.assert_array_equal(smallest, a.min())
+    np.testing.assert_allclose(var, a.astype(np.float64).var(ddof=1), rtol=1e-5)
+    assert same.dtype == np.float16 and float(same) == 1.5
+
+
+def _negate() -> FusionDefinition:
+    with FusionDefinition("neg") as fd:
+        fd.add_output(fd.ops.neg(fd.define_tensor([-1])))
+    return fd
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"bogus": 1}, "got unknown keyword argument(s) 'bogus'; it takes inputs, device"),
+        ({"profile": True}, "profile is not supported by fuser yet"),
+        ({"print_repro": True}, "print_repro is not supported by fuser yet"),
+        ({"device": "cpu"}, "device must be a CUDA device (an ordinal or 'cuda:N'), got 'cpu'"),
+        ({"_enable_options": "fuse_matmul"}, "_enable_options must be a list of option names"),
+    ],
+)
+def test_execute_keywords_are_checked_before_anything_runs(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InputError) as e:
+        _negate().execute([np.ones(3, np.float32)], **kwargs)
+    assert message in str(e.value)
+
+
+def test_execute_takes_nvfuser_option_lists() -> None:
+    """nvFuser's `_enable_options`/`_disable_options` pass the keyword check (without a GPU
+    the call then stops where any call does: no device)."""
+    from fuser.runtime import driver
+
+    fd = _negate()
+    x = np.ones(3, np.float32)
+    opts = {"device": 0, "_enable_options": ["fuse_matmul"], "_disable_options": []}
+    if driver.gpu_available():
+        np.testing.assert_array_equal(fd.execute([x], **opts)[0], -x)
+    else:
+        with pytest.raises(Exception, match="no CUDA device is available"):
+            fd.execute([x], **opts)
