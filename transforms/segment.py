@@ -97,7 +97,7 @@ Fusions that already hold `fusion.segment` ops are left as they are.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -461,6 +461,13 @@ class _Layout:
 
 
 _Edges = dict[_Group, dict[_Group, list[SSAValue]]]
+
+
+_Pair = tuple[_Group, _Group]
+
+
+def _holds_partial_sum(g: _Group) -> bool:
+    return any(isinstance(op, fu.PartialSumOp) for op in g.ops)
 
 
 class _Segmenter:
@@ -902,52 +909,56 @@ class _Segmenter:
             if not merged:
                 return
 
+    def _sibling_merges(
+        self, phase: str, pairs: Callable[[_Edges, list[_Group]], list[_Pair]]
+    ) -> None:
+        """Merges the first pair of `pairs(edges, order)` a scheduler takes, again and again,
+        until none merges (sibling groups: no edge between the two of a pair)."""
+        while True:
+            edges = self._edges()
+            for a, b in pairs(edges, self._topological(edges)):
+                if self._try_merge(a, b, edges, phase) is not None:
+                    self._merge(a, b)
+                    break
+            else:
+                return
+
     def _partial_sum_merge(self) -> None:
         """Each group holding a `partial_sum` merges with a sibling that reads one of its
         inputs (no edge between the two), where a scheduler takes the union: the column sums
         `split-reductions` split beside row sums then share one read of the rows."""
-        while True:
-            edges = self._edges()
-            order = self._topological(edges)
-            pairs = [
-                (a, b)
+
+        def pairs(edges: _Edges, order: list[_Group]) -> list[_Pair]:
+            return [
+                (b, a)
                 for a in order
-                if any(isinstance(op, fu.PartialSumOp) for op in a.ops)
+                if _holds_partial_sum(a)
                 for b in order
                 if b is not a
                 and b not in edges[a]
                 and a not in edges[b]
                 and set(self._plan(a.ops).inputs) & set(self._plan(b.ops).inputs)
             ]
-            for a, b in pairs:
-                if self._try_merge(b, a, edges, "partial sum merge") is not None:
-                    self._merge(b, a)
-                    break
-            else:
-                return
+
+        self._sibling_merges("partial sum merge", pairs)
 
     def _finish_merge(self) -> None:
         """Groups that read the results of one group holding a `partial_sum` (no edge between
         them) merge where a scheduler takes the union: the sums that finish layer norm's dw
         and db partials run as one kernel."""
-        while True:
-            edges = self._edges()
-            order = self._topological(edges)
-            pairs = [
+
+        def pairs(edges: _Edges, order: list[_Group]) -> list[_Pair]:
+            return [
                 (b, c)
                 for a in order
-                if any(isinstance(op, fu.PartialSumOp) for op in a.ops)
+                if _holds_partial_sum(a)
                 for b in order
                 if b in edges[a]
                 for c in order
                 if c in edges[a] and b.first < c.first and c not in edges[b] and b not in edges[c]
             ]
-            for b, c in pairs:
-                if self._try_merge(b, c, edges, "finish merge") is not None:
-                    self._merge(b, c)
-                    break
-            else:
-                return
+
+        self._sibling_merges("finish merge", pairs)
 
     def _name_schedulers(self, layout: _Layout) -> dict[_Group, str]:
         """The scheduler of each final segment, asked again on the exact segment ("" for all
