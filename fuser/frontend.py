@@ -17,6 +17,7 @@ mistake as a `DefinitionError` naming the op and the argument, before any IR is 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import numbers
@@ -1529,20 +1530,7 @@ class FusionDefinition:
                     )
         return self._compiler
 
-    def execute(
-        self,
-        inputs: Sequence[Any],
-        device: Any = None,
-        *,
-        profile: bool = False,
-        print_repro: bool = False,
-        save_repro_inputs: bool = False,
-        capture_debug_output: bool = False,
-        override_user_schedule: bool = False,
-        _enable_options: Sequence[str] = (),
-        _disable_options: Sequence[str] = (),
-        **unknown: Any,
-    ) -> list[Any]:
+    def execute(self, inputs: Sequence[Any], device: Any = None, **options: Any) -> list[Any]:
         """Runs the fusion on the GPU, compiling on first use per input signature.
 
         Inputs: numpy arrays (copied to the device, outputs copied back as numpy), or CUDA arrays
@@ -1554,32 +1542,10 @@ class FusionDefinition:
         `save_repro_inputs`, `capture_debug_output`, `override_user_schedule`) are accepted
         off and rejected by name when on; nvFuser's `_enable_options`/`_disable_options` (lists
         of nvFuser's internal switches, such as "fuse_matmul") are accepted and have no effect;
-        any other keyword is an InputError naming it.
+        any other keyword is an InputError naming it. (They are checked off the hot path.)
         """
-        if (
-            device is not None
-            or unknown
-            or profile
-            or print_repro
-            or save_repro_inputs
-            or capture_debug_output
-            or override_user_schedule
-            or _enable_options
-            or _disable_options
-        ):
-            _check_execute_options(
-                inputs,
-                device,
-                unknown,
-                {
-                    "profile": profile,
-                    "print_repro": print_repro,
-                    "save_repro_inputs": save_repro_inputs,
-                    "capture_debug_output": capture_debug_output,
-                    "override_user_schedule": override_user_schedule,
-                },
-                {"_enable_options": _enable_options, "_disable_options": _disable_options},
-            )
+        if device is not None or options:
+            _check_execute_options(inputs, device, options)
         compiler = self._compiler  # not @_api: this is the hot path
         if compiler is None:
             compiler = self._fusion_compiler()
@@ -1629,43 +1595,59 @@ def _device_ordinal(device: Any) -> int | None:
     return int(number) if prefix == "cuda" and number.isdigit() else None
 
 
-def _check_execute_options(
-    inputs: Sequence[Any],
-    device: Any,
-    unknown: dict[str, Any],
-    switches: dict[str, bool],
-    option_lists: dict[str, Sequence[str]],
-) -> None:
-    """`fd.execute`'s nvFuser keywords (off the hot path): InputError for an unknown keyword,
-    a debugging switch fuser does not have, option lists that are not lists of names, or a
-    device the inputs are not on."""
+_EXECUTE_SWITCHES = frozenset(
+    (
+        "profile",
+        "print_repro",
+        "save_repro_inputs",
+        "capture_debug_output",
+        "override_user_schedule",
+    )
+)
+"""nvFuser's debugging switches of `execute`: accepted off."""
+
+_EXECUTE_OPTION_LISTS = frozenset(("_enable_options", "_disable_options"))
+"""nvFuser's option lists of `execute`: lists of its internal switches, accepted, no effect."""
+
+_ORDINALS: dict[Any, int | None] = {}
+"""The CUDA ordinal of each `device` argument seen (Thunder passes one with every call)."""
+
+
+def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str, Any]) -> None:
+    """`fd.execute`'s nvFuser keywords: InputError for an unknown keyword, a debugging switch
+    fuser does not have, option lists that are not lists of names, or a device the inputs are
+    not on (the first input that has a device tells: the runtime refuses inputs on two)."""
     op = "fd.execute"
-    if unknown:
-        raise InputError(
-            f"{op} got unknown keyword argument(s) {', '.join(map(repr, unknown))}; it takes "
-            f"inputs, device, {', '.join(switches)}, {', '.join(option_lists)}"
-        )
-    on = [name for name, value in switches.items() if value is not False]
-    if on:
-        raise InputError(
-            f"{op}: {', '.join(on)} is not supported by fuser yet (FUSER_DUMP shows each stage)"
-        )
-    for name, values in option_lists.items():  # nvFuser's internal switches: no meaning here
-        if (
-            isinstance(values, str)
-            or not isinstance(values, Sequence)
-            or not all(isinstance(v, str) for v in values)
-        ):
-            raise InputError(f"{op}: {name} must be a list of option names, got {values!r}")
+    for name, value in options.items():
+        if name in _EXECUTE_OPTION_LISTS:
+            if isinstance(value, list | tuple) and all(type(v) is str for v in value):
+                continue
+            raise InputError(f"{op}: {name} must be a list of option names, got {value!r}")
+        if name not in _EXECUTE_SWITCHES:
+            known = ", ".join(sorted(_EXECUTE_SWITCHES | _EXECUTE_OPTION_LISTS))
+            raise InputError(
+                f"{op} got an unknown keyword argument {name!r}; it takes inputs, device, {known}"
+            )
+        if value is not False:
+            raise InputError(
+                f"{op}: {name} is not supported by fuser yet (FUSER_DUMP shows each stage)"
+            )
     if device is None:
         return
-    ordinal = _device_ordinal(device)
+    try:
+        ordinal = _ORDINALS[device]
+    except (KeyError, TypeError):
+        ordinal = _device_ordinal(device)
+        with contextlib.suppress(TypeError):  # an unhashable device is looked at each call
+            _ORDINALS[device] = ordinal
     if ordinal is None:
         raise InputError(
             f"{op}: device must be a CUDA device (an ordinal or 'cuda:N'), got {device!r}"
         )
-    for i, x in enumerate(inputs if isinstance(inputs, Sequence) else ()):
+    for i, x in enumerate(inputs if isinstance(inputs, list | tuple) else ()):
         get = getattr(x, "get_device", None)
-        where = get() if callable(get) else None
-        if isinstance(where, int) and where >= 0 and where != ordinal:
-            raise InputError(f"{op}: device is cuda:{ordinal} but input {i} is on cuda:{where}")
+        if get is not None:
+            where = get()
+            if isinstance(where, int) and where >= 0 and where != ordinal:
+                raise InputError(f"{op}: device is cuda:{ordinal} but input {i} is on cuda:{where}")
+            return

@@ -150,7 +150,7 @@ def _negate() -> FusionDefinition:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"bogus": 1}, "got unknown keyword argument(s) 'bogus'; it takes inputs, device"),
+        ({"bogus": 1}, "got an unknown keyword argument 'bogus'; it takes inputs, device"),
         ({"profile": True}, "profile is not supported by fuser yet"),
         ({"print_repro": True}, "print_repro is not supported by fuser yet"),
         ({"device": "cpu"}, "device must be a CUDA device (an ordinal or 'cuda:N'), got 'cpu'"),
