@@ -19,6 +19,7 @@ from fuser.errors import (
     DefinitionError,
     FuserError,
     InputError,
+    ValidationError,
     VerificationError,
 )
 
@@ -64,5 +65,6 @@ __all__ = [
     "ParallelType",
     "Scalar",
     "Tensor",
+    "ValidationError",
     "VerificationError",
 ]

@@ -24,6 +24,10 @@ class InputError(FuserError):
     """Inputs given to `execute` or `reference` do not match the fusion's signature."""
 
 
+class ValidationError(FuserError):
+    """`fd.validate` found an output that differs from the reference."""
+
+
 class CompilationError(FuserError):
     """A kernel could not be generated or compiled (NVRTC log attached)."""
 

@@ -101,7 +101,7 @@ from fuser.dtypes import (
     result_type,
     unsupported_message,
 )
-from fuser.errors import DefinitionError, InputError, VerificationError
+from fuser.errors import DefinitionError, InputError, ValidationError, VerificationError
 from fuser.options import DEFAULT_STREAMS, check_options
 
 Number = bool | int | float
@@ -1557,9 +1557,55 @@ class FusionDefinition:
         launch configuration."""
         return self._fusion_compiler().compile(inputs, arch)
 
-    def last_cuda_code(self) -> str:
-        """The CUDA source of the kernels of the last `execute` or `compile`."""
-        return self._fusion_compiler().last_cuda_code()
+    def last_cuda_code(self, intrinsic_code: bool = False) -> str:
+        """The CUDA source of the kernels of the last `execute` or `compile`: the kernels and
+        their `#include` lines, or with `intrinsic_code` (nvFuser's name) the text of fuser's
+        headers in place of each include, once each, as NVRTC compiles it."""
+        source = self._fusion_compiler().last_cuda_code()
+        if intrinsic_code is not False:
+            if intrinsic_code is not True:
+                _fail(
+                    "fd.last_cuda_code",
+                    f"argument 'intrinsic_code' must be True or False, got {intrinsic_code!r}",
+                )
+            source = _with_headers(source)
+        return source
+
+    def validate(
+        self,
+        inputs: Sequence[Any],
+        reference: Sequence[Any] | None = None,
+        *,
+        atol: float | None = None,
+        rtol: float | None = None,
+        **execute_options: Any,
+    ) -> None:
+        """Runs the fusion and checks every output against `reference` (arrays of any kind
+        `execute` returns), by default the reference interpreter computing in float64. The
+        tolerance is by output dtype (`fuser.validation.TOLERANCES`) unless `atol` and `rtol`
+        are given; integers and bools must be equal. Raises ValidationError naming the first
+        output that differs, how many elements do, and where. `execute_options` go to
+        `execute` (nvFuser's keywords)."""
+        import numpy as np
+
+        from fuser.validation import compare, host_arrays
+
+        outputs = self.execute(inputs, **execute_options)
+        if reference is None:
+            expected = self.reference(host_arrays(inputs), compute_dtype=np.float64)
+        else:
+            expected = host_arrays(reference)
+            if len(expected) != len(outputs):
+                raise ValidationError(
+                    f"fd.validate: {len(expected)} reference output(s) for {len(outputs)} output(s)"
+                )
+        tolerance = None
+        if atol is not None or rtol is not None:
+            tolerance = (0.0 if rtol is None else float(rtol), 0.0 if atol is None else float(atol))
+        for i, (got, want) in enumerate(zip(host_arrays(outputs), expected, strict=True)):
+            problem = compare(np.asarray(got), np.asarray(want), f"output #{i}", tolerance)
+            if problem is not None:
+                raise ValidationError(f"fd.validate: @{self.name}: {problem}")
 
     def last_segments(self) -> list[SegmentSummary]:
         """The segments of the last `execute` or `compile`, in launch order: each one's
@@ -1651,3 +1697,31 @@ def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str
             if isinstance(where, int) and where >= 0 and where != ordinal:
                 raise InputError(f"{op}: device is cuda:{ordinal} but input {i} is on cuda:{where}")
             return
+
+
+def _with_headers(source: str) -> str:
+    """`source` with each `#include "fuser/..."` replaced by the header's text, recursively,
+    each header once (the first include of it)."""
+    from pathlib import Path
+
+    from fuser.runtime.compiled_kernel import fuser_include_dir
+
+    root = Path(fuser_include_dir())
+    seen: set[str] = set()
+
+    def expand(text: str) -> str:
+        lines: list[str] = []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith('#include "fuser/'):
+                name = stripped.split('"')[1]
+                if name not in seen:
+                    seen.add(name)
+                    lines.append(f"// ---- {name}")
+                    lines.append(expand((root / name).read_text()))
+                continue
+            if stripped != "#pragma once":
+                lines.append(line)
+        return "\n".join(lines)
+
+    return expand(source)

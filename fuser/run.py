@@ -6,11 +6,11 @@ It parses and verifies the file (errors located at `file:line:col`, as `fuser-op
 picks the first `fusion.fusion` (or `--fusion NAME`), and makes random inputs of the given shapes
 (one shape per tensor input, `()` for rank 0; normal floats, small non-zero integers, random
 bools; scalars alike). With a GPU it runs the fusion, checks every output against the reference
-interpreter computing in float64 (tolerances by dtype, `TOLERANCES`), and prints each kernel's
-median time (CUDA events after warm-up, L2 flushed before each launch) and the bandwidth it
-achieved, counting every input read once and every output written once. Without a GPU (or with
-`--compile-only`) it compiles every kernel with NVRTC for `--arch` (default sm_90), evaluates the
-reference, and says that nothing was run.
+interpreter computing in float64 (tolerances by dtype, `fuser.validation.TOLERANCES`), and
+prints each kernel's median time (CUDA events after warm-up, L2 flushed before each launch)
+and the bandwidth it achieved, counting every input read once and every output written once.
+Without a GPU (or with `--compile-only`) it compiles every kernel with NVRTC for `--arch`
+(default sm_90), evaluates the reference, and says that nothing was run.
 
 Exit status (as `fuser-opt`'s): 0 when every output matches, 1 for a user's mistake (a one-line
 `fuser-run: error: ...` or a located diagnostic) or a mismatch, 2 for a bug in fuser ("internal
@@ -48,20 +48,13 @@ from fuser.errors import FuserError
 from fuser.runtime import driver
 from fuser.runtime.arrays import DeviceArray
 from fuser.runtime.compiled_kernel import RtcKernel
-from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
+from fuser.runtime.dtypes import numpy_dtype, round_to_float
 from fuser.runtime.reference import evaluate
 from fuser.transforms.schedulers.info import DEFAULT_ARCH, SHAPES_SYNTAX, arch_problem
 from fuser.transforms.schedulers.info import parse_shapes as parse_shape_list
+from fuser.validation import compare
 
 PROG = "fuser-run"
-
-#: (rtol, atol) of a GPU output against the float64 reference, by output dtype.
-TOLERANCES: dict[np.dtype, tuple[float, float]] = {
-    np.dtype(np.float16): (2e-3, 1e-3),
-    BFLOAT16: (1.6e-2, 1e-2),
-    np.dtype(np.float32): (2e-5, 2e-5),
-    np.dtype(np.float64): (1e-9, 1e-12),
-}
 
 
 class RunError(FuserError):
@@ -79,32 +72,6 @@ class Progress:
 
 # --------------------------------------------------------------------------------------------
 # Checking outputs
-
-
-def compare(actual: np.ndarray, expected: np.ndarray, what: str) -> str | None:
-    """None when `actual` matches the reference `expected` within the tolerance of its dtype,
-    else a one-line description of the mismatch. NaNs must sit in the same places; integers
-    and bools must be equal."""
-    if actual.shape != expected.shape:
-        return f"{what}: shape {actual.shape}, the reference has shape {expected.shape}"
-    if actual.dtype.kind in "biu":
-        bad = actual != expected.astype(actual.dtype)
-        rtol = atol = 0.0
-    else:
-        rtol, atol = TOLERANCES.get(actual.dtype, (2e-5, 2e-5))
-        a = actual.astype(np.float64)
-        e = expected.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
-        bad = ~close
-    n_bad = int(np.count_nonzero(bad))
-    if n_bad == 0:
-        return None
-    index = tuple(int(i) for i in np.argwhere(bad)[0])
-    return (
-        f"{what}: {n_bad} of {actual.size} elements differ from the reference (rtol={rtol}, "
-        f"atol={atol}); first at {index}: got {actual[index]!r}, expected {expected[index]!r}"
-    )
 
 
 def max_error(actual: np.ndarray, expected: np.ndarray) -> float:

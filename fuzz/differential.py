@@ -25,7 +25,7 @@ For each program of `fuser.fuzz.programs.generate` (see `check_program`):
 5. `gpu` (with `--gpu`): `fd.execute` on torch CUDA tensors in the program's layouts (transposed,
    broadcast with stride 0, sliced, misaligned), twice (the second call hits the caches), into
    outputs allocated over NaN-poisoned memory, against the float64 reference with
-   `fuser.run.TOLERANCES` by the least precise dtype upstream of each output, the absolute
+   `fuser.validation.TOLERANCES` by the least precise dtype upstream of each output, the absolute
    tolerance scaled by the largest magnitude there. An element that misses the float64
    reference passes if it matches the reference computing f32 in f32 (the GPU's precision), or
    lies within `ILL_CONDITIONED` times the two references' distance of the float64 one: where an
@@ -94,8 +94,8 @@ F32_TOLERANCES: dict[str, tuple[float, float]] = CPU_TOLERANCES | {"f32": (2e-4,
 
 
 def gpu_tolerances() -> dict[str, tuple[float, float]]:
-    """fuser-run's tolerances of a GPU result against the float64 reference, by dtype name."""
-    from fuser.run import TOLERANCES
+    """The GPU tolerances (`fuser.validation`) against the float64 reference, by dtype name."""
+    from fuser.validation import TOLERANCES
 
     return {name: TOLERANCES[NUMPY_DTYPES[name]] for name in FLOATS}
 

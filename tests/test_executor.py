@@ -33,7 +33,7 @@ from fuser.compiler import (
 from fuser.dialects import kernel
 from fuser.dialects.fusion import F16, F64
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
-from fuser.run import compare, main, parse_shapes
+from fuser.run import main, parse_shapes
 from fuser.runtime import calls, dispatch, driver, executor, frontends, signature
 from fuser.runtime.arrays import BFLOAT16
 from fuser.runtime.calls import Call, InputLayout, read_inputs
@@ -56,6 +56,7 @@ from fuser.runtime.signature import (
     dtype_code,
     tensor_part,
 )
+from fuser.validation import compare
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

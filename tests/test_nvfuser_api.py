@@ -178,3 +178,42 @@ def test_execute_takes_nvfuser_option_lists() -> None:
     else:
         with pytest.raises(Exception, match="no CUDA device is available"):
             fd.execute([x], **opts)
+
+
+def test_validate_checks_every_output_against_the_reference(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`validate` runs `execute` (here the reference stands in for the GPU, then a copy with
+    one element off) and names the first output that differs."""
+    from fuser import ValidationError
+
+    with FusionDefinition("twice") as fd:
+        x = fd.define_tensor([-1, -1])
+        fd.add_output(fd.ops.mul(x, 2.0))
+        fd.add_output(fd.ops.sum(x, [1]))
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    outputs = fd.reference([a])
+    monkeypatch.setattr(fd, "execute", lambda inputs, **kw: [o.copy() for o in outputs])
+    fd.validate([a])
+    fd.validate([a], [2 * a, a.sum(1)], atol=1e-5, rtol=1e-5)
+    outputs[1][3] += 1e-3
+    with pytest.raises(ValidationError) as e:
+        fd.validate([a])
+    assert "fd.validate: @twice: output #1: 1 of 4 elements differ from the reference" in str(
+        e.value
+    )
+    assert "first at (3,)" in str(e.value)
+    fd.validate([a], atol=1e-2, rtol=0.0)  # a looser tolerance takes it
+    with pytest.raises(ValidationError, match="1 reference output"):
+        fd.validate([a], [2 * a])
+
+
+def test_last_cuda_code_with_the_headers_inlined() -> None:
+    fd = _negate()
+    fd.compile([np.ones(3, np.float32)], arch="sm_90")
+    plain, full = fd.last_cuda_code(), fd.last_cuda_code(intrinsic_code=True)
+    assert '#include "fuser/core.cuh"' in plain and '#include "fuser/' not in full
+    assert "// ---- fuser/core.cuh" in full and full.count("// ---- fuser/core.cuh") == 1
+    assert plain.splitlines()[-1] == full.splitlines()[-1]  # the kernel itself, unchanged
+    with pytest.raises(DefinitionError, match="'intrinsic_code' must be True or False"):
+        fd.last_cuda_code(intrinsic_code=1)

@@ -20,10 +20,11 @@ from gpu_helpers import numpy_of, torch_of
 from fuser import DataType, FusionDefinition
 from fuser.compiler import FusionCompiler
 from fuser.errors import InputError
-from fuser.run import compare, main
+from fuser.run import main
 from fuser.runtime import driver
 from fuser.runtime.arrays import BFLOAT16, DeviceArray
 from fuser.runtime.dtypes import round_to_float
+from fuser.validation import compare
 
 pytestmark = pytest.mark.gpu
 
@@ -442,3 +443,26 @@ def test_min_of_negated_integers(torch: Any, shape: tuple[int, int]) -> None:
     a = torch.randint(-10, 10, shape, dtype=torch.int32, device="cuda")
     (out,) = fd.execute([a])
     assert torch.equal(out, (-a).amin(0))
+
+
+def test_validate_and_nvfuser_keywords_on_torch_inputs(
+    rng: np.random.Generator, torch: Any
+) -> None:
+    """`fd.validate` on bf16 torch tensors (copied to the host for the reference), with
+    Thunder's keywords; a wrong reference is a ValidationError naming the output."""
+    from fuser import ValidationError
+
+    with FusionDefinition("validate_bf16") as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.BFloat16)
+        y = fd.ops.cast(fd.ops.mul(fd.ops.cast(x, DataType.Float), 3.0), DataType.BFloat16)
+        fd.add_output(y)
+        fd.add_output(fd.ops.sum(fd.ops.cast(x, DataType.Float), [1]))
+    a = round_to_float(rng.standard_normal((127, 33)), BFLOAT16)
+    t = torch_of(torch, a)
+    options = {"device": t.device, "_enable_options": [], "_disable_options": []}
+    fd.validate([t], **options)
+    (tripled, sums) = fd.execute([t], **options)
+    with pytest.raises(ValidationError, match="output #1: 127 of 127 elements differ"):
+        fd.validate([t], [tripled, sums + 1.0])
+    with pytest.raises(InputError, match="device is cuda:1 but input 0 is on cuda:0"):
+        fd.execute([t], device="cuda:1")
