@@ -106,16 +106,6 @@ from fuser.options import DEFAULT_STREAMS, check_options
 
 Number = bool | int | float
 
-_TORCH_DTYPES = {
-    "torch.float32": DataType.Float,
-    "torch.float64": DataType.Double,
-    "torch.float16": DataType.Half,
-    "torch.bfloat16": DataType.BFloat16,
-    "torch.int64": DataType.Int,
-    "torch.int32": DataType.Int32,
-    "torch.bool": DataType.Bool,
-}
-"""The DataType of each torch dtype fuser computes (`fd.from_pytorch`)."""
 
 # --------------------------------------------------------------------------------------------
 # Handles
@@ -418,9 +408,6 @@ class FusionOps:
         assert isinstance(t, Tensor)
         return t
 
-    def _dtype(self, op: str, arg: str, x: object, *, optional: bool = False) -> DataType | None:
-        return _check_dtype(op, arg, x, optional=optional)
-
     def _bool(self, op: str, arg: str, x: object) -> bool:
         if not isinstance(x, bool):
             _fail(op, f"argument '{arg}' must be True or False, got {x!r}")
@@ -614,7 +601,7 @@ class FusionOps:
         if isinstance(dims, DataType) and dtype is None:  # nvFuser's sum(t, dtype)
             dims, dtype = None, dims
         keep = self._bool(qual, "keepdim", keepdim)
-        out = self._dtype(qual, "dtype", dtype, optional=True)
+        out = _check_dtype(qual, "dtype", dtype, optional=True)
         if out is None:
             out = DataType.Int if op == "sum" and x.dtype == DataType.Bool else x.dtype
         fd = self._definition
@@ -836,7 +823,7 @@ class FusionOps:
         op = "fd.ops.cast"
         x = self._operand(op, "t", t, numbers_ok=False)
         assert isinstance(x, _Value)
-        target = self._dtype(op, "dtype", dtype)
+        target = _check_dtype(op, "dtype", dtype)
         assert target is not None
         fd = self._definition
         if x.dtype == target:
@@ -869,15 +856,21 @@ class FusionOps:
 
     @_api
     def expand(self, t: Any, shape: Any) -> Tensor:
-        """`t` with its dims of extent 1 expanded to `shape` (same rank; -1 keeps a dim), as
-        torch's `expand`."""
-        x = self._tensor("fd.ops.expand", "t", t)
-        if isinstance(shape, Sequence) and not isinstance(shape, str):
-            # -1 keeps a dim, an extent-1 one too (torch), where broadcast_in_dim wants its 1
-            shape = [
-                1 if e == -1 and x._shape[d : d + 1] == (1,) else e for d, e in enumerate(shape)
-            ]
-        return self._broadcast_in_dim("fd.ops.expand", x, shape, list(range(x.ndim)))
+        """`t` with its dims of extent 1 expanded to `shape` (-1 keeps a dim), and new leading
+        dims where `shape` has more, as torch's `expand`."""
+        op = "fd.ops.expand"
+        x = self._tensor(op, "t", t)
+        if not isinstance(shape, Sequence) or isinstance(shape, str):
+            _fail(op, f"argument 'shape' must be a list of ints or extents, got {shape!r}")
+        new = len(shape) - x.ndim  # leading dims torch's expand adds
+        if new < 0:
+            _fail(op, f"argument 'shape' has rank {len(shape)}, below the operand's rank {x.ndim}")
+        # -1 keeps a dim, one of extent 1 too (torch), where broadcast_in_dim wants its 1
+        entries = [
+            1 if type(e) is int and e == -1 and d >= new and x._shape[d - new] == 1 else e
+            for d, e in enumerate(shape)
+        ]
+        return self._broadcast_in_dim(op, x, entries, list(range(new, len(shape))))
 
     @_api
     def broadcast(self, t: Any, is_broadcast_dim: Any) -> Tensor:
@@ -899,11 +892,8 @@ class FusionOps:
                 f"argument 'is_broadcast_dim' has {len(kept)} False entries; it needs one for "
                 f"each of the operand's {x.ndim} dims",
             )
-        source = dict(zip(kept, x._shape, strict=True))
-        rtype = TensorType(
-            element_type(x._value.type), [source.get(d, 1) for d in range(len(flags))]
-        )
-        return self._definition._wrap_tensor(BroadcastInDimOp(x._value, kept, rtype))
+        carried = dict(zip(kept, x.static_shape, strict=True))
+        return self._broadcast_in_dim(op, x, [carried.get(d, 1) for d in range(len(flags))], kept)
 
     @_api
     def permute(self, t: Any, dims: Any) -> Tensor:
@@ -1028,11 +1018,12 @@ class FusionOps:
         return self._reduce("min", MinOp, t, dims, keepdim, dtype)
 
     @_api
-    def welford(self, t: Any, dims: Any) -> tuple[Tensor, Tensor, Tensor]:
-        """Welford statistics over `dims`: `(avg, var_sum, n)`; `n` is Int."""
+    def welford(self, t: Any, dims: Any = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Welford statistics over `dims` (every dim when None): `(avg, var_sum, n)`; `n` is
+        Int."""
         op = "fd.ops.welford"
         x = self._statistics_input(op, t)
-        axes = self._dims(op, dims, x.ndim)
+        axes = list(range(x.ndim)) if dims is None else self._dims(op, dims, x.ndim)
         fd = self._definition
         w = fd._emit(
             WelfordOp(
@@ -1271,7 +1262,7 @@ class FusionDefinition:
         self,
         shape: Any = None,
         contiguity: Any = None,
-        dtype: Any = DataType.Float,
+        dtype: Any = None,
         is_cpu: Any = False,
         stride_order: Any = None,
         *,
@@ -1283,8 +1274,8 @@ class FusionDefinition:
 
         - `shape` (-1 for a dynamic dim, n for a static one, 1 for a broadcast dim) with
           `contiguity` (one bool, or per dim True, False or None; None marks a broadcast dim,
-          so a -1 there becomes a static 1), `dtype`, `is_cpu` and `stride_order` (a
-          permutation of the dims);
+          so a -1 there becomes a static 1), `dtype` (Float when None), `is_cpu` and
+          `stride_order` (a permutation of the dims);
         - `sizes` and `strides` of a concrete tensor (nvFuser's legacy form): every extent
           dynamic except the 1s (broadcast dims), or every extent static with `static_sizes`.
 
@@ -1293,8 +1284,10 @@ class FusionDefinition:
         `define_tensor(shape, dtype)` (a DataType second) is fuser's own short form.
         """
         op = "fd.define_tensor"
-        if isinstance(contiguity, DataType) and dtype is DataType.Float:
+        if isinstance(contiguity, DataType) and dtype is None:
             contiguity, dtype = None, contiguity  # define_tensor(shape, dtype)
+        if dtype is None:
+            dtype = DataType.Float
         if sizes is not None or strides is not None:
             shape = self._legacy_shape(op, shape, contiguity, sizes, strides, static_sizes)
             contiguity = None
@@ -1323,6 +1316,7 @@ class FusionDefinition:
             if (
                 not isinstance(order, Sequence)
                 or isinstance(order, str)
+                or not all(type(i) is int for i in order)
                 or (order and sorted(order) != list(range(len(dims))))
             ):
                 _fail(
@@ -1390,9 +1384,15 @@ class FusionDefinition:
     def from_pytorch(self, tensor: Any, static_sizes: Any = False) -> Tensor:
         """A tensor input like `tensor` (a torch tensor): its dtype, rank and broadcast
         (extent 1) dims, every other extent dynamic, or all static with `static_sizes`."""
+        from fuser.runtime.arrays import torch_numpy_dtype
+        from fuser.runtime.dtypes import FUSION_DTYPES, element_type_of
+
         op = "fd.from_pytorch"
-        dtype = _TORCH_DTYPES.get(str(getattr(tensor, "dtype", None)))
-        if dtype is None or not hasattr(tensor, "stride"):
+        np_dtype = torch_numpy_dtype(getattr(tensor, "dtype", None))
+        dtype = None
+        if np_dtype is not None and np_dtype in FUSION_DTYPES and hasattr(tensor, "stride"):
+            dtype = DataType.from_element_type(element_type_of(np_dtype))
+        if dtype is None:
             what = getattr(tensor, "dtype", type(tensor).__name__)
             _fail(op, f"argument 'tensor' must be a torch tensor of a fuser dtype, got {what}")
         if getattr(tensor, "is_cpu", False) and tensor.dim() == 0:
@@ -1415,7 +1415,7 @@ class FusionDefinition:
         if isinstance(value, DataType):  # nvFuser's define_scalar(DataType): an input
             if dtype is not None:
                 _fail(op, f"got a DataType as 'value' ({value}) and 'dtype' ({dtype!r}); pass one")
-            value, dtype = None, value
+            value, dtype = None, _check_dtype(op, "value", value)
         dtype = _check_dtype(op, "dtype", dtype, optional=True)
         if value is None:
             s = Scalar(self, self._argument((dtype or DataType.Double).element_type))
@@ -1537,12 +1537,14 @@ class FusionDefinition:
         (torch, cupy, `fuser.DeviceArray`, anything with `__cuda_array_interface__` or
         `__dlpack__`), used in place; outputs come back as the same kind as the inputs.
 
-        nvFuser's keywords are taken: `device` (an ordinal, `"cuda:N"` or a torch device) must
-        be the device of the CUDA inputs; the debugging switches (`profile`, `print_repro`,
-        `save_repro_inputs`, `capture_debug_output`, `override_user_schedule`) are accepted
-        off and rejected by name when on; nvFuser's `_enable_options`/`_disable_options` (lists
-        of nvFuser's internal switches, such as "fuse_matmul") are accepted and have no effect;
-        any other keyword is an InputError naming it. (They are checked off the hot path.)
+        nvFuser's keywords are taken: `device` (an ordinal, `"cuda:N"` or a torch device; "cuda"
+        is the current device) must be the device of the torch inputs (the only kind that says
+        its device cheaply; the runtime refuses inputs on two devices); the debugging switches
+        (`profile`, `print_repro`, `save_repro_inputs`, `capture_debug_output`,
+        `override_user_schedule`) are accepted off and rejected by name when on; nvFuser's
+        `_enable_options`/`_disable_options` (lists of nvFuser's internal switches, such as
+        "fuse_matmul") are accepted and have no effect; any other keyword is an InputError
+        naming it. Without keywords the check costs one test.
         """
         if device is not None or options:
             _check_execute_options(inputs, device, options)
@@ -1560,7 +1562,8 @@ class FusionDefinition:
     def last_cuda_code(self, intrinsic_code: bool = False) -> str:
         """The CUDA source of the kernels of the last `execute` or `compile`: the kernels and
         their `#include` lines, or with `intrinsic_code` (nvFuser's name) the text of fuser's
-        headers in place of each include, once each, as NVRTC compiles it."""
+        own headers in place of their includes, each once, before the first kernel that
+        includes it (CUDA's headers stay includes)."""
         source = self._fusion_compiler().last_cuda_code()
         if intrinsic_code is not False:
             if intrinsic_code is not True:
@@ -1568,7 +1571,9 @@ class FusionDefinition:
                     "fd.last_cuda_code",
                     f"argument 'intrinsic_code' must be True or False, got {intrinsic_code!r}",
                 )
-            source = _with_headers(source)
+            from fuser.runtime.compiled_kernel import inline_fuser_headers
+
+            source = inline_fuser_headers(source)
         return source
 
     def validate(
@@ -1582,10 +1587,10 @@ class FusionDefinition:
     ) -> None:
         """Runs the fusion and checks every output against `reference` (arrays of any kind
         `execute` returns), by default the reference interpreter computing in float64. The
-        tolerance is by output dtype (`fuser.validation.TOLERANCES`) unless `atol` and `rtol`
-        are given; integers and bools must be equal. Raises ValidationError naming the first
-        output that differs, how many elements do, and where. `execute_options` go to
-        `execute` (nvFuser's keywords)."""
+        tolerances are by output dtype (`fuser.validation.TOLERANCES`), each replaced where
+        `atol` or `rtol` is given; integers and bools must be equal. Raises ValidationError
+        naming the first output that differs, how many elements do, and where.
+        `execute_options` go to `execute` (nvFuser's keywords)."""
         import numpy as np
 
         from fuser.validation import compare, host_arrays
@@ -1599,11 +1604,8 @@ class FusionDefinition:
                 raise ValidationError(
                     f"fd.validate: {len(expected)} reference output(s) for {len(outputs)} output(s)"
                 )
-        tolerance = None
-        if atol is not None or rtol is not None:
-            tolerance = (0.0 if rtol is None else float(rtol), 0.0 if atol is None else float(atol))
         for i, (got, want) in enumerate(zip(host_arrays(outputs), expected, strict=True)):
-            problem = compare(np.asarray(got), np.asarray(want), f"output #{i}", tolerance)
+            problem = compare(np.asarray(got), np.asarray(want), f"output #{i}", rtol, atol)
             if problem is not None:
                 raise ValidationError(f"fd.validate: @{self.name}: {problem}")
 
@@ -1626,9 +1628,13 @@ class FusionDefinition:
         return f"FusionDefinition({self.name!r}, {self._state.name.lower()})"
 
 
+_CURRENT_DEVICE = -1
+"""`_device_ordinal` of "cuda" without an index: the current device, whichever it is."""
+
+
 def _device_ordinal(device: Any) -> int | None:
-    """The CUDA ordinal `device` names (an int, "cuda", "cuda:N" or a torch device), or None
-    for anything else."""
+    """The CUDA ordinal `device` names (an int, "cuda:N" or a torch device; `_CURRENT_DEVICE`
+    for "cuda"), or None for anything else."""
     if isinstance(device, bool):
         return None
     if isinstance(device, numbers.Integral):
@@ -1636,7 +1642,7 @@ def _device_ordinal(device: Any) -> int | None:
         return ordinal if ordinal >= 0 else None
     text = str(device)
     if text == "cuda":
-        return 0
+        return _CURRENT_DEVICE
     prefix, _, number = text.partition(":")
     return int(number) if prefix == "cuda" and number.isdigit() else None
 
@@ -1661,8 +1667,8 @@ _ORDINALS: dict[Any, int | None] = {}
 
 def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str, Any]) -> None:
     """`fd.execute`'s nvFuser keywords: InputError for an unknown keyword, a debugging switch
-    fuser does not have, option lists that are not lists of names, or a device the inputs are
-    not on (the first input that has a device tells: the runtime refuses inputs on two)."""
+    fuser does not have, option lists that are not lists of names, or a device the torch inputs
+    are not on (the first one tells: the runtime refuses inputs on two devices)."""
     op = "fd.execute"
     for name, value in options.items():
         if name in _EXECUTE_OPTION_LISTS:
@@ -1690,6 +1696,8 @@ def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str
         raise InputError(
             f"{op}: device must be a CUDA device (an ordinal or 'cuda:N'), got {device!r}"
         )
+    if ordinal == _CURRENT_DEVICE:
+        return
     for i, x in enumerate(inputs if isinstance(inputs, list | tuple) else ()):
         get = getattr(x, "get_device", None)
         if get is not None:
@@ -1697,31 +1705,3 @@ def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str
             if isinstance(where, int) and where >= 0 and where != ordinal:
                 raise InputError(f"{op}: device is cuda:{ordinal} but input {i} is on cuda:{where}")
             return
-
-
-def _with_headers(source: str) -> str:
-    """`source` with each `#include "fuser/..."` replaced by the header's text, recursively,
-    each header once (the first include of it)."""
-    from pathlib import Path
-
-    from fuser.runtime.compiled_kernel import fuser_include_dir
-
-    root = Path(fuser_include_dir())
-    seen: set[str] = set()
-
-    def expand(text: str) -> str:
-        lines: list[str] = []
-        for line in text.splitlines():
-            stripped = line.strip()
-            if stripped.startswith('#include "fuser/'):
-                name = stripped.split('"')[1]
-                if name not in seen:
-                    seen.add(name)
-                    lines.append(f"// ---- {name}")
-                    lines.append(expand((root / name).read_text()))
-                continue
-            if stripped != "#pragma once":
-                lines.append(line)
-        return "\n".join(lines)
-
-    return expand(source)

@@ -23,20 +23,23 @@ def compare(
     actual: np.ndarray,
     expected: np.ndarray,
     what: str,
-    tolerance: tuple[float, float] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
 ) -> str | None:
-    """None when `actual` matches the reference `expected` within `tolerance` (rtol, atol;
-    default: `TOLERANCES` of its dtype), else a one-line description of the mismatch. NaNs
-    must sit in the same places; integers and bools must be equal."""
+    """None when `actual` matches the reference `expected` within `rtol` and `atol` (each by
+    default the one `TOLERANCES` gives its dtype), else a one-line description of the
+    mismatch. NaNs must sit in the same places; integers and bools must be equal."""
     if actual.shape != expected.shape:
         return f"{what}: shape {actual.shape}, the reference has shape {expected.shape}"
     if actual.dtype.kind in "biu":
         bad = actual != expected.astype(actual.dtype)
         rtol = atol = 0.0
     else:
-        rtol, atol = tolerance or TOLERANCES.get(actual.dtype, (2e-5, 2e-5))
+        default_rtol, default_atol = TOLERANCES.get(actual.dtype, (2e-5, 2e-5))
+        rtol = default_rtol if rtol is None else rtol
+        atol = default_atol if atol is None else atol
         a = actual.astype(np.float64)
-        e = np.asarray(expected).astype(np.float64)
+        e = expected.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
             close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
         bad = ~close

@@ -76,6 +76,7 @@ from fuser.fuzz.programs import (
     view_of,
 )
 from fuser.transforms.schedulers.info import DEFAULT_ARCH
+from fuser.validation import host_array
 
 # --------------------------------------------------------------------------------------------
 # Comparing
@@ -496,14 +497,6 @@ def _torch_of(array: np.ndarray) -> Any:
     return t.cuda()
 
 
-def _numpy_of(tensor: Any) -> np.ndarray:
-    import torch  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
-
-    if tensor.dtype == torch.bfloat16:
-        return tensor.view(torch.int16).cpu().numpy().view(NUMPY_DTYPES["bf16"])
-    return tensor.cpu().numpy()
-
-
 def torch_inputs(program: Program) -> list[Any]:
     """The inputs as CUDA torch tensors in the program's layouts (views of device buffers)."""
     out: list[Any] = []
@@ -525,7 +518,7 @@ def run_on_gpu(fd: FusionDefinition, program: Program) -> list[np.ndarray]:
     del poison  # its block returns to torch's cache, NaN-filled, for the outputs to reuse
     outputs = fd.execute(torch_inputs(program))
     torch.cuda.synchronize()
-    return [_numpy_of(o) for o in outputs]
+    return [host_array(o) for o in outputs]
 
 
 # --------------------------------------------------------------------------------------------
@@ -638,7 +631,7 @@ def _variants(program: Program) -> list[Program]:
         for i in reversed(range(len(program.ops))):
             bypassed = _bypass(program, i, values.values)
             if bypassed is not None:
-                out.append(_drop_unused_inputs(bypassed))
+                out.append(_drop_dead(bypassed))
         cuts = (_cut(program, i, values.values, handles) for i in range(len(program.ops)))
         out.extend(c for c in cuts if c is not None)
     except Exception:

@@ -143,6 +143,29 @@ def fuser_include_dir() -> str:
     )
 
 
+def inline_fuser_headers(source: str) -> str:
+    """`source` with each `#include "fuser/..."` replaced by the header's text, recursively,
+    each header once (where it is first included); CUDA's headers stay includes."""
+    root = Path(fuser_include_dir())
+    seen: set[str] = set()
+
+    def expand(text: str) -> str:
+        lines: list[str] = []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith('#include "fuser/'):
+                name = stripped.split('"')[1]
+                if name not in seen:
+                    seen.add(name)
+                    lines.append(f"// ---- {name}")
+                    lines.append(expand((root / name).read_text()))
+            elif stripped != "#pragma once":
+                lines.append(line)
+        return "\n".join(lines)
+
+    return expand(source)
+
+
 _CUDA_HEADERS = ("cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h", "cuda_bf16.hpp")
 
 

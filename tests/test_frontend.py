@@ -601,7 +601,11 @@ def test_wrong_arity_and_keywords() -> None:
             lambda: fd.define_tensor([-1], DataType.Float, True),
             "fd.define_tensor: argument 'dtype' must be a DataType, got True",
         )
-        error(lambda: fd.define_tensor([-1], None, DataType.Float, False, None, 1), "takes")
+        error(
+            lambda: fd.define_tensor([-1], None, DataType.Float, False, None, 1),
+            "fd.define_tensor takes (shape=None, contiguity=None, dtype=None, is_cpu=False, "
+            "stride_order=None, *, sizes=None, strides=None, static_sizes=False), got 6 arguments",
+        )
         fd.add_output(x)
 
 

@@ -135,6 +135,7 @@ def test_reductions_without_dims_reduce_every_dim(rng: np.random.Generator) -> N
     total, total64, biggest, smallest, var, same = fd.reference([a, np.array(1.5, np.float16)])
     np.testing.assert_allclose(total, a.sum(), rtol=1e-5)
     assert total64.dtype == np.float64 and biggest.shape == (1, 1)
+    np.testing.assert_allclose(total64, a.astype(np.float64).sum(), rtol=1e-6)
     np.testing.assert_array_equal(biggest, a.max(keepdims=True))
     np.testing.assert_array_equal(smallest, a.min())
     np.testing.assert_allclose(var, a.astype(np.float64).var(ddof=1), rtol=1e-5)
@@ -203,7 +204,9 @@ def test_validate_checks_every_output_against_the_reference(
         e.value
     )
     assert "first at (3,)" in str(e.value)
-    fd.validate([a], atol=1e-2, rtol=0.0)  # a looser tolerance takes it
+    fd.validate([a], atol=1e-2)  # a looser atol takes it (rtol stays f32's)
+    with pytest.raises(ValidationError):
+        fd.validate([a], rtol=1e-6)  # atol stays f32's 2e-5: the 1e-3 still differs
     with pytest.raises(ValidationError, match="1 reference output"):
         fd.validate([a], [2 * a])
 
@@ -217,3 +220,53 @@ def test_last_cuda_code_with_the_headers_inlined() -> None:
     assert plain.splitlines()[-1] == full.splitlines()[-1]  # the kernel itself, unchanged
     with pytest.raises(DefinitionError, match="'intrinsic_code' must be True or False"):
         fd.last_cuda_code(intrinsic_code=1)
+
+
+def test_expand_adds_leading_dims_and_takes_no_scalars(rng: np.random.Generator) -> None:
+    """torch's expand: more entries than dims add leading dims; -1 keeps a dim. A Scalar is no
+    extent: a clear error, and no stray op in the fusion (it is not compared with -1)."""
+    with FusionDefinition("expand_lead") as fd:
+        v = fd.define_tensor([-1, 1])
+        fd.add_output(fd.ops.expand(v, [4, -1, 5]))
+    a = rng.standard_normal((3, 1)).astype(np.float32)
+    (out,) = fd.reference([a])
+    np.testing.assert_array_equal(out, np.broadcast_to(a, (4, 3, 5)))
+    emitted: list[str] = []
+    with pytest.raises(DefinitionError) as e, FusionDefinition("expand_scalar") as f:
+        x = f.define_tensor([-1])
+        s = f.define_scalar(DataType.Int)
+        emit = f._emit
+        f._emit = lambda op: emitted.append(op.name) or emit(op)  # type: ignore[method-assign]
+        f.ops.expand(x, [s])
+    assert "fd.ops.expand: argument 'shape' entry 0 must be an int or an extent" in str(e.value)
+    assert emitted == []  # no fusion.constant/fusion.eq from comparing the Scalar with -1
+    with (
+        pytest.raises(DefinitionError, match="has rank 1, below the operand's rank 2"),
+        FusionDefinition("expand_rank") as f2,
+    ):
+        f2.ops.expand(f2.define_tensor([-1, 1]), [3])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda fd: fd.define_scalar(DataType.Null), "DataType.Null is no type"),
+        (lambda fd: fd.define_tensor([-1], DataType.Half, dtype=DataType.Float), "'contiguity'"),
+        (lambda fd: fd.define_tensor([-1, -1], stride_order=[0, "a"]), "a permutation of the 2"),
+    ],
+)
+def test_more_definition_mistakes(call: Any, message: str) -> None:
+    with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
+        call(fd)
+    assert message in str(e.value)
+
+
+def test_welford_without_dims_reduces_every_dim(rng: np.random.Generator) -> None:
+    with FusionDefinition("welford_all") as fd:
+        avg, _, n = fd.ops.welford(fd.define_tensor([-1, -1]))
+        fd.add_output(avg)
+        fd.add_output(n)
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    mean, count = fd.reference([a])
+    np.testing.assert_allclose(mean, a.mean(), rtol=1e-5)
+    assert int(count) == 15

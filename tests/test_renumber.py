@@ -5,6 +5,7 @@ tests/gpu/test_renumber_gpu.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,8 @@ def test_expand_takes_extents_and_minus_one(rng: np.random.Generator) -> None:
     np.testing.assert_allclose(multiplied, a * d)
 
 
-Bad = Any
+Bad = Callable[[FusionDefinition, Any], Any]
+"""A mistaken call on a FusionDefinition."""
 
 
 @pytest.mark.parametrize(
@@ -112,7 +114,7 @@ def transposed_gelu() -> FusionDefinition:
 @pytest.mark.parametrize(
     ("shape", "scheduler"), [((2048, 4096), "transpose"), ((8, 4096), "pointwise")]
 )
-def test_a_permute_that_moves_the_innermost_dim_goes_to_the_transpose_scheduler(
+def test_a_permute_that_moves_the_innermost_dim_is_read_in_place(
     rng: np.random.Generator, shape: tuple[int, int], scheduler: str
 ) -> None:
     """The kernel reads x itself (one kernel, x its parameter): the transpose scheduler where
@@ -142,9 +144,16 @@ def test_a_permuted_input_is_read_through_by_each_segment(
         dump.configure("")
     log = capsys.readouterr().err
     assert "forwarded (recomputed in each consumer segment): permute %t1" in log
+    signatures = [
+        next(line for line in k.source.splitlines() if "__global__" in line)
+        for k in compiled.kernels
+    ]
+    # each reads the input t0 itself; no kernel takes or writes the permuted t1
+    assert [s.split("(", 2)[2] for s in signatures] == [
+        "Tensor<float, 2> t0, Tensor<float, 2> t2) {",
+        "Tensor<float, 2> t0, Tensor<float, 2> t2, Tensor<float, 2> t4) {",
+    ]
     assert [k.scheduler for k in compiled.kernels] == ["reduction", "transpose"]
-    for k in compiled.kernels:  # each reads the input t0 itself, as its first parameter
-        assert f"_{k.scheduler}(Tensor<float, 2> t0, " in k.source
 
 
 def test_a_matmul_epilogue_takes_no_permute_of_the_result(

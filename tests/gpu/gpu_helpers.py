@@ -17,6 +17,7 @@ from xdsl.parser import Parser
 
 from fuser.dialects import fusion as fu
 from fuser.runtime.dtypes import BFLOAT16
+from fuser.validation import host_array
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 
@@ -43,10 +44,8 @@ def torch_of(torch: Any, a: np.ndarray) -> Any:
 
 
 def numpy_of(torch: Any, t: Any) -> np.ndarray:
-    """A numpy array with the values of a torch tensor (bf16 included)."""
-    if t.dtype == torch.bfloat16:
-        return t.contiguous().view(torch.int16).cpu().numpy().view(BFLOAT16)
-    return t.cpu().numpy()
+    """A numpy array with the values of a torch tensor (bf16 included; `host_array`)."""
+    return host_array(t)
 
 
 def assert_close(
