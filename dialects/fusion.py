@@ -1037,11 +1037,7 @@ class RenumberOp(IRDLOperation, ABC):
 
     def _check_result(self) -> None:
         """The result keeps the element type and has the operand's extents, renumbered."""
-        in_el, out_el = element_type(self.input.type), element_type(self.result.type)
-        if in_el != out_el:
-            raise VerifyException(
-                f"'{self.name}' must keep the element type: operand {in_el}, result {out_el}"
-            )
+        _check_same_element(self, self.result)
         expected = self.result_extents(shape_of(self.input.type) or ())
         got = tuple(shape_of(self.result.type) or ())
         if got != expected:
@@ -1114,8 +1110,7 @@ class SqueezeOp(RenumberOp):
     assembly_format = "$input $squeezed attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, dims: Sequence[int]):
-        shape = shape_of(input.type) or ()
-        kept = [e for d, e in enumerate(shape) if d not in dims]
+        kept = reduced_shape(shape_of(input.type) or (), dims, False)
         super().__init__(
             operands=[input],
             properties={"squeezed": DenseArrayBase.from_list(i64, sorted(dims))},

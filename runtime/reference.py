@@ -103,6 +103,7 @@ from fuser.dialects.fusion import (
     ReciprocalOp,
     ReductionOp,
     ReluOp,
+    RenumberOp,
     RsqrtOp,
     SegmentOp,
     SegmentSetOp,
@@ -128,6 +129,15 @@ from fuser.runtime.dtypes import BFLOAT16, FLOAT_DTYPES, numpy_dtype, round_to_f
 from fuser.runtime.inputs import check_input_sequence
 
 _HALF_DTYPES = (np.dtype(np.float16), BFLOAT16)
+
+
+def _renumbered(op: RenumberOp, x: np.ndarray) -> np.ndarray:
+    """A `RenumberOp`'s result: the operand's dims in `source_dims` order (the others, of
+    extent 1, dropped), as a fresh array."""
+    kept = op.source_dims
+    dropped = [d for d in range(np.ndim(x)) if d not in kept]
+    return np.transpose(x, (*kept, *dropped)).reshape(op.result_extents(np.shape(x))).copy()
+
 
 # --------------------------------------------------------------------------------------------
 # The numpy function of each op
@@ -422,11 +432,11 @@ class FusionFunctions(InterpreterFunctions):
 
     @impl(PermuteOp)
     def run_permute(self, interp: Interpreter, op: PermuteOp, args: PythonValues) -> PythonValues:
-        return (np.ascontiguousarray(np.transpose(args[0], op.source_dims)),)
+        return (_renumbered(op, args[0]),)
 
     @impl(SqueezeOp)
     def run_squeeze(self, interp: Interpreter, op: SqueezeOp, args: PythonValues) -> PythonValues:
-        return (np.squeeze(args[0], axis=op.dims).copy(),)
+        return (_renumbered(op, args[0]),)
 
     @impl(BroadcastInDimOp)
     def run_broadcast_in_dim(

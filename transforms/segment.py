@@ -20,7 +20,9 @@ each naming the scheduler that accepted it; the fusion's body then holds only se
    merges.
 4. **Final merge.** Every remaining producer/consumer pair (levels further apart), producers in
    topological order, consumers largest edge first, until none merges.
-5. **Schedulers.** Each final group is asked about again as exactly the segment it becomes; it
+5. **Sibling merges.** A group holding a `partial_sum` merges with a sibling that shares an
+   input, then the groups that read its results merge with each other (below).
+6. **Schedulers.** Each final group is asked about again as exactly the segment it becomes; it
    names the first scheduler that accepts it. An op that no scheduler accepts even alone (a
    batched matmul of more than 65535 batches) is a `SegmentationError`.
 
@@ -54,7 +56,8 @@ such a union, and `segment_calls` gives a stream-parallel segment's slice.
 each segment that uses them; scalar fusion inputs become segment inputs. Every `fusion.dim` is
 first rewritten to take a fusion input of the same extent (extents are equal when the typing
 rules make them so: pointwise operands and result, kept dims of a reduction, `broadcast_in_dim`'s
-carried dims and `sizes`, matmul's M/N/K/batch dims, `fusion.dim` itself, static extents).
+carried dims and `sizes`, the dims `permute` and `squeeze` renumber, matmul's M/N/K/batch dims,
+`fusion.dim` itself, static extents).
 Inside a segment, an extent is recomputed by `fusion.dim` from the tensor it names when the
 segment has it, else from any tensor input of the segment with that extent, else the fusion
 input it names (the tensor it names, where no fusion input has the extent) is passed to the
@@ -943,9 +946,9 @@ class _Segmenter:
         self._sibling_merges("partial sum merge", pairs)
 
     def _finish_merge(self) -> None:
-        """Groups that read the results of one group holding a `partial_sum` (no edge between
-        them) merge where a scheduler takes the union: the sums that finish layer norm's dw
-        and db partials run as one kernel."""
+        """Any two groups that read results of one group holding a `partial_sum` (no edge
+        between them) merge where a scheduler takes the union: so the sums that finish layer
+        norm's dw and db partials run as one kernel."""
 
         def pairs(edges: _Edges, order: list[_Group]) -> list[_Pair]:
             return [

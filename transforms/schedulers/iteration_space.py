@@ -44,7 +44,7 @@ def identity_map(t: TensorType) -> DimMap:
 
 def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
     """The map of each operand of `op` whose result is needed under `result_map` (None for
-    `index` operands). Works for pointwise ops and `broadcast_in_dim`."""
+    `index` operands). Works for pointwise ops, `broadcast_in_dim`, `permute` and `squeeze`."""
     maps: list[DimMap | None] = []
     for i, operand in enumerate(op.operands):
         t = operand.type

@@ -1,4 +1,5 @@
-"""The pointwise scheduler: one kernel for fusions of pointwise ops, casts and broadcasts.
+"""The pointwise scheduler: one kernel for fusions of pointwise ops, casts, broadcasts,
+permutes and squeezes (each input read through the dim map of its path to the output).
 
 The kernel walks the iteration space of the largest output in vectors of `vector_width`
 consecutive elements along the innermost dim; each thread handles `unroll` vectors, `block`

@@ -45,7 +45,10 @@ enum Dim { X, Y };
 // block reductions (so that one needs no barrier after its last read: the next one writes the
 // other array, and the one after that writes only after every thread passed the barrier of the
 // one in between); slot -1 is for reductions that may follow each other without one in between
-// (in a loop), which end with a barrier.
+// (in a loop), which end with a barrier. Caution: a reduction along x over runs of 32 lanes or
+// fewer (warp shuffles only) passes no barrier yet takes a slot, so slot 0, that one, slot 0
+// would let the third write while the first is still read; the emitter has no such sequence
+// (such reductions sit in loops, slot -1), but one that adds it must count them out.
 template <typename T, int Size, int Slot> __device__ __forceinline__ T* scratch() {
   __shared__ T buffer[Size];
   return buffer;

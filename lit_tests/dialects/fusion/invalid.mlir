@@ -613,6 +613,15 @@ fusion.fusion @f(%x: tensor<?x1xf32>) -> () {
 
 // -----
 
+// squeeze: a static extent other than 1
+fusion.fusion @f(%x: tensor<4x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.squeeze' dim 0 has extent 4; only dims of static extent 1 can be squeezed}}
+  %y = "fusion.squeeze"(%x) <{squeezed = array<i64: 0>}> : (tensor<4x1xf32>) -> tensor<1xf32>
+  fusion.output
+}
+
+// -----
+
 // squeeze: dims in range
 fusion.fusion @f(%x: tensor<4x1xf32>) -> () {
   // expected-error @+1 {{'fusion.squeeze' dims [2]: 2 is out of range for rank 2}}

@@ -1,9 +1,10 @@
 // split-reductions on layer norm backward: dw and db (two column sums beside the row sums of
 // dx) become partial sums over chunks of rows; fuser-compile gives an inner_outer kernel (row
 // sums, dx and both partial sums) and one reduction kernel that sums the chunks of both weight
-// gradients (the segmenter's finish merge). The inner_outer kernel keeps its partial sums in dynamic shared memory and copies
-// each row's dy and x there a row ahead (cp.async, two buffers): 264 blocks of 128 threads, 32
-// slots each: 2 x 16 KiB of sums and 2 x 16 KiB of buffers, the launch's smem.
+// gradients (the segmenter's finish merge). The inner_outer kernel keeps its partial sums in
+// dynamic shared memory and copies each row's dy and x there a row ahead (cp.async, two
+// buffers): 264 blocks of 128 threads, 32 slots each: 2 x 16 KiB of sums and 2 x 16 KiB of
+// buffers, the launch's smem.
 // RUN: fuser-opt %s -p 'fuser-compile{shapes="16384x4096,16384x4096,16384,16384,4096"}' | filecheck %s
 // RUN: fuser-opt %s -p 'fuser-compile{shapes="16384x4096,16384x4096,16384,16384,4096"}' -t cuda | filecheck %s --check-prefix=CUDA
 
