@@ -97,6 +97,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from fuser.dialects.common import FuncLikeOp, OpVerifyException, TensorDimOp
+from fuser.dialects.views import ReshapeError, reshape_extents
 
 # --------------------------------------------------------------------------------------------
 # Element types and the rules on them
@@ -1142,6 +1143,68 @@ class SqueezeOp(RenumberOp):
         self._check_result()
 
 
+def check_reshape(op: IRDLOperation, source: Attribute, result: Attribute) -> None:
+    """The rules of `fusion.reshape` and `host.reshape`: the element type is kept, the result
+    has at most one `?` (the extent inferred from the element count), and a static operand
+    has a static result of as many elements."""
+    _check_same_element(op, op.results[0])
+    shape = shape_of(source) or ()
+    target = shape_of(result) or ()
+    inferred = target.count(DYNAMIC_INDEX)
+    if inferred > 1:
+        raise VerifyException(
+            f"'{op.name}' result {format_shape(target)} may leave one extent to infer (?), not "
+            f"{inferred}"
+        )
+    if DYNAMIC_INDEX in shape:
+        if inferred and 0 in target:
+            raise VerifyException(
+                f"'{op.name}' result {format_shape(target)} has a zero extent: the ? cannot be "
+                "inferred"
+            )
+        return
+    try:
+        expected = reshape_extents(target, shape)
+    except ReshapeError as e:
+        raise VerifyException(f"'{op.name}' {e}") from None
+    if inferred:
+        raise VerifyException(
+            f"'{op.name}' result {format_shape(target)} of a static operand must be static: "
+            f"{format_shape(expected)}"
+        )
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """The operand's elements, in row-major order, in the result type's shape (torch's and
+    nvFuser's `reshape`); a `?` of the result is the extent inferred from the element count.
+
+    `%y = fusion.reshape %x : tensor<?x768xf32> -> tensor<?x12x64xf32>`
+
+    Kernels never index through a reshape: the segmenter leaves it between segments, and the
+    host program takes it as a view of its operand (`host.reshape`), or of a copy where strides
+    cannot give the new shape (see `fuser.dialects.views`).
+    """
+
+    name = "fusion.reshape"
+
+    input = operand_def(base(TensorType))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(
+            operands=[input], result_types=[TensorType(element_type(input.type), shape)]
+        )
+
+    def verify_(self) -> None:
+        _check_values(self)
+        check_reshape(self, self.input.type, self.result.type)
+
+
 # --------------------------------------------------------------------------------------------
 # Reductions
 # --------------------------------------------------------------------------------------------
@@ -1189,7 +1252,7 @@ class ReductionOp(IRDLOperation, ABC):
 
 
 def _check_same_element(op: IRDLOperation, result: SSAValue) -> None:
-    """A reduction's `result` keeps the element type of the operand `op.input`."""
+    """`result` keeps the element type of the op's (first) operand."""
     el, got = element_type(op.operands[0].type), element_type(result.type)
     if got != el:
         raise VerifyException(f"'{op.name}' must keep the element type: operand {el}, result {got}")
@@ -1646,6 +1709,7 @@ Fusion = Dialect(
         BroadcastInDimOp,
         PermuteOp,
         SqueezeOp,
+        ReshapeOp,
         SumOp,
         MaxOp,
         MinOp,

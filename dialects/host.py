@@ -3,10 +3,9 @@
 A `host.program` takes and returns builtin ranked tensors (static or `?` dims) and scalars. Its
 body allocates device tensors (`host.allocate`, `host.deallocate`), takes extents (`host.dim`,
 then `arith` on `index`), asks kernels for their grids (`host.grid`), launches kernels
-(`host.launch`), loops
-(`host.for`), and takes views (`host.alias_select`). A tensor value is a device buffer with
-sizes and strides (in elements): the evaluator passes it to a kernel as the `Tensor<T, N>`
-struct of a `!kernel.tensor<T, N>` parameter.
+(`host.launch`), loops (`host.for`), and takes views (`host.alias_select`, `host.reshape`). A
+tensor value is a device buffer with sizes and strides (in elements): the evaluator passes it
+to a kernel as the `Tensor<T, N>` struct of a `!kernel.tensor<T, N>` parameter.
 
 Work is issued on the *current stream*, a piece of evaluator state: `host.get_current_stream`,
 `host.set_current_stream`, `host.stream %i` (a stream of the evaluator's pool) and
@@ -70,7 +69,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from fuser.dialects.common import FuncLikeOp, TensorDimOp
-from fuser.dialects.fusion import ELEMENT_TYPES, format_shape
+from fuser.dialects.fusion import ELEMENT_TYPES, check_reshape, format_shape
 from fuser.dialects.kernel import FuncOp as KernelFuncOp
 from fuser.dialects.kernel import TensorParamType
 
@@ -385,6 +384,32 @@ class AliasSelectOp(IRDLOperation):
             raise VerifyException(
                 f"'{self.name}' constant index {i} is out of range for extent {shape[axis]}"
             )
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """A view of `input` in the result type's shape, sharing its memory (`x.view(shape)` in
+    PyTorch); a `?` of the result is inferred from the element count. The evaluator computes
+    the view's strides when it specializes the program (`fuser.dialects.views.view_strides`);
+    the lowering copies an operand that no strides can view so.
+
+    `%v = host.reshape %t : tensor<?x768xf32> -> tensor<?x12x64xf32>`
+    """
+
+    name = "host.reshape"
+
+    input = operand_def(base(TensorType))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: TensorType):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        check_reshape(self, self.input.type, self.result.type)
 
 
 # --------------------------------------------------------------------------------------------
@@ -770,6 +795,7 @@ Host = Dialect(
         AllocateOp,
         DeallocateOp,
         AliasSelectOp,
+        ReshapeOp,
         WorkspaceOp,
         WorkspaceViewOp,
         ReleaseOp,

@@ -103,7 +103,7 @@ from fuser.transforms.schedulers.base import (
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
 from fuser.transforms.schedulers.kernel_builder import kernel_comments
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
-from fuser.transforms.segment import segment_calls
+from fuser.transforms.segment import NotAViewError, segment_calls
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import plan_split_k
 from fuser.transforms.split_reductions import plan_split_reductions, split_candidates
@@ -263,7 +263,10 @@ class _Program:
         (computed once per heuristics key, on the segments the kernels were emitted from)."""
         if info.device.arch != self.arch:
             return False
-        seg_infos = self.segment_infos(info)
+        try:
+            seg_infos = self.segment_infos(info)
+        except NotAViewError:  # a reshape this program views needs a copy for these strides
+            return False
         with cached_analyses(self.analyses):
             for seg, seg_info in zip(self.lowering.segments, seg_infos, strict=True):
                 if not seg.scheduler.accepts(seg.fusion, seg_info):

@@ -73,6 +73,7 @@ from fuser.dialects.fusion import (
     ReciprocalOp,
     ReductionOp,
     ReluOp,
+    ReshapeOp,
     RsqrtOp,
     SegmentSetOp,
     SetOp,
@@ -93,6 +94,7 @@ from fuser.dialects.fusion import (
     reduced_shape,
     stream_operand_axes,
 )
+from fuser.dialects.views import ReshapeError, reshape_extents
 from fuser.dtypes import (
     DataType,
     ParallelType,
@@ -930,6 +932,77 @@ class FusionOps:
                     "in define_tensor's shape, or a dim broadcast made)",
                 )
         return self._definition._wrap_tensor(SqueezeOp(x._value, dropped))
+
+    @_api
+    def reshape(self, t: Any, new_shape: Any, legacy_new_shape: Any = None) -> Tensor:
+        """`t`'s elements in row-major order in `new_shape` (ints, static extents, and one -1
+        for the extent inferred from the element count), as torch's and nvFuser's `reshape`.
+        nvFuser's older `reshape(t, original_shape, new_shape)` is accepted too. On the GPU it
+        is a view where strides allow (a contiguous tensor always), else a copy."""
+        op = "fd.ops.reshape"
+        x = self._tensor(op, "t", t)
+        if legacy_new_shape is not None:  # reshape(t, original_shape, new_shape)
+            self._check_original_shape(op, x, new_shape)
+            new_shape = legacy_new_shape
+        if not isinstance(new_shape, Sequence) or isinstance(new_shape, str):
+            _fail(op, f"argument 'new_shape' must be a list of ints, got {new_shape!r}")
+        shape: list[int] = []
+        for d, entry in enumerate(new_shape):
+            value = self._static_extent(op, "new_shape", d, entry)
+            if value < -1:
+                _fail(op, f"argument 'new_shape' entry {d} is {value}; use -1 or an extent")
+            shape.append(DYNAMIC_INDEX if value == -1 else value)
+        if shape.count(DYNAMIC_INDEX) > 1:
+            _fail(op, f"argument 'new_shape' {list(new_shape)} has more than one -1")
+        source = x._shape
+        if DYNAMIC_INDEX not in source:
+            try:
+                shape = list(reshape_extents(shape, source))
+            except ReshapeError as e:
+                _fail(op, str(e))
+        elif DYNAMIC_INDEX in shape and 0 in shape:
+            _fail(
+                op,
+                f"argument 'new_shape' {list(new_shape)} has a 0 beside the -1, which "
+                "then cannot be inferred",
+            )
+        if shape == list(source):
+            return x
+        return self._definition._wrap_tensor(ReshapeOp(x._value, shape))
+
+    def _check_original_shape(self, op: str, x: Tensor, original: Any) -> None:
+        """nvFuser's legacy `original_shape` must match the operand where it is static."""
+        if not isinstance(original, Sequence) or isinstance(original, str):
+            _fail(op, f"argument 'original_shape' must be a list of ints, got {original!r}")
+        if len(original) != x.ndim:
+            _fail(
+                op,
+                f"argument 'original_shape' has {len(original)} entries; the operand has "
+                f"rank {x.ndim}",
+            )
+        for d, (entry, static) in enumerate(zip(original, x._shape, strict=True)):
+            value = self._static_extent(op, "original_shape", d, entry)
+            if static != DYNAMIC_INDEX and value not in (-1, static):
+                _fail(
+                    op,
+                    f"argument 'original_shape' entry {d} is {value}; the operand's "
+                    f"extent there is {static}",
+                )
+
+    @staticmethod
+    def _static_extent(op: str, arg: str, d: int, entry: object) -> int:
+        """An int, or the value of a static Extent, from a shape argument."""
+        if isinstance(entry, Extent):
+            if entry.static is None:
+                _fail(
+                    op,
+                    f"argument '{arg}' entry {d} is a run-time extent ({entry!r}); "
+                    "fuser's reshape takes ints and one -1, the extent it infers",
+                )
+            return entry.static
+        if isinstance(entry, numbers.Integral) and not isinstance(entry, bool):
+            return int(entry)
+        _fail(op, f"argument '{arg}' entry {d} must be an int, got {entry!r}")
 
     def _broadcast_in_dim(self, op: str, t: Any, shape: Any, broadcast_dims: Any) -> Tensor:
         fd = self._definition

@@ -298,6 +298,19 @@ def host_call(evaluator: Any, inputs: Sequence[Any], frontend: Any, stream: int 
     return Call(layout, inputs, (*key, 0), ptrs, scalars, 0, stream, frontend)
 
 
+def _host_info(info: Any, inputs: Sequence[Any]) -> Any:
+    """`info` with the strides `run_lowered` passes: the numpy arrays' own (`info_for` gives
+    those of the contiguous copies a device call would upload), so that the segmenter decides
+    its copies for reshapes on the layouts the program runs on."""
+    from fuser.transforms.schedulers.info import FusionInfo
+
+    metas = [
+        m if m is None else replace(m, strides=tuple(s // x.itemsize for s in x.strides))
+        for m, x in zip(info.inputs, inputs, strict=True)
+    ]
+    return FusionInfo(tuple(metas), info.device)
+
+
 def run_lowered(lowering: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
     """Runs a `HostLowering` on numpy inputs over host memory (see the module docstring)."""
     from fuser.runtime import driver
@@ -449,7 +462,9 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
 
             info = _stage(
                 "fuser-segment",
-                lambda: FusionCompiler(fusion).info_for(inputs, arch=DEFAULT_ARCH),
+                lambda: _host_info(
+                    FusionCompiler(fusion).info_for(inputs, arch=DEFAULT_ARCH), inputs
+                ),
             )
             mode = ("auto", "always", "never")[program.data_seed % 3]
             _stage("fuser-segment", lambda: segment_fusion(base, info, welford=mode))

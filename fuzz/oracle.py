@@ -482,6 +482,14 @@ class Oracle:
         shaky = None if x.shaky is None else np.squeeze(x.shaky, dims).copy()
         return [replace(x, data=np.squeeze(x.data, dims).copy(), shaky=shaky)]
 
+    def op_reshape(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        (x,) = deps
+        shape = op.kw["new_shape"]
+        shaky = None if x.shaky is None else np.reshape(x.shaky, shape).copy()
+        return [replace(x, data=np.reshape(x.data, shape).copy(), shaky=shaky)]
+
     def _reduce(self, op: Op, x: Value) -> list[Value]:
         kw = op.kw
         out = kw.get("dtype") or ("i64" if op.op == "sum" and x.dtype == "bool" else x.dtype)

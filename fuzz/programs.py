@@ -158,6 +158,7 @@ ALL_OPS = (
     "broadcast_in_dim",
     "permute",
     "squeeze",
+    "reshape",
     "set",
     "segment_set",
     *REDUCTIONS,
@@ -743,6 +744,40 @@ class _Generator:
         self.add_op("squeeze", [x.name], [(x.dtype, shape, declared)], x.mag, x.exact, dims=dims)
         return True
 
+    def gen_reshape(self) -> bool:
+        """Merges two adjacent dims, splits one, or flattens; one entry may be -1 (inferred)."""
+        x = self.pick(lambda v: v.is_tensor and len(v.shape or ()) >= 1)
+        if x is None:
+            return False
+        assert x.shape is not None and x.declared is not None
+        shape = list(x.shape)
+        how = self.rng.choice(["merge", "split", "flatten"] if len(shape) >= 2 else ["split"])
+        if how == "merge":
+            i = self.rng.randrange(len(shape) - 1)
+            new = [*shape[:i], shape[i] * shape[i + 1], *shape[i + 2 :]]
+        elif how == "split":
+            i = self.rng.randrange(len(shape))
+            f = self.rng.choice([d for d in range(1, max(shape[i], 1) + 1) if shape[i] % d == 0])
+            if shape[i] == 0:
+                f = self.rng.choice([1, 2])
+            new = [*shape[:i], f, shape[i] // f if f else 0, *shape[i + 1 :]]
+        else:
+            new = [math.prod(shape)]
+        entries = list(new)
+        if 0 not in new and self.rng.random() < 0.5:
+            entries[self.rng.randrange(len(new))] = -1
+        static = all(e != -1 for e in x.declared)
+        declared = tuple(new) if static else tuple(entries)
+        self.add_op(
+            "reshape",
+            [x.name],
+            [(x.dtype, tuple(new), declared)],
+            x.mag,
+            x.exact,
+            new_shape=entries,
+        )
+        return True
+
     def reduce_dims(self, x: _Value) -> tuple[list[int], bool] | None:
         assert x.shape is not None
         if not x.shape:
@@ -899,6 +934,7 @@ class _Generator:
             "broadcast_in_dim": self.gen_broadcast,
             "permute": self.gen_permute,
             "squeeze": self.gen_squeeze,
+            "reshape": self.gen_reshape,
             "welford": self.gen_welford,
             "var_mean": self.gen_var_mean,
             "matmul": self.gen_matmul,

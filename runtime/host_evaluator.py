@@ -51,7 +51,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.context import Context
@@ -70,6 +70,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from fuser.dialects import host
+from fuser.dialects.views import ReshapeError, reshape_extents, view_strides
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.options import DEFAULT_STREAMS
 from fuser.runtime import driver
@@ -171,6 +172,7 @@ _SUPPORTED: tuple[type[Operation], ...] = (
     host.AllocateOp,
     host.DeallocateOp,
     host.AliasSelectOp,
+    host.ReshapeOp,
     host.WorkspaceOp,
     host.WorkspaceViewOp,
     host.ReleaseOp,
@@ -253,6 +255,20 @@ class HostEvaluator:
         ret = block.last_op
         assert isinstance(ret, host.ReturnOp)
         self.returned = {v for v in ret.values}
+        # an allocation that a returned reshape views: the output is allocated in its shape
+        self.returned_views: dict[SSAValue, list[host.ReshapeOp]] = {}
+        for v in ret.values:
+            chain: list[host.ReshapeOp] = []
+            while isinstance(v.owner, host.ReshapeOp):
+                chain.insert(0, v.owner)
+                v = v.owner.input
+            if chain and isinstance(v.owner, host.AllocateOp):
+                if v in self.returned or v in self.returned_views:
+                    raise CompilationError(
+                        f"host.program @{self.name}: returns a tensor and a reshape of it, or "
+                        "two reshapes of one tensor; outputs share no memory"
+                    )
+                self.returned_views[v] = chain
         for op in self.program.body.walk():
             if not isinstance(op, _SUPPORTED):
                 raise CompilationError(
@@ -638,6 +654,8 @@ class _Builder:
             self.release(op, code)
         elif isinstance(op, host.AliasSelectOp):
             self.alias_select(op, code)
+        elif isinstance(op, host.ReshapeOp):
+            self.reshape(op)
         elif isinstance(op, host.GridOp):
             self.grid(op)
         elif isinstance(op, host.LaunchOp):
@@ -755,6 +773,11 @@ class _Builder:
         reg = self.bind(op.result)
         if op.result in self.ev.returned:
             self.output_allocation(op.result, info, reg, code)
+        elif op.result in self.ev.returned_views:  # allocated as the reshape it is returned as
+            final = info
+            for view in self.ev.returned_views[op.result]:
+                final = self.view_of(view, final)
+            self.output_allocation(op.result, final, reg, code)
         else:
             alloc = self.ev.backend.alloc
             nbytes = info.nbytes
@@ -922,6 +945,29 @@ class _Builder:
         self.tensors[op.result] = TensorInfo(shape, strides, base.dtype, alignment)
         code.append(select)
         self.argument_makers.add(select)
+
+    def view_of(self, op: host.ReshapeOp, base: TensorInfo) -> TensorInfo:
+        """The TensorInfo of `op`'s view of a tensor described by `base`."""
+        target = cast(TensorType, op.result.type).get_shape()
+        try:
+            shape = reshape_extents(target, base.shape)
+        except ReshapeError as e:
+            raise InputError(f"'{op.name}' {e}") from None
+        strides = view_strides(base.shape, base.strides, shape)
+        if strides is None:  # the lowering copies an operand it cannot view
+            raise self.fail(
+                op,
+                f"cannot view a {list(base.shape)} tensor with strides {list(base.strides)} as "
+                f"{list(shape)}",
+            )
+        return TensorInfo(shape, strides, base.dtype, base.alignment)
+
+    def reshape(self, op: host.ReshapeOp) -> None:
+        """`host.reshape`: a view, computed once per signature; the pointer is the operand's."""
+        self.tensors[op.result] = self.view_of(op, self.tensors[op.input])
+        self.alias(op.result, op.input)
+        if op.input in self.owners:  # a returned view of an output allocated in its shape
+            self.owners[op.result] = self.owners[op.input]
 
     # ---- launches, loops, streams ------------------------------------------------------------
 

@@ -104,6 +104,7 @@ from fuser.dialects.fusion import (
     ReductionOp,
     ReluOp,
     RenumberOp,
+    ReshapeOp,
     RsqrtOp,
     SegmentOp,
     SegmentSetOp,
@@ -124,6 +125,7 @@ from fuser.dialects.fusion import (
     element_type,
     format_shape,
 )
+from fuser.dialects.views import ReshapeError, reshape_extents
 from fuser.errors import InputError, VerificationError
 from fuser.runtime.dtypes import BFLOAT16, FLOAT_DTYPES, numpy_dtype, round_to_float
 from fuser.runtime.inputs import check_input_sequence
@@ -433,6 +435,16 @@ class FusionFunctions(InterpreterFunctions):
     @impl(PermuteOp)
     def run_permute(self, interp: Interpreter, op: PermuteOp, args: PythonValues) -> PythonValues:
         return (_renumbered(op, args[0]),)
+
+    @impl(ReshapeOp)
+    def run_reshape(self, interp: Interpreter, op: ReshapeOp, args: PythonValues) -> PythonValues:
+        x = np.asarray(args[0])
+        target = cast(TensorType, op.result.type).get_shape()
+        try:
+            shape = reshape_extents(target, x.shape)
+        except ReshapeError as e:
+            raise InputError(f"{describe_op(op)}: {e}") from None
+        return (np.reshape(x, shape),)
 
     @impl(SqueezeOp)
     def run_squeeze(self, interp: Interpreter, op: SqueezeOp, args: PythonValues) -> PythonValues:

@@ -58,6 +58,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import host, kernel
+from fuser.dialects.views import reshape_extents
 from fuser.transforms.schedule import (
     RECORDED_SHAPES,
     ScheduledKernel,
@@ -80,7 +81,7 @@ from fuser.transforms.schedulers.base import (
 )
 from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
-from fuser.transforms.segment import segment_calls
+from fuser.transforms.segment import segment_calls, view_root
 from fuser.transforms.stream_slicing import StreamSlicing, build_slice_loop, slice_fusion
 
 __all__ = [
@@ -216,7 +217,16 @@ class _InputDim:
     axis: int
 
 
-_Extent = int | _InputDim
+@dataclass(frozen=True)
+class _ViewDim:
+    """The extent of dim `axis` of the reshape whose result is the fusion value `view` (the
+    extent it infers from the element count): `host.dim` of the program's view."""
+
+    view: SSAValue
+    axis: int
+
+
+_Extent = int | _InputDim | _ViewDim
 _Shape = tuple[_Extent, ...]
 
 
@@ -250,7 +260,7 @@ def _symbolic_shapes(
             for d, static in enumerate(fu.shape_of(op.result.type) or ()):
                 if d in sized:
                     extent = env[sized[d]]
-                    assert isinstance(extent, int | _InputDim)
+                    assert isinstance(extent, int | _InputDim | _ViewDim)
                     out.append(extent)
                 elif static != DYNAMIC_INDEX:
                     out.append(static)
@@ -308,9 +318,17 @@ class _ProgramBuilder:
         self.values: dict[SSAValue, SSAValue] = dict(
             zip(fusion.inputs, self.block.args, strict=True)
         )
-        self.dims: dict[_InputDim, SSAValue] = {}
+        self.dims: dict[_InputDim | _ViewDim, SSAValue] = {}
         self.constants: dict[int, SSAValue] = {}
         self.allocated: set[SSAValue] = set()
+        self.syms: dict[SSAValue, _Shape] = {}
+        """The extents of each tensor of the fusion that the program holds."""
+        for i, arg in enumerate(fusion.inputs):
+            if isinstance(arg.type, TensorType):
+                self.syms[arg] = tuple(
+                    e if e != DYNAMIC_INDEX else _InputDim(i, axis)
+                    for axis, e in enumerate(arg.type.get_shape())
+                )
 
     def add(self, op: Operation) -> Operation:
         self.block.add_op(op)
@@ -327,12 +345,33 @@ class _ProgramBuilder:
             return value
         value = self.dims.get(extent)
         if value is None:
-            arg = self.block.args[extent.arg]
-            op = host.DimOp(arg, extent.axis)
-            if arg.name_hint:
-                op.result.name_hint = f"{arg.name_hint}_d{extent.axis}"
+            if isinstance(extent, _InputDim):
+                tensor = self.block.args[extent.arg]
+            else:
+                tensor = self.values[extent.view]
+            op = host.DimOp(tensor, extent.axis)
+            if tensor.name_hint:
+                op.result.name_hint = f"{tensor.name_hint}_d{extent.axis}"
             value = self.dims[extent] = self.add(op).results[0]
         return value
+
+    def value(self, v: SSAValue) -> SSAValue:
+        """The program's value for the fusion's tensor `v`; a `fusion.reshape` between
+        segments becomes a `host.reshape` here, at its first use."""
+        found = self.values.get(v)
+        if found is not None:
+            return found
+        op = v.owner
+        assert isinstance(op, fu.ReshapeOp), f"{v} has no value in the program yet"
+        result_type = op.result.type
+        view = host.ReshapeOp(self.value(op.input), result_type)
+        view.result.name_hint = v.name_hint
+        self.values[v] = self.add(view).results[0]
+        self.syms[v] = tuple(
+            e if e != DYNAMIC_INDEX else _ViewDim(v, axis)
+            for axis, e in enumerate(result_type.get_shape())
+        )
+        return self.values[v]
 
     def allocate(self, value: SSAValue, extents: _Shape) -> SSAValue:
         """A `host.allocate` for the outer tensor `value` with these extents."""
@@ -352,6 +391,11 @@ class _ProgramBuilder:
     def numeric(self, extent: _Extent) -> int:
         if isinstance(extent, int):
             return extent
+        if isinstance(extent, _ViewDim):
+            op = extent.view.owner
+            assert isinstance(op, fu.ReshapeOp)
+            source = tuple(self.numeric(e) for e in self.syms[op.input])
+            return reshape_extents(op.result.type.get_shape(), source)[extent.axis]
         meta = self.info.inputs[extent.arg]
         assert meta is not None
         return meta.shape[extent.axis]
@@ -397,23 +441,19 @@ def lower_fusion(
     prefix = kernel_prefix or fusion.sym_name.data
     pieces = segment_pieces(fusion, info, scheduler)
     b = _ProgramBuilder(fusion, info)
-    syms: dict[SSAValue, _Shape] = {}
-    for i, arg in enumerate(fusion.inputs):
-        if isinstance(arg.type, TensorType):
-            syms[arg] = tuple(
-                e if e != DYNAMIC_INDEX else _InputDim(i, axis)
-                for axis, e in enumerate(arg.type.get_shape())
-            )
-    outputs = set(fusion.output_op.values)
+    syms = b.syms
+    # a tensor that reshapes view lives while they do; one an output views is not freed
+    outputs = {view_root(v) for v in fusion.output_op.values}
     last_use: dict[SSAValue, int] = {}
     for k, piece in enumerate(pieces):
         for v in piece.args:
-            last_use[v] = k
+            last_use[view_root(v)] = k
     lowered: list[LoweredSegment] = []
     for k, piece in enumerate(pieces):
         scheduled = _schedule(piece, f"{prefix}_s{k}")
         stream = piece.stream
         whole = piece.fusion if stream is None else stream.whole
+        ins = [b.value(v) for v in piece.args]
         env = _symbolic_shapes(whole, [syms.get(v) for v in piece.args])
         results: list[SSAValue] = []
         axes = (None,) * len(piece.results) if stream is None else stream.output_axes
@@ -432,7 +472,6 @@ def lower_fusion(
             results.append(b.allocate(outer, symbolic))
         func, launch = scheduled.func, scheduled.launch
         launch_op = _launcher(func, launch)
-        ins = [b.values[v] for v in piece.args]
         if stream is None:
             for op in launch_op(ins, results):
                 b.add(op)
@@ -441,7 +480,8 @@ def lower_fusion(
             zero, one = b.index(0), b.index(1)
             b.add(build_slice_loop(stream, extent, zero, one, ins, results, launch_op))
         # intermediates whose last reader this was, and results nothing reads
-        done = [v for v in piece.args if last_use[v] == k and v in b.allocated]
+        roots = [view_root(v) for v in piece.args]
+        done = [v for v in roots if last_use[v] == k and v in b.allocated]
         done += [v for v in piece.results if v not in last_use]
         for v in dict.fromkeys(done):
             if v not in outputs:
@@ -459,7 +499,7 @@ def lower_fusion(
                 launch,
             )
         )
-    b.add(host.ReturnOp([b.values[v] for v in fusion.output_op.values]))
+    b.add(host.ReturnOp([b.value(v) for v in fusion.output_op.values]))
     b.program.attributes[RECORDED_SHAPES] = StringAttr(format_shapes(info))
     b.program.verify()
     return HostLowering(b.program, tuple(lowered))

@@ -2,13 +2,15 @@
 
 `PIPELINE` lists the stages in order, each the function its own pass applies:
 
-1. `split-k` (`transforms.split_k`): the matmuls the compiler split, rewritten;
-2. `split-reductions` (`transforms.split_reductions`): the column sums split beside row sums;
-3. `fuser-segment` (`transforms.segment`): the fusion cut into scheduled segments;
-4. `fuser-lower-host` (`transforms.lower_to_host`): a `host.program` and a `kernel.func` per
+1. `fuser-hoist-reshapes` (`transforms.hoist_reshapes`): reshapes moved above pointwise chains
+   to the inputs;
+2. `split-k` (`transforms.split_k`): the matmuls the compiler split, rewritten;
+3. `split-reductions` (`transforms.split_reductions`): the column sums split beside row sums;
+4. `fuser-segment` (`transforms.segment`): the fusion cut into scheduled segments;
+5. `fuser-lower-host` (`transforms.lower_to_host`): a `host.program` and a `kernel.func` per
    segment;
-5. `lower-stream-parallel` (`transforms.lower_stream_parallel`): marked loops over streams;
-6. `fuser-plan-memory` (`transforms.plan_memory`): the intermediates in one workspace.
+6. `lower-stream-parallel` (`transforms.lower_stream_parallel`): marked loops over streams;
+7. `fuser-plan-memory` (`transforms.plan_memory`): the intermediates in one workspace.
 
 `run_pipeline` runs them on a `Compilation` (one fusion, its input metadata and the options).
 `fd.execute` runs it for a signature that needs a new program (`FusionCompiler._new_program`),
@@ -33,6 +35,7 @@ from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as fu
 from fuser.options import DEFAULT_STREAMS
+from fuser.transforms.hoist_reshapes import hoist_reshapes
 from fuser.transforms.lower_stream_parallel import lower_stream_parallel
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion, replace_by_lowering
 from fuser.transforms.plan_memory import plan_memory
@@ -87,6 +90,10 @@ class Compilation:
         return self.lowering
 
 
+def _hoist_reshapes(c: Compilation) -> None:
+    hoist_reshapes(c.fusion)
+
+
 def _split_k(c: Compilation) -> None:
     if c.split_factors:
         apply_split_k(c.fusion, c.split_factors)
@@ -134,6 +141,7 @@ def _plan_memory(c: Compilation) -> None:
 Stage = Callable[[Compilation], None]
 
 PIPELINE: tuple[tuple[str, Stage], ...] = (
+    ("fuser-hoist-reshapes", _hoist_reshapes),
     ("split-k", _split_k),
     ("split-reductions", _split_reductions),
     ("fuser-segment", _segment),

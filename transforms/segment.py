@@ -102,7 +102,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, StringAttr, TensorType, i64
@@ -112,6 +112,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
+from fuser.dialects.views import ReshapeError, reshape_extents, view_strides
 from fuser.errors import CompilationError
 from fuser.transforms.schedule import (
     RECORDED_SHAPES,
@@ -241,7 +242,11 @@ def segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> list[SegmentCall]:
 def _segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> tuple[SegmentCall, ...]:
     metas: dict[SSAValue, TensorMeta | None] = dict(zip(fusion.inputs, info.inputs, strict=True))
     calls: list[SegmentCall] = []
+    views = [op for op in fusion.body.block.ops if isinstance(op, fu.ReshapeOp)]
     for standalone in _standalone_segments(fusion):
+        for view in views:  # the views this segment reads (their operands are ready)
+            if view.result in standalone.args and view.result not in metas:
+                _view_metas(view, metas)
         segment, seg_fusion, stream = standalone.segment, standalone.fusion, standalone.stream
         seg_info = FusionInfo(tuple(metas[a] for a in standalone.args), info.device)
         env = value_shapes(seg_fusion, seg_info.input_shapes)
@@ -252,7 +257,44 @@ def _segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> tuple[SegmentCall, 
             seg_fusion, seg_info = stream.sliced, stream.slice_info(seg_info)
             shapes = stream.slice_shapes(shapes)
         calls.append(SegmentCall(segment, seg_fusion, seg_info, shapes, stream))
+    for view in views:
+        if view.result not in metas:
+            _view_metas(view, metas)
     return tuple(calls)
+
+
+class NotAViewError(SegmentationError):
+    """A `fusion.reshape` between segments whose operand no strides can view in its shape
+    for these inputs (a program segmented for other strides, which copied none)."""
+
+
+def view_meta(op: fu.ReshapeOp, source: TensorMeta) -> TensorMeta | None:
+    """The metadata of `op`'s result as a view of an operand with `source`'s, or None where
+    strides cannot give it. Raises ReshapeError where the element counts differ."""
+    shape = reshape_extents(op.result.type.get_shape(), source.shape)
+    strides = view_strides(source.shape, source.strides, shape)
+    return None if strides is None else TensorMeta(shape, strides, source.alignment)
+
+
+def _view_metas(op: fu.ReshapeOp, metas: dict[SSAValue, TensorMeta | None]) -> None:
+    """Adds the metadata of `op`'s result (and of the views it is taken of) to `metas`."""
+    source = op.input
+    if source not in metas:
+        owner = source.owner
+        assert isinstance(owner, fu.ReshapeOp), "a view's operand is an input, segment or view"
+        _view_metas(owner, metas)
+    meta = metas[source]
+    assert meta is not None
+    try:
+        result = view_meta(op, meta)
+    except ReshapeError as e:
+        raise ShapeMismatch(f"'{op.name}' {e}") from None
+    if result is None:
+        raise NotAViewError(
+            f"'{op.name}' of a {list(meta.shape)} tensor with strides {list(meta.strides)}: no "
+            "strides give it in its new shape"
+        )
+    metas[op.result] = result
 
 
 class _Standalone(NamedTuple):
@@ -363,6 +405,8 @@ class _Extents:
         elif isinstance(op, fu.RenumberOp):
             for i, j in enumerate(op.source_dims):
                 self.union((op.input, j), (op.result, i))
+        elif isinstance(op, fu.ReshapeOp):
+            pass  # its extents are static or inferred from the element count
         elif isinstance(op, fu.PartialSumOp):
             rank = len(fu.shape_of(op.input.type) or ())
             for i in range(rank):
@@ -395,6 +439,13 @@ class _Extents:
                     if self.find((t, axis)) == root:
                         return t, axis
         return None
+
+
+def view_root(v: SSAValue) -> SSAValue:
+    """The tensor `v` is a view of through reshapes (`v` itself if it is no reshape's)."""
+    while isinstance(v, OpResult) and isinstance(v.op, fu.ReshapeOp):
+        v = v.op.input
+    return v
 
 
 def _erase_dead_ops(block: Block) -> None:
@@ -493,6 +544,7 @@ class _Segmenter:
         self.should_merge = should_merge
         self.log = log
         self.block = fusion.body.block
+        self._copy_for_views()
         body = [op for op in self.block.ops if not isinstance(op, fu.OutputOp)]
         self.extents = _Extents(fusion, body)
         self._canonicalize_dims(body)
@@ -514,6 +566,51 @@ class _Segmenter:
         self.verdicts: dict[frozenset[Operation], str | None] = {}
         self.cycles: set[str] = set()
 
+    # --- reshapes --------------------------------------------------------------------------
+
+    def _copy_for_views(self) -> None:
+        """Inserts the copies (`fusion.set`) that let every `fusion.reshape` be a view between
+        segments: of a fusion input that no strides can view in the new shape (for `info`),
+        and after a reshape that a fusion output is, where the view would share memory with
+        an input or another output (an output is a tensor of its own)."""
+        outputs = list(self.fusion.output_op.values)
+        roots: set[SSAValue] = set(outputs)
+        for op in list(self.block.ops):
+            if not isinstance(op, fu.ReshapeOp):
+                continue
+            source = op.input
+            if isinstance(source, BlockArgument) and self._needs_copy(op, source):
+                copy = fu.SetOp(source)
+                self.block.insert_op_before(copy, op)
+                copy.result.name_hint = f"{source.name_hint or 'x'}_copy"
+                op.operands = (copy.result,)
+        for i, v in enumerate(outputs):
+            if not isinstance(v, OpResult) or not isinstance(v.op, fu.ReshapeOp):
+                continue
+            root = view_root(v)
+            if isinstance(root, BlockArgument) or root in roots:
+                copy = fu.SetOp(v)
+                self.block.insert_op_before(copy, self.fusion.output_op)
+                copy.result.name_hint = f"{v.name_hint or 'out'}_copy"
+                self.fusion.output_op.operands = (
+                    *self.fusion.output_op.operands[:i],
+                    copy.result,
+                    *self.fusion.output_op.operands[i + 1 :],
+                )
+            else:
+                roots.add(root)
+
+    def _needs_copy(self, op: fu.ReshapeOp, source: BlockArgument) -> bool:
+        """Whether `source` (a fusion input) cannot be viewed as `op`'s result for `info`."""
+        if self.info is None:
+            return False
+        meta = self.info.inputs[source.index]
+        assert meta is not None
+        try:
+            return view_meta(op, meta) is None
+        except ReshapeError:
+            return False  # value_shapes names the op
+
     # --- classification ------------------------------------------------------------------
 
     def _canonicalize_dims(self, body: Sequence[Operation]) -> None:
@@ -526,10 +623,11 @@ class _Segmenter:
                     op.axis = IntegerAttr(found[1], i64)
 
     def _is_compute(self, op: Operation) -> bool:
-        """An op that forms a group: one with a tensor result that is not forwarded."""
+        """An op that forms a group: one with a tensor result that is not forwarded (nor a
+        reshape: those stay between segments)."""
         return (
             op not in self.forwarded
-            and not isinstance(op, fu.DimOp)
+            and not isinstance(op, fu.DimOp | fu.ReshapeOp)
             and any(isinstance(r.type, TensorType) for r in op.results)
         )
 
@@ -546,9 +644,11 @@ class _Segmenter:
                 isinstance(source, OpResult) and source.op in forwarded and source.has_one_use()
             )
             result = op.results[0]
-            # a segment_set or matmul reads it as a tensor (a matmul kernel takes no prologue)
+            # a segment_set or matmul reads it as a tensor (a matmul kernel takes no prologue),
+            # a reshape views it between segments
             materialized = any(
-                isinstance(u.operation, fu.SegmentSetOp | fu.MatmulOp) for u in result.uses
+                isinstance(u.operation, fu.SegmentSetOp | fu.MatmulOp | fu.ReshapeOp)
+                for u in result.uses
             )
             if fed and result not in outputs and not materialized:
                 forwarded.add(op)
@@ -559,6 +659,8 @@ class _Segmenter:
             return "forwarded"
         if isinstance(op, fu.DimOp):
             return "dim"
+        if isinstance(op, fu.ReshapeOp):
+            return "view"
         if not any(isinstance(r.type, TensorType) for r in op.results):
             return "scalar"
         return "compute"
@@ -580,7 +682,7 @@ class _Segmenter:
             if op in cloned:
                 return
             kind = self._kind(op)
-            if kind == "compute":
+            if kind in ("compute", "view"):
                 inputs.add(v)
             elif kind == "dim":
                 if op not in dims:
@@ -645,7 +747,8 @@ class _Segmenter:
             for r in op.results:
                 if r in outputs or any(
                     u.operation not in members
-                    and (u.operation in self.index and self._kind(u.operation) == "compute")
+                    and u.operation in self.index
+                    and self._kind(u.operation) in ("compute", "view")
                     for u in r.uses
                 ):
                     used.append(r)
@@ -671,11 +774,31 @@ class _Segmenter:
                 metas.append(None)
             elif isinstance(v, BlockArgument):
                 metas.append(self.info.inputs[v.index])
+            elif isinstance(v, OpResult) and isinstance(v.op, fu.ReshapeOp):
+                metas.append(self._view_meta(v.op))
             else:
                 shape = self.shapes[v]
                 assert isinstance(shape, tuple)
                 metas.append(TensorMeta.contiguous(shape))
         return FusionInfo(tuple(metas), self.info.device)
+
+    def _view_meta(self, op: fu.ReshapeOp) -> TensorMeta:
+        """The metadata of a reshape's result, a view of its operand's (contiguous where that
+        is a segment result; `_copy_for_views` copied the inputs no strides can view)."""
+        assert self.info is not None and self.shapes is not None
+        source = op.input
+        if isinstance(source, BlockArgument):
+            meta = self.info.inputs[source.index]
+        elif isinstance(source, OpResult) and isinstance(source.op, fu.ReshapeOp):
+            meta = self._view_meta(source.op)
+        else:
+            shape = self.shapes[source]
+            assert isinstance(shape, tuple)
+            meta = TensorMeta.contiguous(shape)
+        assert meta is not None
+        result = view_meta(op, meta)
+        assert result is not None, "a reshape that needs a copy got none"
+        return result
 
     def _ask_schedulers(self, fusion: fu.FusionOp, info: FusionInfo) -> tuple[str | None, str]:
         """The first scheduler that accepts, or None and every scheduler's reason. A
@@ -709,13 +832,15 @@ class _Segmenter:
         return f"g{g.id}{{{', '.join(_op_label(op) for op in ops)}}}"
 
     def _edges(self) -> _Edges:
-        """Producer -> consumer -> the tensors between them (in block order)."""
+        """Producer -> consumer -> the tensors between them (in block order; a reshape of the
+        producer's result that the consumer reads, where there is one)."""
         edges: _Edges = {g: {} for g in self.groups}
         for g in self.groups:
             for op in sorted(g.ops, key=self.index.__getitem__):
                 for o in op.operands:
-                    if isinstance(o, OpResult) and o.op in self.group_of:
-                        p = self.group_of[o.op]
+                    root = view_root(o)  # a reshape of another group's result: an edge too
+                    if isinstance(root, OpResult) and root.op in self.group_of:
+                        p = self.group_of[root.op]
                         if p is not g and o not in (values := edges[p].setdefault(g, [])):
                             values.append(o)
         return edges
@@ -800,7 +925,14 @@ class _Segmenter:
             return self.verdicts[members]
         verdict: str | None
         spanned = self._spanned_segment_set(members)
-        if spanned is not None:
+        viewed = self._viewed_inside(members)
+        if viewed is not None:
+            verdict = None
+            self.log.append(
+                f"{what}: refused: {_op_label(viewed)} would lie inside (kernels read a reshape "
+                "as a view between segments)"
+            )
+        elif spanned is not None:
             verdict = None
             self.log.append(
                 f"{what}: refused: the union would span {_op_label(spanned)} (its result is "
@@ -817,6 +949,16 @@ class _Segmenter:
             self.log.append(f"{what}: {message}")
         self.verdicts[members] = verdict
         return verdict
+
+    def _viewed_inside(self, members: frozenset[Operation]) -> fu.ReshapeOp | None:
+        """A reshape that one of `members` reads and that views the result of another one,
+        or None: such a union would be a kernel indexing through the reshape."""
+        for op in sorted(members, key=self.index.__getitem__):
+            for o in op.operands:
+                root = view_root(o)
+                if root is not o and isinstance(root, OpResult) and root.op in members:
+                    return cast(fu.ReshapeOp, o.owner)
+        return None
 
     def _stream_refusal(self, members: frozenset[Operation]) -> str | None:
         """Why `members` may not be one segment as far as streams go, or None: stream-parallel
@@ -851,6 +993,8 @@ class _Segmenter:
             self.log.append(f"whole fusion: not tried: it holds {_op_label(segment_sets[0])}")
         elif (refusal := self._stream_refusal(frozenset(self.compute))) is not None:
             self.log.append(f"whole fusion: not tried: {refusal}")
+        elif (viewed := self._viewed_inside(frozenset(self.compute))) is not None:
+            self.log.append(f"whole fusion: not tried: {_op_label(viewed)} views a result")
         else:
             # the whole fusion as its one segment would be (live ops, used inputs)
             whole = self._new_group(frozenset(self.compute))
@@ -1003,6 +1147,7 @@ class _Segmenter:
         needed = set(self.outputs)
         for plan in plans.values():
             needed.update(plan.inputs)
+        needed.update([view_root(v) for v in needed])  # the tensors reshapes view
         producer: dict[SSAValue, _Group] = {}
         outputs: dict[_Group, list[SSAValue]] = {}
         for g in groups:
@@ -1012,7 +1157,10 @@ class _Segmenter:
             outputs[g] = fusion_outs + [r for r in outs if r in needed and r not in fusion_outs]
             for r in outs:
                 producer[r] = g
-        deps = {g: {producer[v] for v in plans[g].inputs if v in producer} - {g} for g in groups}
+        deps = {
+            g: {producer[view_root(v)] for v in plans[g].inputs if view_root(v) in producer} - {g}
+            for g in groups
+        }
         order: list[_Group] = []
         done: set[_Group] = set()
         while len(order) < len(groups):
@@ -1033,6 +1181,20 @@ class _Segmenter:
         """Replaces the body with one `fusion.segment` per group, in the layout's order."""
         outer: dict[SSAValue, SSAValue] = {}
         terminator = self.fusion.output_op
+
+        def view(v: SSAValue) -> SSAValue:
+            """`v` in the new body: a reshape is recreated there, after its operand."""
+            if isinstance(v, BlockArgument) or v in outer:
+                return outer.get(v, v)
+            op = v.owner
+            if not isinstance(op, fu.ReshapeOp):
+                return outer[v]  # a segment's result
+            new = fu.ReshapeOp(view(op.input), op.result.type.get_shape())
+            self.block.insert_op_before(new, terminator)
+            new.result.name_hint = v.name_hint
+            outer[v] = new.result
+            return new.result
+
         segments: list[fu.SegmentOp] = []
         for g in layout.order:
             plan, outs = layout.plans[g], layout.outputs[g]
@@ -1042,7 +1204,7 @@ class _Segmenter:
                 decision = None
             if decision is not None:
                 translate_region(body)
-            args = [v if isinstance(v, BlockArgument) else outer[v] for v in plan.inputs]
+            args = [view(v) for v in plan.inputs]
             segment = fu.SegmentOp(schedulers[g], args, [v.type for v in outs], body)
             if decision is not None:  # why its Welford ops are two passes
                 segment.attributes["fuser.welford"] = StringAttr(str(decision))
@@ -1051,7 +1213,7 @@ class _Segmenter:
                 outer[old] = new
                 new.name_hint = old.name_hint
             segments.append(segment)
-        terminator.operands = tuple(outer.get(v, v) for v in terminator.operands)
+        terminator.operands = tuple(view(v) for v in terminator.operands)
         for op in reversed(self.ops):
             self.block.erase_op(op)
         return segments

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import Operation, SSAValue
 
 from fuser.dialects import fusion as fu
+from fuser.dialects.views import ReshapeError, reshape_extents
 from fuser.transforms.schedulers.analyses import active, memoized
 
 
@@ -93,6 +94,11 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
         return [fu.partial_sum_shape(_shape(env, op.input), op.axis, op.split_count)]
     if isinstance(op, fu.RenumberOp):
         return [op.result_extents(_shape(env, op.input))]
+    if isinstance(op, fu.ReshapeOp):
+        try:
+            return [reshape_extents(fu.shape_of(op.result.type) or (), _shape(env, op.input))]
+        except ReshapeError as e:
+            raise ShapeMismatch(f"'{op.name}' {e}") from None
     if isinstance(op, fu.MatmulOp):
         a, b = _shape(env, op.lhs), _shape(env, op.rhs)
         if a[-1] != b[-2] or a[:-2] != b[:-2]:
@@ -165,7 +171,7 @@ class _ShapeSteps:
                 kind = _REDUCE
                 data = (tuple(op.axes.get_values()), op.keepdim is not None, 2)
             elif (
-                isinstance(op, fu.MatmulOp | fu.PartialSumOp | fu.RenumberOp)
+                isinstance(op, fu.MatmulOp | fu.PartialSumOp | fu.RenumberOp | fu.ReshapeOp)
                 or len(op.results) != 1
             ):
                 kind = _OTHER

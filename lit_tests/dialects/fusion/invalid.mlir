@@ -1006,3 +1006,57 @@ fusion.fusion @f(%x: tensor<4x3xbf16>) -> () {
   %p = fusion.partial_sum %x [0] splits(2) : tensor<4x3xbf16> -> tensor<2x3xbf16>
   fusion.output
 }
+
+// -----
+
+// reshape: as many elements
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' cannot reshape [4, 6] (24 elements) to [5, 5] (25 elements)}}
+  %y = fusion.reshape %x : tensor<4x6xf32> -> tensor<5x5xf32>
+  fusion.output
+}
+
+// -----
+
+// reshape: a static operand has a static result
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' result [?, 6] of a static operand must be static: [4, 6]}}
+  %y = fusion.reshape %x : tensor<4x6xf32> -> tensor<?x6xf32>
+  fusion.output
+}
+
+// -----
+
+// reshape: one extent to infer
+fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' result [?, ?] may leave one extent to infer (?), not 2}}
+  %y = fusion.reshape %x : tensor<?x6xf32> -> tensor<?x?xf32>
+  fusion.output
+}
+
+// -----
+
+// reshape: the inferred extent divides by no zero
+fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' result [?, 0] has a zero extent: the ? cannot be inferred}}
+  %y = fusion.reshape %x : tensor<?x6xf32> -> tensor<?x0xf32>
+  fusion.output
+}
+
+// -----
+
+// reshape: a whole inferred extent
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' cannot reshape [4, 6] (24 elements) to [5, ?]: 24 is not a multiple of 5}}
+  %y = fusion.reshape %x : tensor<4x6xf32> -> tensor<5x?xf32>
+  fusion.output
+}
+
+// -----
+
+// reshape: the element type is kept
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' must keep the element type: operand f32, result f16}}
+  %y = fusion.reshape %x : tensor<4x6xf32> -> tensor<24xf16>
+  fusion.output
+}

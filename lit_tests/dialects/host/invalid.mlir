@@ -328,3 +328,11 @@ host.program @p(%n: index) {
   %t = host.workspace_view %ws[%c] () : tensor<4xf32>
   host.return
 }
+
+// -----
+
+host.program @p(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{'host.reshape' cannot reshape [4, 6] (24 elements) to [5, 5] (25 elements)}}
+  %v = host.reshape %x : tensor<4x6xf32> -> tensor<5x5xf32>
+  host.return
+}

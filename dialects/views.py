@@ -1,0 +1,112 @@
+"""How a reshape maps extents and strides: the one definition that `fusion.reshape`,
+`host.reshape`, the segmenter and the host evaluator share.
+
+A reshape keeps the elements in row-major order and changes only the shape. Its result type
+gives the new extents: static ones, and at most one `?`, the extent inferred from the element
+count (torch's `-1`). `reshape_extents` computes the result's extents from the operand's.
+
+On the GPU a reshape moves nothing when it is a *view*: when the new shape can be given strides
+over the operand's memory (`view_strides`, the rule of torch's `Tensor.view`): each run of
+result dims must split or merge a run of operand dims that are contiguous with each other
+(`stride[i] == stride[i + 1] * extent[i + 1]`, extent-1 dims ignored). A contiguous tensor is a
+view of any reshape; a transposed one generally is not, and is copied first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DYNAMIC_INDEX
+
+
+class ReshapeError(ValueError):
+    """A reshape whose extents do not fit its operand's (the message says how)."""
+
+
+def reshape_extents(target: Sequence[int], source: Sequence[int]) -> tuple[int, ...]:
+    """The result's extents: `target` (static extents, at most one `DYNAMIC_INDEX`, inferred)
+    for an operand of extents `source` (all known). Raises ReshapeError if the element counts
+    differ or the inferred extent is not whole."""
+    numel = math.prod(source)
+    known = math.prod(e for e in target if e != DYNAMIC_INDEX)
+    inferred = [i for i, e in enumerate(target) if e == DYNAMIC_INDEX]
+    if len(inferred) > 1:
+        raise ReshapeError(f"{_fmt(target)} infers more than one extent")
+    if inferred:
+        if known == 0:
+            raise ReshapeError(
+                f"cannot reshape {_fmt(source)} to {_fmt(target)}: beside a zero extent the ? "
+                "could be any extent"
+            )
+        if numel % known:
+            raise ReshapeError(
+                f"cannot reshape {_fmt(source)} ({numel} elements) to {_fmt(target)}: "
+                f"{numel} is not a multiple of {known}"
+            )
+        out = list(target)
+        out[inferred[0]] = numel // known
+        return tuple(out)
+    if known != numel:
+        raise ReshapeError(
+            f"cannot reshape {_fmt(source)} ({numel} elements) to {_fmt(target)} ({known} elements)"
+        )
+    return tuple(target)
+
+
+def view_strides(
+    shape: Sequence[int], strides: Sequence[int], new_shape: Sequence[int]
+) -> tuple[int, ...] | None:
+    """The strides of `new_shape` over a tensor of `shape` and `strides` (same element count),
+    or None when no strides give it (the reshape needs a copy)."""
+    if math.prod(shape) == 0:
+        return _contiguous(new_shape)
+    # the operand's dims without the extent-1 ones, as (extent, stride)
+    dims = [(e, s) for e, s in zip(shape, strides, strict=True) if e != 1]
+    out: list[int] = []
+    i = 0  # the next operand dim
+    j = 0  # the next result dim
+    while j < len(new_shape):
+        if new_shape[j] == 1:
+            out.append(_next_stride(dims, i))
+            j += 1
+            continue
+        # one chunk: operand dims [i, k) and result dims [j, m) of equal element counts
+        k, m = i + 1, j + 1
+        have, want = dims[i][0], new_shape[j]
+        while have != want:
+            if have < want:
+                have *= dims[k][0]
+                k += 1
+            else:
+                want *= new_shape[m]
+                m += 1
+        if any(dims[n][1] != dims[n + 1][1] * dims[n + 1][0] for n in range(i, k - 1)):
+            return None  # the operand dims merged are not contiguous with each other
+        stride = dims[k - 1][1]  # the innermost operand dim's
+        chunk: list[int] = []
+        for e in reversed(new_shape[j:m]):
+            chunk.append(stride)
+            stride *= e
+        out.extend(reversed(chunk))
+        i, j = k, m
+    return tuple(out)
+
+
+def _next_stride(dims: Sequence[tuple[int, int]], i: int) -> int:
+    """A stride for a new extent-1 dim before operand dim `i` (any value is valid: torch
+    takes the next dim's extent times its stride)."""
+    return dims[i][0] * dims[i][1] if i < len(dims) else 1
+
+
+def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
+    strides: list[int] = []
+    step = 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+def _fmt(shape: Sequence[int]) -> str:
+    return "[" + ", ".join("?" if e == DYNAMIC_INDEX else str(e) for e in shape) + "]"

@@ -1,0 +1,126 @@
+"""`fuser-hoist-reshapes`: moves each `fusion.reshape` above the pointwise ops it follows, to
+the fusion's inputs, so that it costs no kernel boundary.
+
+Kernels never index through a reshape: the segmenter leaves one between segments, where the
+host program takes it as a view (`fusion.reshape`). A reshape of a pointwise result would so
+split the pointwise chain before it from the ops after it. But a pointwise op commutes with a
+reshape of its result, `reshape(f(a, b)) == f(reshape(a), reshape(b))`, when every tensor
+operand has the result's shape. This pass applies that rewrite wherever the chain above the
+reshape reaches only fusion inputs through such ops (each used once: a shared one would be
+computed twice), so the reshapes end on the inputs, as views that the one kernel reads. A chain
+that meets anything else (a broadcast, a reduction, a matmul) stays as it is: reshaping there
+would materialize what a kernel computes on the fly. It also folds a reshape of a reshape into
+one, and erases a reshape to the operand's own type.
+
+nvFuser instead indexes through the reshape inside its kernels (splits and merges of iteration
+domains); this pass covers the transformer regions' common case, a reshape of an input or of a
+pointwise chain of inputs, without that machinery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from fuser.dialects import fusion as fu
+
+_COMMUTING = (fu.UnaryOp, fu.GeluOp, fu.BinaryOp, fu.WhereOp, fu.CastOp, fu.SetOp)
+"""Pointwise ops whose tensor operands have the result's shape (no broadcast, no renumbering;
+a `segment_set` is a boundary the user asked for)."""
+
+
+def _commutes(op: Operation) -> bool:
+    """A pointwise op each tensor operand of which has its result's static shape."""
+    if not isinstance(op, _COMMUTING):
+        return False
+    shape = fu.shape_of(op.results[0].type)
+    return all(fu.shape_of(o.type) == shape for o in op.operands if isinstance(o.type, TensorType))
+
+
+def _reaches_inputs(v: SSAValue) -> bool:
+    """Whether the reshape of `v` can move up to fusion inputs through commuting ops used
+    once each."""
+    if isinstance(v, BlockArgument):
+        return True
+    if not isinstance(v, OpResult) or not v.has_one_use():
+        return False
+    op = v.op
+    if isinstance(op, fu.ReshapeOp):
+        return _reaches_inputs(op.input)
+    return _commutes(op) and all(
+        _reaches_inputs(o) for o in op.operands if isinstance(o.type, TensorType)
+    )
+
+
+@dataclass
+class HoistReshape(RewritePattern):
+    """One step: a reshape of a commuting op's result becomes the op on reshaped operands; a
+    reshape of a reshape, one reshape; a reshape to its operand's type, the operand."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fu.ReshapeOp, rewriter: PatternRewriter, /):
+        source = op.input
+        if source.type == op.result.type:
+            rewriter.replace(op, [], [source])
+            return
+        if not isinstance(source, OpResult) or not source.has_one_use():
+            return
+        producer = source.op
+        target = op.result.type.get_shape()
+        if isinstance(producer, fu.ReshapeOp):
+            folded = fu.ReshapeOp(producer.input, target)
+            rewriter.replace(op, [folded], [folded.result])
+            rewriter.erase(producer)
+            return
+        if not _reaches_inputs(source):
+            return
+        new_ops: list[Operation] = []
+        operands: list[SSAValue] = []
+        for o in producer.operands:
+            if isinstance(o.type, TensorType):
+                reshaped = fu.ReshapeOp(o, target)
+                reshaped.result.name_hint = o.name_hint
+                new_ops.append(reshaped)
+                operands.append(reshaped.result)
+            else:
+                operands.append(o)
+        element = fu.element_type(producer.results[0].type)
+        moved = type(producer).create(
+            operands=operands,
+            result_types=[TensorType(element, target)],
+            properties=dict(producer.properties),
+            attributes=dict(producer.attributes),
+        )
+        moved.results[0].name_hint = op.result.name_hint
+        new_ops.append(moved)
+        rewriter.replace(op, new_ops, [moved.results[0]])
+        rewriter.erase(producer)  # its one use was the reshape
+
+
+def hoist_reshapes(fusion: fu.FusionOp) -> None:
+    """Applies the pass to one fusion, in place."""
+    # no dead-code elimination: the compiler planned split factors on every matmul, dead or not
+    applier = GreedyRewritePatternApplier([HoistReshape()], dce_enabled=False)
+    PatternRewriteWalker(applier).rewrite_region(fusion.body)
+
+
+@dataclass(frozen=True)
+class HoistReshapesPass(ModulePass):
+    """Moves reshapes above pointwise chains to the fusion inputs (see the module docstring)."""
+
+    name = "fuser-hoist-reshapes"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
+            hoist_reshapes(fusion)
