@@ -16,7 +16,7 @@ from ir_helpers import context
 from xdsl.parser import Parser
 
 from fuser.dialects import fusion as fu
-from fuser.runtime.dtypes import BFLOAT16
+from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
 from fuser.validation import host_array
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -94,6 +94,22 @@ def assert_outputs_close(
                 f"output #{i}: {int(bad.sum())} of {out.size} elements differ (rtol={rtol}, "
                 f"atol={atol:.3g}); first at {j}: got {out[j]!r}, expected {ref[j]!r}"
             )
+
+
+def random_of(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Values around 0.5 (never all zeros) of a fuser DataType's dtype, rounded to it."""
+    return round_to_float(rng.standard_normal(shape) + 0.5, numpy_dtype(dtype.element_type))
+
+
+def check_against_reference(fd: Any, torch: Any, views: list[Any], hosts: list[np.ndarray]) -> None:
+    """Every output of `fd` (a FusionDefinition) on the GPU views equals the float64 reference
+    on the hosts, within the output dtype's `TOL`."""
+    outs = fd.execute(views)
+    refs = fd.reference(hosts, compute_dtype=np.float64)
+    for i, (out, ref) in enumerate(zip(outs, refs, strict=True)):
+        got = numpy_of(torch, out)
+        assert got.shape == ref.shape, f"{fd.name} output {i}: {got.shape} vs {ref.shape}"
+        assert_close(got, ref, f"{fd.name} output {i}", TOL[got.dtype])
 
 
 def parse_fusion(text: str) -> fu.FusionOp:

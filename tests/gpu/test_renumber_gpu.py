@@ -23,28 +23,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpu_helpers import TOL, assert_close, numpy_of, schedulers, torch_of
+from gpu_helpers import (
+    assert_close,
+    check_against_reference,
+    numpy_of,
+    random_of,
+    schedulers,
+    torch_of,
+)
 
 from fuser import DataType, FusionDefinition
-from fuser.runtime.dtypes import numpy_dtype, round_to_float
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
-
-
-def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: DataType) -> np.ndarray:
-    return round_to_float(rng.standard_normal(shape) + 0.5, numpy_dtype(dtype.element_type))
-
-
-def _check(fd: FusionDefinition, torch: Any, views: list[Any], hosts: list[np.ndarray]) -> None:
-    """Every output of `fd` on the GPU views equals the float64 reference on the hosts."""
-    outs = fd.execute(views)
-    refs = fd.reference(hosts, compute_dtype=np.float64)
-    for i, (out, ref) in enumerate(zip(outs, refs, strict=True)):
-        got = numpy_of(torch, out)
-        assert got.shape == ref.shape, f"{fd.name} output {i}: {got.shape} vs {ref.shape}"
-        assert_close(got, ref, f"{fd.name} output {i}", TOL[got.dtype])
 
 
 def gelu_of_permuted(dtype: DataType) -> FusionDefinition:
@@ -70,8 +62,8 @@ def test_gelu_of_a_permuted_input(
 ) -> None:
     h, n = shape
     fd = gelu_of_permuted(dtype)
-    x, b = _random(rng, (h, n), dtype), _random(rng, (h,), dtype)
-    _check(fd, torch, [torch_of(torch, x), torch_of(torch, b)], [x, b])
+    x, b = random_of(rng, (h, n), dtype), random_of(rng, (h,), dtype)
+    check_against_reference(fd, torch, [torch_of(torch, x), torch_of(torch, b)], [x, b])
     if h >= 32 and n >= 32:
         assert schedulers(fd, [x, b]) == ["transpose"]
 
@@ -79,10 +71,10 @@ def test_gelu_of_a_permuted_input(
 def test_gelu_of_a_permuted_non_contiguous_input(rng: np.random.Generator, torch: Any) -> None:
     """x is every other column of a wider tensor: strides (2 n, 2)."""
     fd = gelu_of_permuted(DataType.Float)
-    wide = _random(rng, (300, 2 * 257), DataType.Float)
-    b = _random(rng, (300,), DataType.Float)
+    wide = random_of(rng, (300, 2 * 257), DataType.Float)
+    b = random_of(rng, (300,), DataType.Float)
     view = torch_of(torch, wide)[:, ::2]
-    _check(fd, torch, [view, torch_of(torch, b)], [wide[:, ::2].copy(), b])
+    check_against_reference(fd, torch, [view, torch_of(torch, b)], [wide[:, ::2].copy(), b])
 
 
 def heads(dtype: DataType) -> FusionDefinition:
@@ -100,9 +92,9 @@ def test_heads_permute_of_a_squeezed_input(
     rng: np.random.Generator, torch: Any, dtype: DataType, shape: tuple[int, int, int, int]
 ) -> None:
     b, s, h, d = shape
-    x = _random(rng, (b, s, 1, h, d), dtype)
+    x = random_of(rng, (b, s, 1, h, d), dtype)
     fd = heads(dtype)
-    _check(fd, torch, [torch_of(torch, x)], [x])
+    check_against_reference(fd, torch, [torch_of(torch, x)], [x])
     if x.size:
         assert schedulers(fd, [x]) == ["pointwise"]
 
@@ -112,9 +104,9 @@ def test_permute_of_a_permuted_view_reads_row_major(rng: np.random.Generator, to
     with FusionDefinition("undo") as fd:
         t = fd.define_tensor([-1, -1], DataType.Float)
         fd.add_output(fd.ops.neg(fd.ops.permute(t, [1, 0])))
-    x = _random(rng, (129, 4097), DataType.Float)
+    x = random_of(rng, (129, 4097), DataType.Float)
     view = torch_of(torch, x).t()
-    _check(fd, torch, [view], [np.ascontiguousarray(x.T)])
+    check_against_reference(fd, torch, [view], [np.ascontiguousarray(x.T)])
     assert schedulers(fd, [view]) == ["pointwise"]
 
 
@@ -127,8 +119,8 @@ def test_sum_of_a_permuted_input(
     with FusionDefinition(f"sum_t_{dims[0]}") as fd:
         x = fd.define_tensor([-1, -1], DataType.Float)
         fd.add_output(fd.ops.sum(fd.ops.permute(x, [1, 0]), dims))
-    a = _random(rng, shape, DataType.Float)
-    _check(fd, torch, [torch_of(torch, a)], [a])
+    a = random_of(rng, shape, DataType.Float)
+    check_against_reference(fd, torch, [torch_of(torch, a)], [a])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
@@ -143,8 +135,8 @@ def test_softmax_of_a_permuted_input(
         e = fd.ops.exp(fd.ops.sub(xt, fd.ops.expand(m, xt.shape())))
         s = fd.ops.sum(e, [1], keepdim=True)
         fd.add_output(fd.ops.cast(fd.ops.div(e, fd.ops.expand(s, xt.shape())), dtype))
-    a = _random(rng, shape, dtype)
-    _check(fd, torch, [torch_of(torch, a)], [a])
+    a = random_of(rng, shape, dtype)
+    check_against_reference(fd, torch, [torch_of(torch, a)], [a])
 
 
 Build = Callable[[FusionDefinition, Any, Any], Any]
@@ -169,8 +161,9 @@ def test_broadcast_and_expand_of_a_vector(
         v = fd.define_tensor([-1], DataType.BFloat16)
         s = fd.ops.mul(fd.ops.cast(m, DataType.Float), fd.ops.cast(build(fd, m, v), DataType.Float))
         fd.add_output(fd.ops.cast(s, DataType.BFloat16))
-    a, b = _random(rng, shape, DataType.BFloat16), _random(rng, shape[axis:][:1], DataType.BFloat16)
-    _check(fd, torch, [torch_of(torch, a), torch_of(torch, b)], [a, b])
+    bf16 = DataType.BFloat16
+    a, b = random_of(rng, shape, bf16), random_of(rng, shape[axis:][:1], bf16)
+    check_against_reference(fd, torch, [torch_of(torch, a), torch_of(torch, b)], [a, b])
 
 
 def test_a_permute_as_an_output_and_into_a_matmul(rng: np.random.Generator, torch: Any) -> None:
@@ -183,7 +176,8 @@ def test_a_permute_as_an_output_and_into_a_matmul(rng: np.random.Generator, torc
         bt = fd.ops.permute(b, [1, 0])
         fd.add_output(bt)
         fd.add_output(fd.ops.matmul(a, bt))
-    x, y = _random(rng, (64, 128), DataType.BFloat16), _random(rng, (96, 128), DataType.BFloat16)
+    bf16 = DataType.BFloat16
+    x, y = random_of(rng, (64, 128), bf16), random_of(rng, (96, 128), bf16)
     views = [torch_of(torch, x), torch_of(torch, y)]
     outs = fd.execute(views)
     refs = fd.reference([x, y], compute_dtype=np.float64)
@@ -203,7 +197,7 @@ def test_a_permute_of_a_matmul_result(
         a = fd.define_tensor([-1, -1], DataType.BFloat16)
         b = fd.define_tensor([-1, -1], DataType.BFloat16)
         fd.add_output(fd.ops.permute(fd.ops.matmul(a, b), [1, 0]))
-    x, y = _random(rng, (m, k), DataType.BFloat16), _random(rng, (k, n), DataType.BFloat16)
+    x, y = random_of(rng, (m, k), DataType.BFloat16), random_of(rng, (k, n), DataType.BFloat16)
     (out,) = fd.execute([torch_of(torch, x), torch_of(torch, y)])
     (ref,) = fd.reference([x, y], compute_dtype=np.float64)
     assert_close(numpy_of(torch, out), ref, "matmul^T", (2e-2, 2e-2))

@@ -23,29 +23,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpu_helpers import TOL, assert_close, numpy_of, schedulers, torch_of
+from gpu_helpers import (
+    check_against_reference,
+    numpy_of,
+    random_of,
+    schedulers,
+    torch_of,
+)
 
 from fuser import DataType, FusionDefinition
 from fuser.errors import InputError
-from fuser.runtime.dtypes import numpy_dtype, round_to_float
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
-
-
-def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: DataType) -> np.ndarray:
-    return round_to_float(rng.standard_normal(shape) + 0.5, numpy_dtype(dtype.element_type))
-
-
-def _check(fd: FusionDefinition, torch: Any, views: list[Any], hosts: list[np.ndarray]) -> None:
-    """Every output of `fd` on the GPU views equals the float64 reference on the hosts."""
-    outs = fd.execute(views)
-    refs = fd.reference(hosts, compute_dtype=np.float64)
-    for i, (out, ref) in enumerate(zip(outs, refs, strict=True)):
-        got = numpy_of(torch, out)
-        assert got.shape == ref.shape, f"{fd.name} output {i}: {got.shape} vs {ref.shape}"
-        assert_close(got, ref, f"{fd.name} output {i}", TOL[got.dtype])
 
 
 def heads_split(dtype: DataType, b: int, t: int, h: int, d: int) -> FusionDefinition:
@@ -64,8 +55,8 @@ def test_heads_split_reads_the_input_through_a_view(
 ) -> None:
     b, h, d = 2, 3, 64
     fd = heads_split(dtype, b, t, h, d)
-    x = _random(rng, (b, t, h * d), dtype)
-    _check(fd, torch, [torch_of(torch, x)], [x])
+    x = random_of(rng, (b, t, h * d), dtype)
+    check_against_reference(fd, torch, [torch_of(torch, x)], [x])
     if t:
         assert len(schedulers(fd, [x])) == 1
 
@@ -77,8 +68,8 @@ def test_heads_merge_writes_the_output_in_its_shape(rng: np.random.Generator, to
         x = fd.define_tensor([b, h, t, d], DataType.BFloat16)
         merged = fd.ops.reshape(fd.ops.permute(x, [0, 2, 1, 3]), [b, t, h * d])
         fd.add_output(merged)
-    x = _random(rng, (b, h, t, d), DataType.BFloat16)
-    _check(fd, torch, [torch_of(torch, x)], [x])
+    x = random_of(rng, (b, h, t, d), DataType.BFloat16)
+    check_against_reference(fd, torch, [torch_of(torch, x)], [x])
     assert len(schedulers(fd, [x])) == 1
     (out,) = fd.execute([torch_of(torch, x)])
     assert tuple(out.shape) == (b, t, h * d) and out.is_contiguous()
@@ -92,8 +83,8 @@ def test_a_reshaped_pointwise_chain_is_one_kernel(rng: np.random.Generator, torc
         g = fd.ops.reshape(fd.ops.gelu(fd.ops.add(a, c)), [-1, 3, 7])
         fd.add_output(fd.ops.sum(g, [2]))
         fd.add_output(g)
-    x, y = _random(rng, (127, 21), DataType.Float), _random(rng, (127, 21), DataType.Float)
-    _check(fd, torch, [torch_of(torch, x), torch_of(torch, y)], [x, y])
+    x, y = random_of(rng, (127, 21), DataType.Float), random_of(rng, (127, 21), DataType.Float)
+    check_against_reference(fd, torch, [torch_of(torch, x), torch_of(torch, y)], [x, y])
     assert len(schedulers(fd, [x, y])) == 1
 
 
@@ -103,8 +94,8 @@ def test_a_reshaped_reduction_feeds_another_kernel(rng: np.random.Generator, tor
         y = fd.define_tensor([-1, -1], DataType.Float)
         s = fd.ops.reshape(fd.ops.sum(x, [1]), [-1, 5])
         fd.add_output(fd.ops.add(s, y))
-    x, y = _random(rng, (35, 4097), DataType.Float), _random(rng, (7, 5), DataType.Float)
-    _check(fd, torch, [torch_of(torch, x), torch_of(torch, y)], [x, y])
+    x, y = random_of(rng, (35, 4097), DataType.Float), random_of(rng, (7, 5), DataType.Float)
+    check_against_reference(fd, torch, [torch_of(torch, x), torch_of(torch, y)], [x, y])
 
 
 def flatten() -> FusionDefinition:
@@ -118,7 +109,7 @@ def test_a_transposed_input_is_copied_first(rng: np.random.Generator, torch: Any
     """x^T cannot be viewed flat: a copy kernel, then the negation; a contiguous x afterwards
     takes a program without the copy, and the transposed one its own again."""
     fd = flatten()
-    a = _random(rng, (129, 33), DataType.Float)
+    a = random_of(rng, (129, 33), DataType.Float)
     transposed = torch_of(torch, a).t()
     contiguous = torch_of(torch, a.T.copy())
     for view in (transposed, contiguous, transposed):
@@ -132,12 +123,12 @@ def test_a_column_slice_is_viewed_in_place(rng: np.random.Generator, torch: Any)
     """The first 768 columns of a [n, 2304] tensor (a qkv projection's q) split into heads: a
     strided view, no copy."""
     n, h, d = 37, 12, 64
-    wide = _random(rng, (n, 3 * h * d), DataType.BFloat16)
+    wide = random_of(rng, (n, 3 * h * d), DataType.BFloat16)
     q = torch_of(torch, wide)[:, : h * d]
     with FusionDefinition("q_heads") as fd:
         x = fd.define_tensor([-1, -1], DataType.BFloat16)
         fd.add_output(fd.ops.cast(fd.ops.reshape(x, [n, h, d]), DataType.Float))
-    _check(fd, torch, [q], [wide[:, : h * d]])
+    check_against_reference(fd, torch, [q], [wide[:, : h * d]])
     assert len(schedulers(fd, [q])) == 1
 
 
@@ -150,8 +141,8 @@ def test_an_inferred_extent_on_dynamic_inputs(
         r = fd.ops.reshape(x, [-1, 4])
         fd.add_output(fd.ops.add(r, r))
         fd.add_output(r)  # an input's view as an output: a copy
-    x = _random(rng, (rows, 12), DataType.Half)
-    _check(fd, torch, [torch_of(torch, x)], [x])
+    x = random_of(rng, (rows, 12), DataType.Half)
+    check_against_reference(fd, torch, [torch_of(torch, x)], [x])
 
 
 def test_a_count_that_does_not_fit_is_an_input_error(torch: Any) -> None:
