@@ -97,7 +97,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from fuser.dialects.common import FuncLikeOp, OpVerifyException, TensorDimOp
-from fuser.dialects.views import ReshapeError, reshape_extents
+from fuser.dialects.views import ReshapeError, format_shape, reshape_extents
 
 # --------------------------------------------------------------------------------------------
 # Element types and the rules on them
@@ -139,11 +139,6 @@ def dims_compatible(a: int, b: int) -> bool:
 def shapes_compatible(a: Sequence[int], b: Sequence[int]) -> bool:
     """Whether two shapes have one rank and compatible extents."""
     return len(a) == len(b) and all(dims_compatible(x, y) for x, y in zip(a, b, strict=True))
-
-
-def format_shape(shape: Sequence[int]) -> str:
-    """A shape for messages: `[?, 4]`."""
-    return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape) + "]"
 
 
 def _check_element(op_name: str, what: str, t: Attribute, allowed: Sequence[Attribute]) -> None:

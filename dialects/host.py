@@ -391,7 +391,7 @@ class ReshapeOp(IRDLOperation):
     """A view of `input` in the result type's shape, sharing its memory (`x.view(shape)` in
     PyTorch); a `?` of the result is inferred from the element count. The evaluator computes
     the view's strides when it specializes the program (`fuser.dialects.views.view_strides`);
-    the lowering copies an operand that no strides can view so.
+    the segmenter copies an operand that no strides can view so.
 
     `%v = host.reshape %t : tensor<?x768xf32> -> tensor<?x12x64xf32>`
     """

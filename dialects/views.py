@@ -31,27 +31,36 @@ def reshape_extents(target: Sequence[int], source: Sequence[int]) -> tuple[int, 
     numel = math.prod(source)
     known = math.prod(e for e in target if e != DYNAMIC_INDEX)
     inferred = [i for i, e in enumerate(target) if e == DYNAMIC_INDEX]
+    what = f"cannot reshape {format_shape(source)}"
     if len(inferred) > 1:
-        raise ReshapeError(f"{_fmt(target)} infers more than one extent")
+        raise ReshapeError(f"{format_shape(target)} infers more than one extent")
     if inferred:
         if known == 0:
             raise ReshapeError(
-                f"cannot reshape {_fmt(source)} to {_fmt(target)}: beside a zero extent the ? "
-                "could be any extent"
+                f"{what} to {format_shape(target)}: beside a zero extent the ? could be any extent"
             )
         if numel % known:
             raise ReshapeError(
-                f"cannot reshape {_fmt(source)} ({numel} elements) to {_fmt(target)}: "
-                f"{numel} is not a multiple of {known}"
+                f"{what} ({numel} elements) to {format_shape(target)}: {numel} is not a "
+                f"multiple of {known}"
             )
         out = list(target)
         out[inferred[0]] = numel // known
         return tuple(out)
     if known != numel:
         raise ReshapeError(
-            f"cannot reshape {_fmt(source)} ({numel} elements) to {_fmt(target)} ({known} elements)"
+            f"{what} ({numel} elements) to {format_shape(target)} ({known} elements)"
         )
     return tuple(target)
+
+
+def reshape_view(
+    target: Sequence[int], shape: Sequence[int], strides: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """The extents of a reshape to `target` of a tensor of `shape` and `strides`, and the
+    strides that view it so (None: it needs a copy). Raises ReshapeError as `reshape_extents`."""
+    extents = reshape_extents(target, shape)
+    return extents, view_strides(shape, strides, extents)
 
 
 def view_strides(
@@ -60,7 +69,7 @@ def view_strides(
     """The strides of `new_shape` over a tensor of `shape` and `strides` (same element count),
     or None when no strides give it (the reshape needs a copy)."""
     if math.prod(shape) == 0:
-        return _contiguous(new_shape)
+        return contiguous_strides(new_shape)
     # the operand's dims without the extent-1 ones, as (extent, stride)
     dims = [(e, s) for e, s in zip(shape, strides, strict=True) if e != 1]
     out: list[int] = []
@@ -99,7 +108,8 @@ def _next_stride(dims: Sequence[tuple[int, int]], i: int) -> int:
     return dims[i][0] * dims[i][1] if i < len(dims) else 1
 
 
-def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """C-order strides in elements (an extent 0 counts as 1)."""
     strides: list[int] = []
     step = 1
     for extent in reversed(shape):
@@ -108,5 +118,6 @@ def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _fmt(shape: Sequence[int]) -> str:
-    return "[" + ", ".join("?" if e == DYNAMIC_INDEX else str(e) for e in shape) + "]"
+def format_shape(shape: Sequence[int]) -> str:
+    """A shape for messages: `[?, 4]`."""
+    return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape) + "]"

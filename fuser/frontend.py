@@ -608,7 +608,9 @@ class FusionOps:
             out = DataType.Int if op == "sum" and x.dtype == DataType.Bool else x.dtype
         fd = self._definition
         if x.ndim == 0:  # every axis of a 0-dim tensor: the value itself
-            if dims not in (None, [], ()):
+            if dims is not None and (
+                not isinstance(dims, Sequence) or isinstance(dims, str) or len(dims)
+            ):
                 _fail(qual, f"argument 'dims' is {dims!r}; a 0-dim tensor has no dims")
             result = fd._wrap(fd._cast(fd._emit(SetOp(x._value)).results[0], out))
             assert isinstance(result, Tensor)
@@ -981,6 +983,8 @@ class FusionOps:
                 f"rank {x.ndim}",
             )
         for d, (entry, static) in enumerate(zip(original, x._shape, strict=True)):
+            if isinstance(entry, Extent) and entry.tensor is x and entry.axis == d:
+                continue  # the operand's own extent (`t.shape()`)
             value = self._static_extent(op, "original_shape", d, entry)
             if static != DYNAMIC_INDEX and value not in (-1, static):
                 _fail(
@@ -1363,7 +1367,8 @@ class FusionDefinition:
             dtype = DataType.Float
         if sizes is not None or strides is not None:
             shape = self._legacy_shape(op, shape, contiguity, sizes, strides, static_sizes)
-            contiguity = None
+        elif static_sizes is not False:
+            _fail(op, "argument 'static_sizes' goes with nvFuser's legacy 'sizes' and 'strides'")
         if shape is None:
             _fail(op, "needs 'shape' (or nvFuser's legacy 'sizes' and 'strides')")
         if not isinstance(shape, Sequence) or isinstance(shape, str):
@@ -1587,7 +1592,9 @@ class FusionDefinition:
         from fuser.runtime.reference import evaluate
 
         if isinstance(compute_dtype, DataType):
-            compute_dtype = numpy_dtype(compute_dtype.element_type)
+            dtype = _check_dtype("fd.reference", "compute_dtype", compute_dtype)
+            assert dtype is not None
+            compute_dtype = numpy_dtype(dtype.element_type)
         return evaluate(self.fusion, inputs, compute_dtype=compute_dtype)
 
     def _fusion_compiler(self) -> FusionCompiler:
@@ -1668,15 +1675,23 @@ class FusionDefinition:
 
         from fuser.validation import compare, host_arrays
 
+        op = f"fd.validate @{self.name}"
+        for name, tol in (("atol", atol), ("rtol", rtol)):
+            if tol is not None and (not isinstance(tol, numbers.Real) or isinstance(tol, bool)):
+                raise InputError(f"{op}: {name} must be a number, got {tol!r}")
+        if reference is not None and (
+            not isinstance(reference, list | tuple) or len(reference) != len(self.outputs)
+        ):
+            raise InputError(
+                f"{op}: reference must be a list of {len(self.outputs)} array(s), one per "
+                f"output, got {type(reference).__name__}"
+                + (f" of {len(reference)}" if isinstance(reference, list | tuple) else "")
+            )
         outputs = self.execute(inputs, **execute_options)
         if reference is None:
             expected = self.reference(host_arrays(inputs), compute_dtype=np.float64)
         else:
             expected = host_arrays(reference)
-            if len(expected) != len(outputs):
-                raise ValidationError(
-                    f"fd.validate: {len(expected)} reference output(s) for {len(outputs)} output(s)"
-                )
         for i, (got, want) in enumerate(zip(host_arrays(outputs), expected, strict=True)):
             problem = compare(np.asarray(got), np.asarray(want), f"output #{i}", rtol, atol)
             if problem is not None:
@@ -1759,12 +1774,14 @@ def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str
             )
     if device is None:
         return
+    key = (type(device), device)  # False == 0 and 1.0 == 1 as dict keys: the type tells them apart
     try:
-        ordinal = _ORDINALS[device]
+        ordinal = _ORDINALS[key]
     except (KeyError, TypeError):
         ordinal = _device_ordinal(device)
-        with contextlib.suppress(TypeError):  # an unhashable device is looked at each call
-            _ORDINALS[device] = ordinal
+        if ordinal is not None:
+            with contextlib.suppress(TypeError):  # an unhashable device is looked at each call
+                _ORDINALS[key] = ordinal
     if ordinal is None:
         raise InputError(
             f"{op}: device must be a CUDA device (an ordinal or 'cuda:N'), got {device!r}"

@@ -288,7 +288,7 @@ def host_call(evaluator: Any, inputs: Sequence[Any], frontend: Any, stream: int 
     scalars: list[Any] = []
     for x, is_tensor in zip(inputs, evaluator.is_tensor, strict=True):
         if is_tensor:
-            strides = tuple(s // x.itemsize for s in x.strides)
+            strides = _element_strides(x)
             key += tensor_part(x.shape, strides, dtype_code(x.dtype), x.ctypes.data)
             ptrs.append(x.ctypes.data)
     for x, is_tensor in zip(inputs, evaluator.is_tensor, strict=True):
@@ -298,6 +298,10 @@ def host_call(evaluator: Any, inputs: Sequence[Any], frontend: Any, stream: int 
     return Call(layout, inputs, (*key, 0), ptrs, scalars, 0, stream, frontend)
 
 
+def _element_strides(x: np.ndarray) -> tuple[int, ...]:
+    return tuple(s // x.itemsize for s in x.strides)
+
+
 def _host_info(info: Any, inputs: Sequence[Any]) -> Any:
     """`info` with the strides `run_lowered` passes: the numpy arrays' own (`info_for` gives
     those of the contiguous copies a device call would upload), so that the segmenter decides
@@ -305,7 +309,7 @@ def _host_info(info: Any, inputs: Sequence[Any]) -> Any:
     from fuser.transforms.schedulers.info import FusionInfo
 
     metas = [
-        m if m is None else replace(m, strides=tuple(s // x.itemsize for s in x.strides))
+        m if m is None else replace(m, strides=_element_strides(x))
         for m, x in zip(info.inputs, inputs, strict=True)
     ]
     return FusionInfo(tuple(metas), info.device)
@@ -438,6 +442,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
         _expect(stage, compare_all(got, reference, facts, names, CPU_TOLERANCES))
 
     if passes:
+        from fuser.transforms.hoist_reshapes import hoist_reshapes
         from fuser.transforms.lower_to_host import lower_fusion
         from fuser.transforms.segment import segment_fusion
         from fuser.transforms.split_k import apply_split_k
@@ -450,7 +455,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
             against_reference("translate-welford", got)
         base = fusion.clone()
         factors = _split_factors(fusion, program.data_seed)
-        later = ("fuser-segment", "fuser-lower-host", "fuser-plan-memory")
+        later = ("fuser-hoist-reshapes", "fuser-segment", "fuser-lower-host", "fuser-plan-memory")
         if factors and only in (None, "split-k", *later):
             _stage("split-k", lambda: apply_split_k(base, factors))
             base.verify()
@@ -466,6 +471,9 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
                     FusionCompiler(fusion).info_for(inputs, arch=DEFAULT_ARCH), inputs
                 ),
             )
+            _stage("fuser-hoist-reshapes", lambda: hoist_reshapes(base, info))
+            got = _stage("fuser-hoist-reshapes", lambda: _reference(base, inputs))
+            against_reference("fuser-hoist-reshapes", got)
             mode = ("auto", "always", "never")[program.data_seed % 3]
             _stage("fuser-segment", lambda: segment_fusion(base, info, welford=mode))
             got = _stage("fuser-segment", lambda: _reference(base, inputs))
@@ -554,9 +562,12 @@ def _without_op(program: Program, index: int) -> Program | None:
     return replace(program, ops=rest, outputs=outputs)
 
 
-def _bypass(program: Program, index: int, values: dict[str, oracle.Value]) -> Program | None:
+def _bypass(
+    program: Program, index: int, values: dict[str, oracle.Value], handles: dict[str, Any]
+) -> Program | None:
     """The program without op `index`, its result replaced everywhere (outputs included) by
-    its first operand of the same dtype and shape, where it has one."""
+    its first operand of the same dtype and shape, run-time and declared (`handles`: the
+    definition's values by name), where it has one."""
     op = program.ops[index]
     if len(op.results) != 1 or op.results[0] not in values:
         return None
@@ -569,6 +580,7 @@ def _bypass(program: Program, index: int, values: dict[str, oracle.Value]) -> Pr
         and values[a].dtype == result.dtype
         and values[a].is_tensor == result.is_tensor
         and np.shape(values[a].data) == np.shape(result.data)
+        and _declared(handles.get(a)) == _declared(handles.get(op.results[0]))
     ]
     if not same:
         return None
@@ -625,15 +637,23 @@ def _drop_dead(program: Program) -> Program:
     return _drop_unused_inputs(replace(program, ops=tuple(ops)))
 
 
+def _declared(handle: Any) -> tuple[int, ...] | None:
+    """A tensor's shape as the definition declares it (-1 dynamic); None for a scalar."""
+    return getattr(handle, "static_shape", None)
+
+
 def _drop_unused_inputs(program: Program) -> Program:
     used = {a for o in program.ops for a in o.args if isinstance(a, str)}
     used |= {e[0] for o in program.ops for e in o.kw.get("shape", []) if isinstance(e, tuple)}
+    used |= set(program.outputs)  # an input a bypass or cut made an output
     return replace(program, inputs=tuple(i for i in program.inputs if i.name in used))
 
 
 def _variants(program: Program) -> list[Program]:
     """Smaller or simpler neighbours of a program, most promising first."""
     out: list[Program] = []
+    for i in range(len(program.ops) - 1):  # the program up to op i, its results the outputs
+        out.append(_drop_dead(replace(program, outputs=program.ops[i].results)))
     for i in reversed(range(len(program.ops))):
         p = _without_op(program, i)
         if p is not None:
@@ -644,7 +664,7 @@ def _variants(program: Program) -> list[Program]:
         values = oracle.Oracle(program, make_inputs(program))
         values.run()
         for i in reversed(range(len(program.ops))):
-            bypassed = _bypass(program, i, values.values)
+            bypassed = _bypass(program, i, values.values, handles)
             if bypassed is not None:
                 out.append(_drop_dead(bypassed))
         cuts = (_cut(program, i, values.values, handles) for i in range(len(program.ops)))
@@ -698,9 +718,10 @@ def _resize(program: Program, old: int, new: int) -> Program:
     ops = []
     for op in program.ops:
         kw = op.kw
-        if "shape" in kw:
-            kw["shape"] = [new if isinstance(e, int) and e == old else e for e in kw["shape"]]
-            op = replace(op, kwargs=tuple(kw.items()))
+        for key in ("shape", "new_shape"):  # a reshape's merged extents stay: it may no longer fit
+            if key in kw:
+                kw[key] = [new if isinstance(e, int) and e == old else e for e in kw[key]]
+                op = replace(op, kwargs=tuple(kw.items()))
         ops.append(op)
     return replace(program, inputs=inputs, ops=tuple(ops))
 

@@ -466,29 +466,26 @@ class Oracle:
         shaky = None if x.shaky is None else np.broadcast_to(x.shaky.reshape(placed), shape).copy()
         return [replace(x, data=data, is_tensor=True, shaky=shaky)]
 
+    @staticmethod
+    def _moved(x: Value, move: Callable[[np.ndarray], np.ndarray]) -> list[Value]:
+        """`x` with its elements rearranged by `move` (data and shaky mask alike)."""
+        shaky = None if x.shaky is None else move(x.shaky).copy()
+        return [replace(x, data=move(x.data).copy(), shaky=shaky)]
+
     def op_permute(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:
-        (x,) = deps
-        dims = op.kw["dims"]
-        shaky = None if x.shaky is None else np.transpose(x.shaky, dims).copy()
-        return [replace(x, data=np.transpose(x.data, dims).copy(), shaky=shaky)]
+        return self._moved(deps[0], lambda a: np.transpose(a, op.kw["dims"]))
 
     def op_squeeze(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:
-        (x,) = deps
-        dims = tuple(op.kw["dims"])
-        shaky = None if x.shaky is None else np.squeeze(x.shaky, dims).copy()
-        return [replace(x, data=np.squeeze(x.data, dims).copy(), shaky=shaky)]
+        return self._moved(deps[0], lambda a: np.squeeze(a, tuple(op.kw["dims"])))
 
     def op_reshape(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:
-        (x,) = deps
-        shape = op.kw["new_shape"]
-        shaky = None if x.shaky is None else np.reshape(x.shaky, shape).copy()
-        return [replace(x, data=np.reshape(x.data, shape).copy(), shaky=shaky)]
+        return self._moved(deps[0], lambda a: np.reshape(a, op.kw["new_shape"]))
 
     def _reduce(self, op: Op, x: Value) -> list[Value]:
         kw = op.kw

@@ -757,10 +757,9 @@ class _Generator:
             new = [*shape[:i], shape[i] * shape[i + 1], *shape[i + 2 :]]
         elif how == "split":
             i = self.rng.randrange(len(shape))
-            f = self.rng.choice([d for d in range(1, max(shape[i], 1) + 1) if shape[i] % d == 0])
-            if shape[i] == 0:
-                f = self.rng.choice([1, 2])
-            new = [*shape[:i], f, shape[i] // f if f else 0, *shape[i + 1 :]]
+            divisors = [d for d in range(1, shape[i] + 1) if shape[i] % d == 0] or [1, 2]
+            f = self.rng.choice(divisors)  # (an extent 0 splits into f and 0)
+            new = [*shape[:i], f, shape[i] // f, *shape[i + 1 :]]
         else:
             new = [math.prod(shape)]
         entries = list(new)

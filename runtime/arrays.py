@@ -26,6 +26,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fuser.dialects.views import contiguous_strides
 from fuser.errors import InputError
 from fuser.runtime import driver
 
@@ -226,20 +227,10 @@ class TensorView:
 
     def is_contiguous(self) -> bool:
         """C-contiguous (size-1 dimensions may have any stride)."""
-        expected = _contiguous_strides(self.shape)
+        expected = contiguous_strides(self.shape)
         return all(
             n == 1 or s == e for n, s, e in zip(self.shape, self.strides, expected, strict=True)
         )
-
-
-def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """C-order strides in elements."""
-    strides = []
-    acc = 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _element_strides(byte_strides: Sequence[int], itemsize: int, what: str) -> tuple[int, ...]:
@@ -306,7 +297,7 @@ def _view_of_cai(obj: Any, cai: dict[str, Any], stream: driver.StreamLike) -> Te
         raise InputError(f"{name}: unsupported typestr {cai['typestr']!r}")
     raw_strides = cai.get("strides")
     strides = (
-        _contiguous_strides(shape)
+        contiguous_strides(shape)
         if raw_strides is None
         else _element_strides(raw_strides, dtype.itemsize, name)
     )
@@ -344,7 +335,7 @@ def parse_dlpack_capsule(capsule: Any, owner: Any = None) -> TensorView:
     dtype = numpy_dtype_of_dlpack(t.dtype.code, t.dtype.bits, t.dtype.lanes)
     ndim = t.ndim
     shape = tuple(t.shape[i] for i in range(ndim))
-    strides = tuple(t.strides[i] for i in range(ndim)) if t.strides else _contiguous_strides(shape)
+    strides = tuple(t.strides[i] for i in range(ndim)) if t.strides else contiguous_strides(shape)
     ptr = (t.data or 0) + t.byte_offset
     return TensorView(ptr, shape, strides, dtype, device, kind, (capsule, owner))
 
@@ -442,7 +433,7 @@ class DeviceArray:
         self.stream = stream
         self.nbytes = math.prod(shape_t) * self.dtype.itemsize
         self.strides: tuple[int, ...] = tuple(
-            s * self.dtype.itemsize for s in _contiguous_strides(shape_t)
+            s * self.dtype.itemsize for s in contiguous_strides(shape_t)
         )
         self.device_id = driver.current_device().ordinal
         self.ptr = driver.alloc(self.nbytes, stream) if self.nbytes else 0
@@ -487,7 +478,7 @@ class DeviceArray:
 
     @property
     def element_strides(self) -> tuple[int, ...]:
-        return _contiguous_strides(self.shape)
+        return contiguous_strides(self.shape)
 
     def __len__(self) -> int:
         if not self.shape:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fuser.dialects.views import contiguous_strides
 from fuser.errors import CudaError, InputError
 from fuser.runtime import driver
 from fuser.runtime.arrays import DeviceArray, TensorView, view_of
@@ -23,7 +24,7 @@ from fuser.runtime.frontends import (
     frontend_of,
 )
 from fuser.runtime.inputs import check_input_sequence
-from fuser.runtime.signature import contiguous_strides, dtype_code, scalar_part, tensor_part
+from fuser.runtime.signature import dtype_code, scalar_part, tensor_part
 
 
 class InputLayout:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from fuser.dialects.views import contiguous_strides
 from fuser.errors import CudaError, InputError
 from fuser.runtime import driver
 from fuser.runtime.arrays import BFLOAT16
@@ -32,7 +33,7 @@ from fuser.runtime.calls import Call, InputLayout
 from fuser.runtime.compiled_kernel import CompiledKernel, pack_tensor_param
 from fuser.runtime.dtypes import round_to_float
 from fuser.runtime.frontends import TORCH_FRONTEND
-from fuser.runtime.signature import InputMeta, contiguous_strides, decode_signature
+from fuser.runtime.signature import InputMeta, decode_signature
 
 # --------------------------------------------------------------------------------------------
 # Kernel parameters and launch plans

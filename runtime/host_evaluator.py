@@ -70,7 +70,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from fuser.dialects import host
-from fuser.dialects.views import ReshapeError, reshape_extents, view_strides
+from fuser.dialects.views import ReshapeError, contiguous_strides, reshape_view
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.options import DEFAULT_STREAMS
 from fuser.runtime import driver
@@ -89,7 +89,7 @@ from fuser.runtime.kernel_binding import (
     TensorInfo,
     reads_registers,
 )
-from fuser.runtime.signature import ALIGNMENT, contiguous_strides, decode_signature
+from fuser.runtime.signature import ALIGNMENT, decode_signature
 
 Code = list[Callable[[list[Any]], None]]
 """Compiled code: closures run in order on the register file of a call."""
@@ -287,7 +287,7 @@ class HostEvaluator:
                         f"host.program @{self.name}: host.deallocate of a value that no "
                         "host.allocate made"
                     )
-                if op.input in self.returned:
+                if op.input in self.returned or op.input in self.returned_views:
                     raise CompilationError(
                         f"host.program @{self.name}: host.deallocate of a returned tensor"
                     )
@@ -950,11 +950,10 @@ class _Builder:
         """The TensorInfo of `op`'s view of a tensor described by `base`."""
         target = cast(TensorType, op.result.type).get_shape()
         try:
-            shape = reshape_extents(target, base.shape)
+            shape, strides = reshape_view(target, base.shape, base.strides)
         except ReshapeError as e:
             raise InputError(f"'{op.name}' {e}") from None
-        strides = view_strides(base.shape, base.strides, shape)
-        if strides is None:  # the lowering copies an operand it cannot view
+        if strides is None:  # the segmenter copies an operand it cannot view
             raise self.fail(
                 op,
                 f"cannot view a {list(base.shape)} tensor with strides {list(base.strides)} as "

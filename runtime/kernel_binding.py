@@ -25,11 +25,12 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
+from fuser.dialects.views import contiguous_strides
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.runtime import driver
 from fuser.runtime.executor import Entry, KernelExecutor, ScalarParam, TensorParam
 from fuser.runtime.generated import define
-from fuser.runtime.signature import DTYPE_CODES, contiguous_strides, scalar_part, tensor_part
+from fuser.runtime.signature import DTYPE_CODES, scalar_part, tensor_part
 
 
 @dataclass(frozen=True)

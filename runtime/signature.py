@@ -82,16 +82,6 @@ def alignment_of(ptr: int) -> int:
     return ALIGNMENT[ptr & 15]
 
 
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """C-order strides in elements."""
-    strides: list[int] = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
 class InputMeta(NamedTuple):
     """A tensor input as a signature describes it (strides in elements, alignment in bytes)."""
 

@@ -32,6 +32,7 @@ from fuser.compiler import (
 )
 from fuser.dialects import kernel
 from fuser.dialects.fusion import F16, F64
+from fuser.dialects.views import contiguous_strides
 from fuser.errors import CompilationError, CudaError, DefinitionError, InputError
 from fuser.run import main, parse_shapes
 from fuser.runtime import calls, dispatch, driver, executor, frontends, signature
@@ -51,7 +52,6 @@ from fuser.runtime.signature import (
     ALIGNMENT,
     InputMeta,
     alignment_of,
-    contiguous_strides,
     decode_signature,
     dtype_code,
     tensor_part,

@@ -29,9 +29,10 @@ from fuser import DataType, FusionDefinition, dump
 from fuser.compiler import FusionCompiler, SegmentSummary
 from fuser.dialects import fusion as fu
 from fuser.dialects import get_all_dialects, host
+from fuser.dialects.views import contiguous_strides
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.fuzz.differential import host_call
-from fuser.runtime import dispatch, driver, frontends, signature
+from fuser.runtime import dispatch, driver, frontends
 from fuser.runtime.calls import Call
 from fuser.runtime.frontends import Frontend
 from fuser.runtime.host_evaluator import HostEvaluator
@@ -626,7 +627,7 @@ class FakeTorchTensor:
         return self._ptr
 
     def stride(self) -> tuple[int, ...]:
-        return signature.contiguous_strides(self.shape)
+        return contiguous_strides(self.shape)
 
     def get_device(self) -> int:
         return 0

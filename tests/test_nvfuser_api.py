@@ -166,6 +166,27 @@ def test_execute_keywords_are_checked_before_anything_runs(
     assert message in str(e.value)
 
 
+def test_a_device_that_looks_equal_is_told_apart() -> None:
+    """False == 0 and 1.0 == 1 in Python: a bad device argument must not make a good one that
+    compares equal to it fail later (nor the other way round)."""
+    fd, x = _negate(), np.ones(3, np.float32)
+    for bad in (False, 0.0, True):
+        with pytest.raises(InputError, match=f"device must be a CUDA device.*got {bad!r}"):
+            fd.execute([x], device=bad)
+    from fuser.runtime import driver
+
+    if driver.gpu_available():
+        np.testing.assert_array_equal(fd.execute([x], device=0)[0], -x)
+    else:  # past the device check, the call stops where any call does
+        with pytest.raises(Exception, match="no CUDA device is available"):
+            fd.execute([x], device=0)
+
+
+def test_sum_of_a_0_dim_tensor_takes_no_dims() -> None:
+    with pytest.raises(DefinitionError, match="'dims' is array"), FusionDefinition("s") as fd:
+        fd.ops.sum(fd.define_tensor([]), np.array([0]))
+
+
 def test_execute_takes_nvfuser_option_lists() -> None:
     """nvFuser's `_enable_options`/`_disable_options` pass the keyword check (without a GPU
     the call then stops where any call does: no device)."""
@@ -207,8 +228,14 @@ def test_validate_checks_every_output_against_the_reference(
     fd.validate([a], atol=1e-2)  # a looser atol takes it (rtol stays f32's)
     with pytest.raises(ValidationError):
         fd.validate([a], rtol=1e-6)  # atol stays f32's 2e-5: the 1e-3 still differs
-    with pytest.raises(ValidationError, match="1 reference output"):
+    with pytest.raises(ValidationError, match="output #0: 20 of 20 elements differ"):
+        fd.validate([a], [3 * a, a.sum(1)])  # a given reference is the one compared with
+    with pytest.raises(InputError, match=r"reference must be a list of 2 array.*list of 1"):
         fd.validate([a], [2 * a])
+    with pytest.raises(InputError, match=r"must be a list of 2 array.*got ndarray"):
+        fd.validate([a], 2 * a)
+    with pytest.raises(InputError, match="atol must be a number, got 'a'"):
+        fd.validate([a], atol="a")
 
 
 def test_last_cuda_code_with_the_headers_inlined() -> None:
@@ -217,7 +244,8 @@ def test_last_cuda_code_with_the_headers_inlined() -> None:
     plain, full = fd.last_cuda_code(), fd.last_cuda_code(intrinsic_code=True)
     assert '#include "fuser/core.cuh"' in plain and '#include "fuser/' not in full
     assert "// ---- fuser/core.cuh" in full and full.count("// ---- fuser/core.cuh") == 1
-    assert plain.splitlines()[-1] == full.splitlines()[-1]  # the kernel itself, unchanged
+    kernel = plain[plain.index("__global__") :].rstrip()  # the kernel itself, unchanged
+    assert kernel in full and full.index(kernel) > full.index("// ---- fuser/core.cuh")
     with pytest.raises(DefinitionError, match="'intrinsic_code' must be True or False"):
         fd.last_cuda_code(intrinsic_code=1)
 
@@ -270,3 +298,9 @@ def test_welford_without_dims_reduces_every_dim(rng: np.random.Generator) -> Non
     mean, count = fd.reference([a])
     np.testing.assert_allclose(mean, a.mean(), rtol=1e-5)
     assert int(count) == 15
+
+
+def test_static_sizes_goes_with_the_legacy_sizes() -> None:
+    message = "'static_sizes' goes with nvFuser's legacy 'sizes' and 'strides'"
+    with pytest.raises(DefinitionError, match=message), FusionDefinition("s") as fd:
+        fd.define_tensor([-1], static_sizes=True)

@@ -75,6 +75,14 @@ def test_reshape_mistakes_name_the_op_and_argument(call: Bad, message: str) -> N
     assert "fd.ops.reshape" in str(e.value) and message in str(e.value)
 
 
+def test_the_legacy_form_takes_the_operands_own_extents(rng: np.random.Generator) -> None:
+    with FusionDefinition("legacy") as fd:
+        x = fd.define_tensor([-1, 6], F32)
+        fd.add_output(fd.ops.neg(fd.ops.reshape(x, x.shape(), [-1, 2, 3])))
+    (a,) = _values(rng, (4, 6))
+    np.testing.assert_array_equal(fd.reference([a])[0], -a.reshape(4, 2, 3))
+
+
 def test_a_run_time_extent_is_refused_with_advice() -> None:
     message = r"a run-time extent .* takes ints and one -1"
     with pytest.raises(DefinitionError, match=message), FusionDefinition("dyn") as fd:
@@ -167,6 +175,66 @@ def test_a_program_that_views_is_not_reused_for_strides_that_need_a_copy() -> No
     assert len(segment_calls(c.fusion, FusionInfo((TensorMeta.contiguous((8, 6)),), DeviceInfo())))
     with pytest.raises(NotAViewError, match="no strides give it"):
         segment_calls(c.fusion, FusionInfo((TensorMeta((6, 8), (1, 6)),), DeviceInfo()))
+    fd.compile([np.ones((6, 8), np.float32)], arch="sm_90")
+    (program,) = fd._fusion_compiler().builder._programs
+    device = DeviceInfo(arch=program.arch)
+    assert program.heuristics_hold(FusionInfo((TensorMeta.contiguous((6, 8)),), device))
+    assert not program.heuristics_hold(FusionInfo((TensorMeta((6, 8), (1, 6)),), device))
+
+
+def test_views_of_a_strided_input_copy_each_tensor_once() -> None:
+    """Two reshapes of one transposed input that strides cannot give share one copy of it;
+    a chain whose first link is a view (a unit dim added) copies where the second is not."""
+    with FusionDefinition("chain") as fd:
+        x = fd.define_tensor([-1, -1], F32)
+        r = fd.ops.reshape(x, [6, 8, 1])
+        fd.add_output(fd.ops.neg(r))
+        fd.add_output(fd.ops.neg(fd.ops.reshape(r, [48])))
+        fd.add_output(fd.ops.exp(fd.ops.reshape(x, [48])))
+        fd.add_output(fd.ops.exp(fd.ops.reshape(x, [4, 12])))
+    kernels, program = _lowered(fd, [TensorMeta((6, 8), (1, 6))])
+    assert "host.reshape %t0 : tensor<?x?xf32> -> tensor<6x8x1xf32>" in program
+    assert program.count("outs(%t0_copy ") == 1 and program.count("host.reshape %t0_copy") == 2
+    assert "host.reshape %t1_copy : tensor<6x8x1xf32> -> tensor<48xf32>" in program
+    assert len(kernels) == 6  # two copies, a kernel per output
+
+
+def test_hoisting_stops_at_an_input_that_would_need_a_copy() -> None:
+    """reshape(a + b) into an output with a transposed: one kernel writing the output in
+    place, not a copy of a and a kernel on views."""
+    with FusionDefinition("tr") as fd:
+        a = fd.define_tensor([-1, -1], F32)
+        b = fd.define_tensor([-1, -1], F32)
+        fd.add_output(fd.ops.reshape(fd.ops.add(a, b), [-1]))
+    transposed = TensorMeta((6, 8), (1, 6))
+    assert _lowered(fd, [transposed, TensorMeta.contiguous((6, 8))])[0] == ["pointwise"]
+
+
+def test_a_reshape_read_only_for_its_extent() -> None:
+    """r.size(0) of a reshaped sum sizes a broadcast: the sum's kernel and the broadcast's
+    stay apart (the second reads the view for its extent)."""
+    with FusionDefinition("sz") as fd:
+        x = fd.define_tensor([-1, -1], F32)
+        y = fd.define_tensor([-1], F32)
+        r = fd.ops.reshape(fd.ops.sum(x, [1]), [-1, 1])
+        fd.add_output(fd.ops.tanh(fd.ops.broadcast_in_dim(y, [r.size(0), r.size(1)], [1])))
+    a, b = np.ones((3, 5), np.float32), np.ones((1,), np.float32)
+    kernels = fd.compile([a, b], arch="sm_90").kernels
+    assert [k.scheduler for k in kernels] == ["reduction", "pointwise"]
+    np.testing.assert_allclose(fd.reference([a, b])[0], np.tanh(np.ones((3, 1))))
+
+
+def test_an_inferred_extent_is_arithmetic_the_memory_plan_can_clone() -> None:
+    """The ? a reshape infers is the element count over the static extents (no host.dim of
+    the view), so the intermediate it sizes is planned in the workspace."""
+    with FusionDefinition("inf") as fd:
+        x = fd.define_tensor([-1, -1], F32)
+        s = fd.ops.sum(x, [1])
+        t = fd.ops.sum(fd.ops.reshape(s, [-1, 2]), [1])
+        fd.add_output(fd.ops.sum(t, [0]))
+    _, program = _lowered(fd, [TensorMeta.contiguous((6, 8))])
+    assert "arith.divui %t0_d0, %c2" in program
+    assert "host.allocate(%" not in program and program.count("host.workspace_view") == 2
 
 
 def test_an_output_that_views_a_result_is_written_in_place() -> None:

@@ -2,15 +2,18 @@
 the fusion's inputs, so that it costs no kernel boundary.
 
 Kernels never index through a reshape: the segmenter leaves one between segments, where the
-host program takes it as a view (`fusion.reshape`). A reshape of a pointwise result would so
+host program takes it as a view (`host.reshape`). A reshape of a pointwise result would so
 split the pointwise chain before it from the ops after it. But a pointwise op commutes with a
 reshape of its result, `reshape(f(a, b)) == f(reshape(a), reshape(b))`, when every tensor
 operand has the result's shape. This pass applies that rewrite wherever the chain above the
 reshape reaches only fusion inputs through such ops (each used once: a shared one would be
 computed twice), so the reshapes end on the inputs, as views that the one kernel reads. A chain
 that meets anything else (a broadcast, a reduction, a matmul) stays as it is: reshaping there
-would materialize what a kernel computes on the fly. It also folds a reshape of a reshape into
-one, and erases a reshape to the operand's own type.
+would materialize what a kernel computes on the fly. Given the inputs' metadata (the pipeline
+passes the signature's), it moves no reshape to an input that strides cannot view in the new
+shape: that input would be copied, where the chain's own result can always be viewed. Nor does
+it move one past an op with a stream axis (which names a dim of its shape). It also folds a
+reshape of a reshape into one, and erases a reshape to the operand's own type.
 
 nvFuser instead indexes through the reshape inside its kernels (splits and merges of iteration
 domains); this pass covers the transformer regions' common case, a reshape of an input or of a
@@ -19,6 +22,7 @@ pointwise chain of inputs, without that machinery.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -34,6 +38,8 @@ from xdsl.pattern_rewriter import (
 )
 
 from fuser.dialects import fusion as fu
+from fuser.dialects.views import ReshapeError, reshape_view
+from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 
 _COMMUTING = (fu.UnaryOp, fu.GeluOp, fu.BinaryOp, fu.WhereOp, fu.CastOp, fu.SetOp)
 """Pointwise ops whose tensor operands have the result's shape (no broadcast, no renumbering;
@@ -41,32 +47,38 @@ a `segment_set` is a boundary the user asked for)."""
 
 
 def _commutes(op: Operation) -> bool:
-    """A pointwise op each tensor operand of which has its result's static shape."""
-    if not isinstance(op, _COMMUTING):
+    """A pointwise op each tensor operand of which has its result's static shape (and no
+    stream axis: that names a dim of this shape)."""
+    if not isinstance(op, _COMMUTING) or fu.stream_axis(op) is not None:
         return False
     shape = fu.shape_of(op.results[0].type)
     return all(fu.shape_of(o.type) == shape for o in op.operands if isinstance(o.type, TensorType))
 
 
-def _reaches_inputs(v: SSAValue) -> bool:
-    """Whether the reshape of `v` can move up to fusion inputs through commuting ops used
-    once each."""
+def _reaches_inputs(v: SSAValue, viewable: Callable[[BlockArgument], bool]) -> bool:
+    """Whether the reshape of `v` can move up to fusion inputs, each `viewable` in the new
+    shape, through commuting ops used once each."""
     if isinstance(v, BlockArgument):
-        return True
+        return viewable(v)
     if not isinstance(v, OpResult) or not v.has_one_use():
         return False
     op = v.op
     if isinstance(op, fu.ReshapeOp):
-        return _reaches_inputs(op.input)
+        return _reaches_inputs(op.input, viewable)
     return _commutes(op) and all(
-        _reaches_inputs(o) for o in op.operands if isinstance(o.type, TensorType)
+        _reaches_inputs(o, viewable) for o in op.operands if isinstance(o.type, TensorType)
     )
 
 
 @dataclass
 class HoistReshape(RewritePattern):
     """One step: a reshape of a commuting op's result becomes the op on reshaped operands; a
-    reshape of a reshape, one reshape; a reshape to its operand's type, the operand."""
+    reshape of a reshape, one reshape; a reshape to its operand's type, the operand. With
+    `inputs` (the fusion inputs' metadata), a chain is moved only to inputs that strides can
+    view in the new shape: one that needs a copy would cost a kernel the reshape of the
+    chain's (contiguous) result does not."""
+
+    inputs: Sequence[TensorMeta | None] | None = None
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: fu.ReshapeOp, rewriter: PatternRewriter, /):
@@ -83,7 +95,7 @@ class HoistReshape(RewritePattern):
             rewriter.replace(op, [folded], [folded.result])
             rewriter.erase(producer)
             return
-        if not _reaches_inputs(source):
+        if not _reaches_inputs(source, lambda arg: self._viewable(arg, target)):
             return
         new_ops: list[Operation] = []
         operands: list[SSAValue] = []
@@ -107,11 +119,21 @@ class HoistReshape(RewritePattern):
         rewriter.replace(op, new_ops, [moved.results[0]])
         rewriter.erase(producer)  # its one use was the reshape
 
+    def _viewable(self, arg: BlockArgument, target: Sequence[int]) -> bool:
+        meta = None if self.inputs is None else self.inputs[arg.index]
+        if meta is None:
+            return True
+        try:
+            return reshape_view(target, meta.shape, meta.strides)[1] is not None
+        except ReshapeError:
+            return True  # the shapes' check names the op
 
-def hoist_reshapes(fusion: fu.FusionOp) -> None:
-    """Applies the pass to one fusion, in place."""
+
+def hoist_reshapes(fusion: fu.FusionOp, info: FusionInfo | None = None) -> None:
+    """Applies the pass to one fusion, in place (to inputs of any strides without `info`)."""
     # no dead-code elimination: the compiler planned split factors on every matmul, dead or not
-    applier = GreedyRewritePatternApplier([HoistReshape()], dce_enabled=False)
+    pattern = HoistReshape(None if info is None else info.inputs)
+    applier = GreedyRewritePatternApplier([pattern], dce_enabled=False)
     PatternRewriteWalker(applier).rewrite_region(fusion.body)
 
 

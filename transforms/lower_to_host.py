@@ -39,6 +39,7 @@ the pass reads the `fuser.shapes` string attribute of the fusion (same syntax), 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -220,7 +221,8 @@ class _InputDim:
 @dataclass(frozen=True)
 class _ViewDim:
     """The extent of dim `axis` of the reshape whose result is the fusion value `view` (the
-    extent it infers from the element count): `host.dim` of the program's view."""
+    extent it infers): the operand's element count over the static extents, as `arith` on the
+    operand's extents (which `fuser-plan-memory` can clone, unlike a `host.dim` of the view)."""
 
     view: SSAValue
     axis: int
@@ -345,14 +347,27 @@ class _ProgramBuilder:
             return value
         value = self.dims.get(extent)
         if value is None:
-            if isinstance(extent, _InputDim):
-                tensor = self.block.args[extent.arg]
-            else:
-                tensor = self.values[extent.view]
-            op = host.DimOp(tensor, extent.axis)
-            if tensor.name_hint:
-                op.result.name_hint = f"{tensor.name_hint}_d{extent.axis}"
+            if isinstance(extent, _ViewDim):
+                value = self.dims[extent] = self._inferred(extent)
+                return value
+            arg = self.block.args[extent.arg]
+            op = host.DimOp(arg, extent.axis)
+            if arg.name_hint:
+                op.result.name_hint = f"{arg.name_hint}_d{extent.axis}"
             value = self.dims[extent] = self.add(op).results[0]
+        return value
+
+    def _inferred(self, extent: _ViewDim) -> SSAValue:
+        op = extent.view.owner
+        assert isinstance(op, fu.ReshapeOp)
+        factors = [self.index(e) for e in self.syms[op.input] if e != 1]
+        numel = factors[0] if factors else self.index(1)
+        for f in factors[1:]:
+            numel = self.add(arith.MuliOp(numel, f)).results[0]
+        known = math.prod(e for e in op.result.type.get_shape() if e != DYNAMIC_INDEX)
+        value = self.add(arith.DivUIOp(numel, self.index(known))).results[0]
+        if extent.view.name_hint:
+            value.name_hint = f"{extent.view.name_hint}_d{extent.axis}"
         return value
 
     def value(self, v: SSAValue) -> SSAValue:

@@ -91,7 +91,7 @@ class Compilation:
 
 
 def _hoist_reshapes(c: Compilation) -> None:
-    hoist_reshapes(c.fusion)
+    hoist_reshapes(c.fusion, c.info)
 
 
 def _split_k(c: Compilation) -> None:

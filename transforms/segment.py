@@ -112,7 +112,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
-from fuser.dialects.views import ReshapeError, reshape_extents, view_strides
+from fuser.dialects.views import ReshapeError, reshape_view
 from fuser.errors import CompilationError
 from fuser.transforms.schedule import (
     RECORDED_SHAPES,
@@ -242,11 +242,10 @@ def segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> list[SegmentCall]:
 def _segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> tuple[SegmentCall, ...]:
     metas: dict[SSAValue, TensorMeta | None] = dict(zip(fusion.inputs, info.inputs, strict=True))
     calls: list[SegmentCall] = []
-    views = [op for op in fusion.body.block.ops if isinstance(op, fu.ReshapeOp)]
     for standalone in _standalone_segments(fusion):
-        for view in views:  # the views this segment reads (their operands are ready)
-            if view.result in standalone.args and view.result not in metas:
-                _view_metas(view, metas)
+        for a in standalone.args:
+            if a not in metas:  # a reshape (of an input, an earlier segment's result, a reshape)
+                _view_metas(a, metas)
         segment, seg_fusion, stream = standalone.segment, standalone.fusion, standalone.stream
         seg_info = FusionInfo(tuple(metas[a] for a in standalone.args), info.device)
         env = value_shapes(seg_fusion, seg_info.input_shapes)
@@ -257,9 +256,6 @@ def _segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> tuple[SegmentCall, 
             seg_fusion, seg_info = stream.sliced, stream.slice_info(seg_info)
             shapes = stream.slice_shapes(shapes)
         calls.append(SegmentCall(segment, seg_fusion, seg_info, shapes, stream))
-    for view in views:
-        if view.result not in metas:
-            _view_metas(view, metas)
     return tuple(calls)
 
 
@@ -271,18 +267,19 @@ class NotAViewError(SegmentationError):
 def view_meta(op: fu.ReshapeOp, source: TensorMeta) -> TensorMeta | None:
     """The metadata of `op`'s result as a view of an operand with `source`'s, or None where
     strides cannot give it. Raises ReshapeError where the element counts differ."""
-    shape = reshape_extents(op.result.type.get_shape(), source.shape)
-    strides = view_strides(source.shape, source.strides, shape)
+    shape, strides = reshape_view(op.result.type.get_shape(), source.shape, source.strides)
     return None if strides is None else TensorMeta(shape, strides, source.alignment)
 
 
-def _view_metas(op: fu.ReshapeOp, metas: dict[SSAValue, TensorMeta | None]) -> None:
-    """Adds the metadata of `op`'s result (and of the views it is taken of) to `metas`."""
+def _view_metas(view: SSAValue, metas: dict[SSAValue, TensorMeta | None]) -> None:
+    """Adds the metadata of the reshape result `view` (and of the views it is taken of) to
+    `metas`, which holds that of the tensor they view. Raises NotAViewError where strides
+    cannot give one."""
+    op = view.owner
+    assert isinstance(op, fu.ReshapeOp), "a view's operand is an input, segment or view"
     source = op.input
     if source not in metas:
-        owner = source.owner
-        assert isinstance(owner, fu.ReshapeOp), "a view's operand is an input, segment or view"
-        _view_metas(owner, metas)
+        _view_metas(source, metas)
     meta = metas[source]
     assert meta is not None
     try:
@@ -294,7 +291,7 @@ def _view_metas(op: fu.ReshapeOp, metas: dict[SSAValue, TensorMeta | None]) -> N
             f"'{op.name}' of a {list(meta.shape)} tensor with strides {list(meta.strides)}: no "
             "strides give it in its new shape"
         )
-    metas[op.result] = result
+    metas[view] = result
 
 
 class _Standalone(NamedTuple):
@@ -448,6 +445,15 @@ def view_root(v: SSAValue) -> SSAValue:
     return v
 
 
+def _read_tensors(op: Operation) -> list[SSAValue]:
+    """The operands of `op`, with the tensor a `fusion.dim` operand takes its extent from in
+    place of that extent (a segment reads that tensor for it, see `_Segmenter._plan`)."""
+    return [
+        o.op.input if isinstance(o, OpResult) and isinstance(o.op, fu.DimOp) else o
+        for o in op.operands
+    ]
+
+
 def _erase_dead_ops(block: Block) -> None:
     """Erases ops none of whose results is used (every fusion op is pure), last first."""
     for op in reversed(list(block.ops)):
@@ -570,46 +576,48 @@ class _Segmenter:
 
     def _copy_for_views(self) -> None:
         """Inserts the copies (`fusion.set`) that let every `fusion.reshape` be a view between
-        segments: of a fusion input that no strides can view in the new shape (for `info`),
-        and after a reshape that a fusion output is, where the view would share memory with
-        an input or another output (an output is a tensor of its own)."""
-        outputs = list(self.fusion.output_op.values)
-        roots: set[SSAValue] = set(outputs)
+        segments: of a fusion input (or a view of one) that no strides can view in the new
+        shape for `info` (one copy per tensor copied), and after a reshape that a fusion
+        output is, where the view would share memory with an input or another output (an
+        output is a tensor of its own)."""
+        copies: dict[SSAValue, SSAValue] = {}
         for op in list(self.block.ops):
-            if not isinstance(op, fu.ReshapeOp):
-                continue
-            source = op.input
-            if isinstance(source, BlockArgument) and self._needs_copy(op, source):
-                copy = fu.SetOp(source)
-                self.block.insert_op_before(copy, op)
-                copy.result.name_hint = f"{source.name_hint or 'x'}_copy"
-                op.operands = (copy.result,)
-        for i, v in enumerate(outputs):
-            if not isinstance(v, OpResult) or not isinstance(v.op, fu.ReshapeOp):
-                continue
+            if isinstance(op, fu.ReshapeOp) and not self._viewable(op):
+                source = op.input
+                if source not in copies:
+                    copy = fu.SetOp(source)
+                    self.block.insert_op_before(copy, op)
+                    copy.result.name_hint = f"{source.name_hint or 'x'}_copy"
+                    copies[source] = copy.result
+                op.operands = (copies[source],)
+        output = self.fusion.output_op
+        roots: set[SSAValue] = set(output.operands)
+        for i, v in enumerate(output.operands):
             root = view_root(v)
+            if root is v:
+                continue
             if isinstance(root, BlockArgument) or root in roots:
                 copy = fu.SetOp(v)
-                self.block.insert_op_before(copy, self.fusion.output_op)
+                self.block.insert_op_before(copy, output)
                 copy.result.name_hint = f"{v.name_hint or 'out'}_copy"
-                self.fusion.output_op.operands = (
-                    *self.fusion.output_op.operands[:i],
-                    copy.result,
-                    *self.fusion.output_op.operands[i + 1 :],
-                )
+                output.operands = (*output.operands[:i], copy.result, *output.operands[i + 1 :])
             else:
                 roots.add(root)
 
-    def _needs_copy(self, op: fu.ReshapeOp, source: BlockArgument) -> bool:
-        """Whether `source` (a fusion input) cannot be viewed as `op`'s result for `info`."""
-        if self.info is None:
-            return False
-        meta = self.info.inputs[source.index]
-        assert meta is not None
+    def _viewable(self, op: fu.ReshapeOp) -> bool:
+        """Whether `op`'s operand can be viewed in its shape: a segment result (contiguous)
+        always, a fusion input (or a view of one, checked in block order) by its strides."""
+        root = view_root(op.input)
+        if self.info is None or not isinstance(root, BlockArgument):
+            return True
+        metas: dict[SSAValue, TensorMeta | None] = {root: self.info.inputs[root.index]}
         try:
-            return view_meta(op, meta) is None
-        except ReshapeError:
-            return False  # value_shapes names the op
+            _view_metas(op.result, metas)
+        except NotAViewError:
+            return False
+        except ShapeMismatch:
+            return True  # value_shapes names the op
+        return True
 
     # --- classification ------------------------------------------------------------------
 
@@ -774,30 +782,29 @@ class _Segmenter:
                 metas.append(None)
             elif isinstance(v, BlockArgument):
                 metas.append(self.info.inputs[v.index])
-            elif isinstance(v, OpResult) and isinstance(v.op, fu.ReshapeOp):
-                metas.append(self._view_meta(v.op))
+            elif view_root(v) is not v:
+                metas.append(self._view_meta(v))
             else:
                 shape = self.shapes[v]
                 assert isinstance(shape, tuple)
                 metas.append(TensorMeta.contiguous(shape))
         return FusionInfo(tuple(metas), self.info.device)
 
-    def _view_meta(self, op: fu.ReshapeOp) -> TensorMeta:
-        """The metadata of a reshape's result, a view of its operand's (contiguous where that
-        is a segment result; `_copy_for_views` copied the inputs no strides can view)."""
+    def _view_meta(self, view: SSAValue) -> TensorMeta:
+        """The metadata of a reshape's result: a view of an input's, or of a contiguous
+        segment result (`_copy_for_views` copied the inputs no strides can view)."""
         assert self.info is not None and self.shapes is not None
-        source = op.input
-        if isinstance(source, BlockArgument):
-            meta = self.info.inputs[source.index]
-        elif isinstance(source, OpResult) and isinstance(source.op, fu.ReshapeOp):
-            meta = self._view_meta(source.op)
+        root = view_root(view)
+        if isinstance(root, BlockArgument):
+            meta = self.info.inputs[root.index]
         else:
-            shape = self.shapes[source]
+            shape = self.shapes[root]
             assert isinstance(shape, tuple)
             meta = TensorMeta.contiguous(shape)
-        assert meta is not None
-        result = view_meta(op, meta)
-        assert result is not None, "a reshape that needs a copy got none"
+        metas: dict[SSAValue, TensorMeta | None] = {root: meta}
+        _view_metas(view, metas)
+        result = metas[view]
+        assert result is not None
         return result
 
     def _ask_schedulers(self, fusion: fu.FusionOp, info: FusionInfo) -> tuple[str | None, str]:
@@ -837,7 +844,7 @@ class _Segmenter:
         edges: _Edges = {g: {} for g in self.groups}
         for g in self.groups:
             for op in sorted(g.ops, key=self.index.__getitem__):
-                for o in op.operands:
+                for o in _read_tensors(op):
                     root = view_root(o)  # a reshape of another group's result: an edge too
                     if isinstance(root, OpResult) and root.op in self.group_of:
                         p = self.group_of[root.op]
@@ -954,7 +961,7 @@ class _Segmenter:
         """A reshape that one of `members` reads and that views the result of another one,
         or None: such a union would be a kernel indexing through the reshape."""
         for op in sorted(members, key=self.index.__getitem__):
-            for o in op.operands:
+            for o in _read_tensors(op):
                 root = view_root(o)
                 if root is not o and isinstance(root, OpResult) and root.op in members:
                     return cast(fu.ReshapeOp, o.owner)

@@ -17,10 +17,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpu_helpers import TOL, assert_close, numpy_of, schedulers, torch_of
+from gpu_helpers import (
+    check_against_reference,
+    random_of,
+    schedulers,
+    torch_of,
+)
 
 from fuser import DataType, FusionDefinition
-from fuser.runtime.dtypes import numpy_dtype, round_to_float
 from fuser.transforms.schedulers.transpose import TransposeParams
 
 pytestmark = pytest.mark.gpu
@@ -38,18 +42,6 @@ def gelu_bias(dtype: DataType, rank: int = 2) -> FusionDefinition:
     return fd
 
 
-def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: DataType) -> np.ndarray:
-    return round_to_float(rng.standard_normal(shape), numpy_dtype(dtype.element_type))
-
-
-def _run(fd: FusionDefinition, torch: Any, views: list[Any], hosts: list[np.ndarray]) -> None:
-    (out,) = fd.execute(views)
-    (ref,) = fd.reference(hosts, compute_dtype=np.float64)
-    got = numpy_of(torch, out)
-    assert got.shape == ref.shape
-    assert_close(got, ref, fd.name, TOL[got.dtype])
-
-
 @pytest.mark.parametrize(
     "shape", [(33, 127), (127, 4097), (4097, 33), (1000, 1000)], ids=lambda s: f"{s[0]}x{s[1]}"
 )
@@ -60,10 +52,10 @@ def test_gelu_of_a_transposed_input(
     """x is [n, h] logically, stored as its transpose [h, n]."""
     n, h = shape
     fd = gelu_bias(dtype)
-    stored = _random(rng, (h, n), dtype)
-    b = _random(rng, (h,), dtype)
+    stored = random_of(rng, (h, n), dtype)
+    b = random_of(rng, (h,), dtype)
     views = [torch_of(torch, stored).t(), torch_of(torch, b)]
-    _run(fd, torch, views, [np.ascontiguousarray(stored.T), b])
+    check_against_reference(fd, torch, views, [np.ascontiguousarray(stored.T), b])
     assert schedulers(fd, views) == ["transpose"]
 
 
@@ -71,10 +63,10 @@ def test_gelu_of_a_transposed_input(
 def test_batched_transpose(rng: np.random.Generator, torch: Any, dtype: DataType) -> None:
     """A [5, 130, 67] view of a [5, 67, 130] tensor: the batch goes to blockIdx.z."""
     fd = gelu_bias(dtype, 3)
-    stored = _random(rng, (5, 67, 130), dtype)
-    b = _random(rng, (67,), dtype)
+    stored = random_of(rng, (5, 67, 130), dtype)
+    b = random_of(rng, (67,), dtype)
     views = [torch_of(torch, stored).permute(0, 2, 1), torch_of(torch, b)]
-    _run(fd, torch, views, [np.ascontiguousarray(stored.transpose(0, 2, 1)), b])
+    check_against_reference(fd, torch, views, [np.ascontiguousarray(stored.transpose(0, 2, 1)), b])
     assert schedulers(fd, views) == ["transpose"]
 
 
@@ -84,9 +76,12 @@ def test_transposed_plus_row_major(rng: np.random.Generator, torch: Any) -> None
         x = fd.define_tensor([-1, -1], DataType.Float)
         y = fd.define_tensor([-1, -1], DataType.Float)
         fd.add_output(fd.ops.mul(fd.ops.add(x, y), y))
-    xs, ys = _random(rng, (300, 1025), DataType.Float), _random(rng, (1025, 300), DataType.Float)
+    xs, ys = (
+        random_of(rng, (300, 1025), DataType.Float),
+        random_of(rng, (1025, 300), DataType.Float),
+    )
     views = [torch_of(torch, xs).t(), torch_of(torch, ys)]
-    _run(fd, torch, views, [np.ascontiguousarray(xs.T), ys])
+    check_against_reference(fd, torch, views, [np.ascontiguousarray(xs.T), ys])
     assert schedulers(fd, views) == ["transpose"]
 
 
@@ -94,10 +89,10 @@ def test_transposed_view_with_gaps(rng: np.random.Generator, torch: Any) -> None
     """Every other row of a [2h, n] tensor, transposed: strides (1, 2n)."""
     fd = gelu_bias(DataType.Float)
     n, h = 515, 129
-    wide = _random(rng, (2 * h, n), DataType.Float)
-    b = _random(rng, (h,), DataType.Float)
+    wide = random_of(rng, (2 * h, n), DataType.Float)
+    b = random_of(rng, (h,), DataType.Float)
     views = [torch_of(torch, wide)[::2].t(), torch_of(torch, b)]
-    _run(fd, torch, views, [np.ascontiguousarray(wide[::2].T), b])
+    check_against_reference(fd, torch, views, [np.ascontiguousarray(wide[::2].T), b])
     assert schedulers(fd, views) == ["transpose"]
 
 
@@ -107,10 +102,10 @@ def test_short_transposed_dims_stay_pointwise(
 ) -> None:
     n, h = shape
     fd = gelu_bias(DataType.Float)
-    stored = _random(rng, (h, n), DataType.Float)
-    b = _random(rng, (h,), DataType.Float)
+    stored = random_of(rng, (h, n), DataType.Float)
+    b = random_of(rng, (h,), DataType.Float)
     views = [torch_of(torch, stored).t(), torch_of(torch, b)]
-    _run(fd, torch, views, [np.ascontiguousarray(stored.T), b])
+    check_against_reference(fd, torch, views, [np.ascontiguousarray(stored.T), b])
     assert schedulers(fd, views) == ["pointwise"]
 
 
@@ -120,12 +115,14 @@ def test_pairs_and_a_misaligned_view(rng: np.random.Generator, torch: Any, dtype
     storage (2-byte aligned): one element at a time. Both against the reference."""
     fd = gelu_bias(dtype)
     n, h = 130, 4098
-    stored = _random(rng, (h, n + 2), dtype)
-    b = _random(rng, (h,), dtype)
+    stored = random_of(rng, (h, n + 2), dtype)
+    b = random_of(rng, (h,), dtype)
     base = torch_of(torch, stored)
     for lo, width in ((0, 2), (1, 1)):
         views = [base[:, lo : lo + n].t(), torch_of(torch, b)]
-        _run(fd, torch, views, [np.ascontiguousarray(stored[:, lo : lo + n].T), b])
+        check_against_reference(
+            fd, torch, views, [np.ascontiguousarray(stored[:, lo : lo + n].T), b]
+        )
         (kernel,) = fd.compile(views).kernels
         assert isinstance(kernel.heuristics, TransposeParams)
         assert kernel.scheduler == "transpose" and kernel.heuristics.width == width

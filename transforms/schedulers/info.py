@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from fuser.dialects.views import contiguous_strides
+
 MIN_ARCH = 75
 """The oldest GPU architecture fuser compiles for (sm_75): the oldest NVRTC 13 targets."""
 
@@ -77,12 +79,7 @@ class TensorMeta:
 
     @staticmethod
     def contiguous(shape: Sequence[int], alignment: int = 16) -> TensorMeta:
-        strides: list[int] = []
-        step = 1
-        for extent in reversed(shape):
-            strides.append(step)
-            step *= max(extent, 1)
-        return TensorMeta(tuple(shape), tuple(reversed(strides)), alignment)
+        return TensorMeta(tuple(shape), contiguous_strides(shape), alignment)
 
 
 DEFAULT_ARCH = "sm_90"
