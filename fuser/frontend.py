@@ -936,6 +936,32 @@ class FusionOps:
         return self._definition._wrap_tensor(SqueezeOp(x._value, dropped))
 
     @_api
+    def full(self, shape: Any, fill_value: Any, dtype: Any) -> Tensor:
+        """A tensor of `shape` (ints, or extents such as `x.size(0)`) holding `fill_value` (a
+        number or a Scalar) as `dtype`: nvFuser's `full`. It is a broadcast of the scalar, so
+        kernels compute it where it is read and no kernel writes it unless it is an output."""
+        return self._full("fd.ops.full", shape, fill_value, dtype)
+
+    @_api
+    def zeros(self, shape: Any, dtype: Any = DataType.Float) -> Tensor:
+        """`full(shape, 0, dtype)`."""
+        return self._full("fd.ops.zeros", shape, 0, dtype)
+
+    @_api
+    def ones(self, shape: Any, dtype: Any = DataType.Float) -> Tensor:
+        """`full(shape, 1, dtype)`."""
+        return self._full("fd.ops.ones", shape, 1, dtype)
+
+    def _full(self, op: str, shape: Any, fill_value: Any, dtype: Any) -> Tensor:
+        out = _check_dtype(op, "dtype", dtype)
+        assert out is not None
+        value = self._operand(op, "fill_value", fill_value)
+        if isinstance(value, Tensor):
+            _fail(op, "argument 'fill_value' must be a Scalar or a Python number, got a Tensor")
+        scalar = self._definition._wrap(self._as(op, "fill_value", value, out))
+        return self._broadcast_in_dim(op, scalar, shape, [])
+
+    @_api
     def reshape(self, t: Any, new_shape: Any, legacy_new_shape: Any = None) -> Tensor:
         """`t`'s elements in row-major order in `new_shape` (ints, static extents, and one -1
         for the extent inferred from the element count), as torch's and nvFuser's `reshape`.

@@ -451,6 +451,15 @@ class Oracle:
         dtype = op.kw["dtype"]
         return [replace(self._value(number_value(args[0], dtype), dtype, False, []), exact=True)]
 
+    def op_full(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        kw = op.kw
+        shape = [
+            e if isinstance(e, int) else self.values[e[0]].data.shape[e[1]] for e in kw["shape"]
+        ]
+        value = number_value(kw["fill_value"], kw["dtype"])
+        data = np.broadcast_to(value, shape).copy()
+        return [replace(self._value(data, kw["dtype"], True, []), exact=True)]
+
     def op_broadcast_in_dim(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:

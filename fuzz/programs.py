@@ -159,6 +159,7 @@ ALL_OPS = (
     "permute",
     "squeeze",
     "reshape",
+    "full",
     "set",
     "segment_set",
     *REDUCTIONS,
@@ -899,6 +900,36 @@ class _Generator:
         self.add_op("matmul", [a.name, b.name], [(a.dtype, shape, declared)], mag, False)
         return True
 
+    def gen_full(self) -> bool:
+        """A tensor shaped like another one (by its extents or by ints) filled with a
+        constant of any dtype."""
+        t = self.pick(lambda v: v.is_tensor and v.shape is not None)
+        if t is None:
+            return False
+        assert t.shape is not None and t.declared is not None
+        by_extents = self.rng.random() < 0.5
+        shape = [(t.name, d) if by_extents else e for d, e in enumerate(t.shape)]
+        declared = t.declared if by_extents else t.shape
+        dtype = self.rng.choice(list(DTYPES))
+        if dtype in FLOATS:
+            value: Number = self.rng.choice(FLOAT_CONSTANTS)
+        elif dtype in INTS:
+            value = self.rng.choice(INT_CONSTANTS)
+        else:
+            value = self.rng.random() < 0.5
+        self.add_op(
+            "full",
+            [],
+            [(dtype, t.shape, tuple(declared))],
+            abs(float(value)),
+            True,
+            value != 0,
+            shape=shape,
+            fill_value=value,
+            dtype=dtype,
+        )
+        return True
+
     def gen_constant(self) -> bool:
         dtype = self.rng.choice(list(DTYPES))
         if dtype in FLOATS:
@@ -934,6 +965,7 @@ class _Generator:
             "permute": self.gen_permute,
             "squeeze": self.gen_squeeze,
             "reshape": self.gen_reshape,
+            "full": self.gen_full,
             "welford": self.gen_welford,
             "var_mean": self.gen_var_mean,
             "matmul": self.gen_matmul,

@@ -12,6 +12,7 @@ import pytest
 
 from fuser import DataType, FusionDefinition
 from fuser.errors import DefinitionError, InputError
+from fuser.runtime.dtypes import BFLOAT16
 
 
 def _types(fd: FusionDefinition) -> list[str]:
@@ -304,3 +305,37 @@ def test_static_sizes_goes_with_the_legacy_sizes() -> None:
     message = "'static_sizes' goes with nvFuser's legacy 'sizes' and 'strides'"
     with pytest.raises(DefinitionError, match=message), FusionDefinition("s") as fd:
         fd.define_tensor([-1], static_sizes=True)
+
+
+def test_full_zeros_and_ones_broadcast_a_scalar(rng: np.random.Generator) -> None:
+    """nvFuser's `full(shape, fill_value, dtype)`, and `zeros`/`ones`: a `broadcast_in_dim` of
+    a scalar (cast to dtype), sized by ints or extents; one kernel with what reads them."""
+    with FusionDefinition("full") as fd:
+        x = fd.define_tensor([-1, -1])
+        s = fd.define_scalar(DataType.Double)
+        fd.add_output(fd.ops.add(x, fd.ops.full(x.shape(), s, DataType.Float)))
+        fd.add_output(fd.ops.zeros([3, 4], DataType.BFloat16))
+        fd.add_output(fd.ops.where(fd.ops.ones([x.size(0), 4], DataType.Bool), 1.0, 2.0))
+    assert "fusion.broadcast_in_dim %s2 [] : bf16 -> tensor<3x4xbf16>" in fd.fusion_ir()
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    added, zeros, picked = fd.reference([a, 2.5])
+    np.testing.assert_array_equal(added, a + np.float32(2.5))
+    assert zeros.dtype == BFLOAT16 and zeros.shape == (3, 4) and not zeros.astype(bool).any()
+    np.testing.assert_array_equal(picked, np.ones((3, 4), np.float32))
+    assert [k.scheduler for k in fd.compile([a, 2.5], arch="sm_90").kernels] == ["pointwise"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda fd, x: fd.ops.full([2], x, DataType.Float), "'fill_value' must be a Scalar"),
+        (lambda fd, x: fd.ops.full([-1], 1, DataType.Float), "'shape' entry 0 is -1"),
+        (lambda fd, x: fd.ops.zeros([2], "f"), "fd.ops.zeros: argument 'dtype' must be a"),
+        (lambda fd, x: fd.ops.full([2], 1.5, DataType.Int), "(1.5) is not an integer"),
+        (lambda fd, x: fd.ops.ones([2], DataType.Null), "fd.ops.ones: argument 'dtype'"),
+    ],
+)
+def test_full_mistakes_name_the_op_and_argument(call: Any, message: str) -> None:
+    with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
+        call(fd, fd.define_tensor([-1]))
+    assert message in str(e.value)
