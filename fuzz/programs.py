@@ -910,13 +910,7 @@ class _Generator:
         by_extents = self.rng.random() < 0.5
         shape = [(t.name, d) if by_extents else e for d, e in enumerate(t.shape)]
         declared = t.declared if by_extents else t.shape
-        dtype = self.rng.choice(list(DTYPES))
-        if dtype in FLOATS:
-            value: Number = self.rng.choice(FLOAT_CONSTANTS)
-        elif dtype in INTS:
-            value = self.rng.choice(INT_CONSTANTS)
-        else:
-            value = self.rng.random() < 0.5
+        dtype, value = self.constant()
         self.add_op(
             "full",
             [],
@@ -930,14 +924,17 @@ class _Generator:
         )
         return True
 
-    def gen_constant(self) -> bool:
+    def constant(self) -> tuple[str, Number]:
+        """A dtype and a constant of it."""
         dtype = self.rng.choice(list(DTYPES))
         if dtype in FLOATS:
-            value: Number = self.rng.choice(FLOAT_CONSTANTS)
-        elif dtype in INTS:
-            value = self.rng.choice(INT_CONSTANTS)
-        else:
-            value = self.rng.random() < 0.5
+            return dtype, self.rng.choice(FLOAT_CONSTANTS)
+        if dtype in INTS:
+            return dtype, self.rng.choice(INT_CONSTANTS)
+        return dtype, self.rng.random() < 0.5
+
+    def gen_constant(self) -> bool:
+        dtype, value = self.constant()
         self.add_op(
             "constant",
             [value],
