@@ -33,10 +33,11 @@ extent 1), a batch dim of a matmul; the error names the op that carries the attr
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import ClassVar, Self, TypeVar
+from typing import ClassVar, Self, TypeVar, cast
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -77,6 +78,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -172,8 +174,8 @@ def _check_values(op: IRDLOperation) -> None:
     """Each operand and result of `op`, other than `index` extents, is a fusion value."""
     op_def = type(op).get_irdl_definition()
     for name, _ in (*op_def.operands, *op_def.results):
-        field: SSAValue | Sequence[SSAValue] = getattr(op, name)
-        for v in field if isinstance(field, Sequence) else (field,):
+        field: SSAValue | Sequence[SSAValue] | None = getattr(op, name)
+        for v in field if isinstance(field, Sequence) else () if field is None else (field,):
             if not isinstance(v.type, IndexType):
                 _check_value_type(op.name, name, v.type)
 
@@ -1200,6 +1202,122 @@ class ReshapeOp(IRDLOperation):
         check_reshape(self, self.input.type, self.result.type)
 
 
+class IotaLikeOp(IRDLOperation, ABC):
+    """`start + i * step` for i in [0, length): the one definition of `fusion.iota` and
+    `host.iota` (nvFuser's `iota`, torch's `arange`).
+
+    `%r = fusion.iota start 0 step 1 : tensor<6xi64>`, or with a run-time length
+    `%r = fusion.iota(%n) start 0.5 step 2.0 : tensor<?xf32>`.
+
+    `start` and `step` are finite numbers held as i64 for an integer result, f64 for a float
+    one: a float iota is computed in f64 and rounded once to its type, an integer one in i64
+    (and wrapped to i32). The length is the result's static extent, or the `index` operand where
+    that extent is `?`.
+    """
+
+    length = opt_operand_def(IndexType)
+    start = prop_def(base(IntegerAttr) | base(FloatAttr))
+    step = prop_def(base(IntegerAttr) | base(FloatAttr))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, start: float, step: float, result_type: TensorType, length: SSAValue | None = None
+    ):
+        held = F64 if isinstance(result_type.element_type, AnyFloat) else I64
+        super().__init__(
+            operands=[[length] if length is not None else []],
+            properties={
+                "start": ConstantOp.of(start, held).value,
+                "step": ConstantOp.of(step, held).value,
+            },
+            result_types=[result_type],
+        )
+
+    def values(self) -> tuple[float, float]:
+        """(start, step) as Python numbers."""
+        return self.start.value.data, self.step.value.data
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_element(self.name, "result", self.result.type, (F16, BF16, F32, F64, I32, I64))
+        shape = shape_of(self.result.type) or ()
+        if len(shape) != 1:
+            raise VerifyException(
+                f"'{self.name}' result must have rank 1, got {format_shape(shape)}"
+            )
+        held = F64 if isinstance(element_type(self.result.type), AnyFloat) else I64
+        for name, attr in (("start", self.start), ("step", self.step)):
+            if attr.type != held:
+                raise VerifyException(
+                    f"'{self.name}' {name} has type {type_name(attr.type)}, expected "
+                    f"{type_name(held)} for a {type_name(element_type(self.result.type))} result"
+                )
+            if isinstance(attr, FloatAttr) and not math.isfinite(attr.value.data):
+                raise VerifyException(f"'{self.name}' {name} must be finite, got {attr.value.data}")
+        if (shape[0] == DYNAMIC_INDEX) != (self.length is not None):
+            raise VerifyException(
+                f"'{self.name}' takes a length operand exactly where its extent is ?: result "
+                f"{format_shape(shape)}, {'a' if self.length is not None else 'no'} length operand"
+            )
+
+    def print(self, printer: Printer) -> None:
+        if self.length is not None:
+            printer.print_string("(")
+            printer.print_operand(self.length)
+            printer.print_string(")")
+        for name, attr in (("start", self.start), ("step", self.step)):
+            printer.print_string(f" {name} ")
+            if isinstance(attr, FloatAttr):
+                printer.print_float(attr.value.data, F64)
+            else:
+                printer.print_int(attr.value.data)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        length = None
+        if parser.parse_optional_punctuation("(") is not None:
+            length = parser.parse_operand(IndexType())
+            parser.parse_punctuation(")")
+        parser.parse_keyword("start")
+        numbers_at = parser.pos
+        start = parser.parse_number()
+        parser.parse_keyword("step")
+        step = parser.parse_number()
+        numbers_end = parser.pos
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        parsed = parser.parse_type()
+        if not isinstance(parsed, TensorType):
+            parser.raise_error(f"'{cls.name}' result must be a tensor type, got {parsed}")
+        result = cast(TensorType[Attribute], parsed)
+        el = result.element_type
+        integers = isinstance(start, int) and isinstance(step, int)
+        if not integers and not isinstance(el, AnyFloat):
+            parser.raise_error(
+                f"'{cls.name}' of {type_name(el)} takes integer start and "
+                f"step, got {start} and {step}",
+                numbers_at,
+                numbers_end,
+            )
+        op = cls(start, step, result, length)
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class IotaOp(IotaLikeOp):
+    """An iota in a fusion (see `IotaLikeOp`). Kernels read it as a tensor: the segmenter leaves
+    it between segments, and the host program materializes it once per signature
+    (`host.iota`), so no kernel computes it on a call."""
+
+    name = "fusion.iota"
+
+
 # --------------------------------------------------------------------------------------------
 # Reductions
 # --------------------------------------------------------------------------------------------
@@ -1705,6 +1823,7 @@ Fusion = Dialect(
         PermuteOp,
         SqueezeOp,
         ReshapeOp,
+        IotaOp,
         SumOp,
         MaxOp,
         MinOp,

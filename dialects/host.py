@@ -3,9 +3,10 @@
 A `host.program` takes and returns builtin ranked tensors (static or `?` dims) and scalars. Its
 body allocates device tensors (`host.allocate`, `host.deallocate`), takes extents (`host.dim`,
 then `arith` on `index`), asks kernels for their grids (`host.grid`), launches kernels
-(`host.launch`), loops (`host.for`), and takes views (`host.alias_select`, `host.reshape`). A
-tensor value is a device buffer with sizes and strides (in elements): the evaluator passes it
-to a kernel as the `Tensor<T, N>` struct of a `!kernel.tensor<T, N>` parameter.
+(`host.launch`), loops (`host.for`), takes views (`host.alias_select`, `host.reshape`) and
+holds constants (`host.iota`). A tensor value is a device buffer with sizes and strides (in
+elements): the evaluator passes it to a kernel as the `Tensor<T, N>` struct of a
+`!kernel.tensor<T, N>` parameter.
 
 Work is issued on the *current stream*, a piece of evaluator state: `host.get_current_stream`,
 `host.set_current_stream`, `host.stream %i` (a stream of the evaluator's pool) and
@@ -69,7 +70,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from fuser.dialects.common import FuncLikeOp, TensorDimOp
-from fuser.dialects.fusion import ELEMENT_TYPES, check_reshape, format_shape
+from fuser.dialects.fusion import ELEMENT_TYPES, IotaLikeOp, check_reshape, format_shape
 from fuser.dialects.kernel import FuncOp as KernelFuncOp
 from fuser.dialects.kernel import TensorParamType
 
@@ -410,6 +411,19 @@ class ReshapeOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_reshape(self, self.input.type, self.result.type)
+
+
+@irdl_op_definition
+class IotaOp(IotaLikeOp):
+    """A tensor holding `start + i * step` for i in [0, length) (see
+    `fuser.dialects.fusion.IotaLikeOp`): a constant of the program that the evaluator computes
+    and uploads once per signature, and that every call's kernels read. It is never written:
+    the segmenter copies an iota that a fusion returns.
+
+    `%r = host.iota(%n) start 0 step 1 : tensor<?xi64>`
+    """
+
+    name = "host.iota"
 
 
 # --------------------------------------------------------------------------------------------
@@ -796,6 +810,7 @@ Host = Dialect(
         DeallocateOp,
         AliasSelectOp,
         ReshapeOp,
+        IotaOp,
         WorkspaceOp,
         WorkspaceViewOp,
         ReleaseOp,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
 import numbers
 import threading
 from collections.abc import Callable, Sequence
@@ -56,6 +57,7 @@ from fuser.dialects.fusion import (
     GeluOp,
     GeOp,
     GtOp,
+    IotaOp,
     LeOp,
     LogOp,
     LtOp,
@@ -960,6 +962,57 @@ class FusionOps:
             _fail(op, "argument 'fill_value' must be a Scalar or a Python number, got a Tensor")
         scalar = self._definition._wrap(self._as(op, "fill_value", value, out))
         return self._broadcast_in_dim(op, scalar, shape, [])
+
+    @_api
+    def iota(
+        self, length: Any, start: Any = None, step: Any = None, dtype: Any = DataType.Int
+    ) -> Tensor:
+        """`[start, start + step, ...]`, `length` values of `dtype` (nvFuser's `iota`, torch's
+        `arange`); `start` and `step` default to 0 and 1. `length` is an int, a constant
+        Scalar or an extent (`x.size(0)`); `start` and `step` are numbers or constant Scalars
+        (integers for an integer `dtype`). The host computes it once per input signature and
+        kernels read it, so a call launches nothing for it."""
+        op = "fd.ops.iota"
+        fd = self._definition
+        out = _check_dtype(op, "dtype", dtype)
+        assert out is not None
+        if not (out.is_floating_point or out.is_integral) or out == DataType.Bool:
+            _fail(op, f"argument 'dtype' must be an integer or float DataType, got {out}")
+        size: SSAValue | None = None
+        if isinstance(length, Extent):
+            if length.tensor._fd is not fd:
+                _fail(op, "argument 'length' is an extent of another FusionDefinition")
+            extent = length.static
+            if extent is None:
+                size = length._ssa()
+        else:
+            number = _constant_number(length)
+            if not isinstance(number, int) or isinstance(number, bool):
+                _fail(
+                    op,
+                    f"argument 'length' must be an int, a constant Scalar or an extent such as "
+                    f"x.size(0), got {length!r}",
+                )
+            extent = number
+        if extent is not None and extent < 0:
+            _fail(op, f"argument 'length' is {extent}; it must be at least 0")
+        bounds: list[float] = []
+        for arg, value, default in (("start", start, 0), ("step", step, 1)):
+            number = default if value is None else _constant_number(value)
+            if number is None or isinstance(number, bool):
+                _fail(
+                    op,
+                    f"argument '{arg}' must be a Python number or a constant Scalar "
+                    f"(define_scalar(value)), got {value!r}",
+                )
+            if out.is_integral and not isinstance(number, int):
+                _fail(op, f"argument '{arg}' is {number!r}; an iota of {out} takes integers")
+            if not math.isfinite(number):
+                _fail(op, f"argument '{arg}' is {number!r}; it must be finite")
+            bounds.append(number)
+        shape = [DYNAMIC_INDEX if extent is None else extent]
+        rtype = TensorType(out.element_type, shape)
+        return fd._wrap_tensor(IotaOp(bounds[0], bounds[1], rtype, size))
 
     @_api
     def reshape(self, t: Any, new_shape: Any, legacy_new_shape: Any = None) -> Tensor:

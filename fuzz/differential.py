@@ -218,6 +218,10 @@ class _HostMemory:
     def synchronize(self, stream: int, other: int) -> None:
         pass
 
+    def upload(self, values: np.ndarray) -> tuple[int, Any]:
+        owner = np.ascontiguousarray(values).copy()
+        return owner.ctypes.data, owner
+
 
 def _array_at(ptr: int, shape: Sequence[int], strides: Sequence[int], dtype: np.dtype) -> Any:
     if 0 in shape:
@@ -722,6 +726,9 @@ def _resize(program: Program, old: int, new: int) -> Program:
             if key in kw:
                 kw[key] = [new if isinstance(e, int) and e == old else e for e in kw[key]]
                 op = replace(op, kwargs=tuple(kw.items()))
+        if kw.get("length") == old:  # an iota's int length
+            kw["length"] = new
+            op = replace(op, kwargs=tuple(kw.items()))
         ops.append(op)
     return replace(program, inputs=inputs, ops=tuple(ops))
 

@@ -460,6 +460,19 @@ class Oracle:
         data = np.broadcast_to(value, shape).copy()
         return [replace(self._value(data, kw["dtype"], True, []), exact=True)]
 
+    def op_iota(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        kw = op.kw
+        length = kw["length"]
+        if not isinstance(length, int):
+            length = self.values[length[0]].data.shape[length[1]]
+        dtype, start, step = kw["dtype"], kw["start"], kw["step"]
+        if dtype in INTS:
+            data = (start + np.arange(length, dtype=np.int64) * step).astype(NUMPY_DTYPES[dtype])
+        else:
+            data = float(start) + np.arange(length, dtype=np.float64) * float(step)
+            data = round_float(data, dtype) if dtype != "f64" else data
+        return [replace(self._value(data, dtype, True, []), exact=True)]
+
     def op_broadcast_in_dim(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:

@@ -160,6 +160,7 @@ ALL_OPS = (
     "squeeze",
     "reshape",
     "full",
+    "iota",
     "set",
     "segment_set",
     *REDUCTIONS,
@@ -186,6 +187,8 @@ def _call_parts(op: Op) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs["dtype"] = DTYPES[kwargs["dtype"]]
     if "shape" in kwargs:
         kwargs["shape"] = [e if isinstance(e, int) else _Extent(*e) for e in kwargs["shape"]]
+    if "length" in kwargs and not isinstance(kwargs["length"], int):
+        kwargs["length"] = _Extent(*kwargs["length"])
     if op.op == "constant":
         return "define_scalar", list(op.args), kwargs
     return f"ops.{op.op}", list(op.args), kwargs
@@ -219,7 +222,7 @@ def build(
             fn: Any = fd
             for part in callee.split("."):
                 fn = getattr(fn, part)
-            kw = {k: resolve(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+            kw = {k: resolve(v) if isinstance(v, list | _Extent) else v for k, v in kwargs.items()}
             result = fn(*[resolve(a) for a in args], **kw)
             results = result if isinstance(result, tuple) else (result,)
             for r_name, r in zip(op.results, results, strict=True):
@@ -924,6 +927,34 @@ class _Generator:
         )
         return True
 
+    def gen_iota(self) -> bool:
+        """`start + i * step` along a dim of another tensor (by its extent or by its int), in
+        an integer or float dtype."""
+        t = self.pick(lambda v: v.is_tensor and bool(v.shape))
+        if t is None:
+            return False
+        assert t.shape is not None and t.declared is not None
+        d = self.rng.randrange(len(t.shape))
+        by_extent = self.rng.random() < 0.5
+        length = t.shape[d]
+        dtype = self.rng.choice([*FLOATS, *INTS])
+        pool = FLOAT_CONSTANTS if dtype in FLOATS else INT_CONSTANTS
+        start, step = self.rng.choice(pool), self.rng.choice(pool)
+        declared = t.declared[d] if by_extent else length
+        self.add_op(
+            "iota",
+            [],
+            [(dtype, (length,), (declared,))],
+            abs(start) + abs(step) * max(length - 1, 0),
+            True,
+            start != 0 and start * step >= 0,  # no element crosses 0
+            length=(t.name, d) if by_extent else length,
+            start=start,
+            step=step,
+            dtype=dtype,
+        )
+        return True
+
     def constant(self) -> tuple[str, Number]:
         """A dtype and a constant of it."""
         dtype = self.rng.choice(list(DTYPES))
@@ -963,6 +994,7 @@ class _Generator:
             "squeeze": self.gen_squeeze,
             "reshape": self.gen_reshape,
             "full": self.gen_full,
+            "iota": self.gen_iota,
             "welford": self.gen_welford,
             "var_mean": self.gen_var_mean,
             "matmul": self.gen_matmul,

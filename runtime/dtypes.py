@@ -95,3 +95,15 @@ def _round_to_odd_float32(a: np.ndarray) -> np.ndarray:
     bits = r.view(np.uint32)
     bits = np.where(inexact, bits | np.uint32(1), bits).astype(np.uint32)
     return bits.view(np.float32).reshape(a.shape)
+
+
+def iota_array(length: int, start: float, step: float, dtype: DTypeLike) -> np.ndarray:
+    """The values of `fusion.iota` / `host.iota`: `start + i * step` for i in [0, length), in
+    float64 rounded once to a float `dtype`, or in int64 (wrapping) for an integer one."""
+    target = np.dtype(dtype)
+    if target in FLOAT_DTYPES:
+        wide_floats = np.float64(start) + np.arange(length, dtype=np.float64) * step
+        return round_to_float(wide_floats, target)
+    with np.errstate(over="ignore"):
+        wide = np.int64(start) + np.arange(length, dtype=np.int64) * np.int64(step)
+    return wide.astype(target)

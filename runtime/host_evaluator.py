@@ -21,6 +21,9 @@ It never walks IR on the hot path:
   `host.workspace_view` a pointer into it: with torch inputs the workspace is a `torch.empty`
   byte tensor (torch's caching allocator on torch's current stream, where the program runs),
   else it comes from the pool, and `host.release` returns it.
+- **Constants.** A `host.iota` is computed with numpy for the signature and uploaded on its
+  first call (the device is current then); the specialization keeps it, and later calls only
+  copy its pointer from the register template.
 - **Launches** run as the program says: `host.grid` asks the kernel's binding for the grid of a
   signature (`ExecutorKernel`: the `KernelExecutor` entry of the launch's inputs, planned once
   per signature), and `host.launch` launches with its grid operands (whatever computed them),
@@ -76,7 +79,7 @@ from fuser.options import DEFAULT_STREAMS
 from fuser.runtime import driver
 from fuser.runtime.calls import Call
 from fuser.runtime.compiled_kernel import compile_together
-from fuser.runtime.dtypes import numpy_dtype
+from fuser.runtime.dtypes import iota_array, numpy_dtype
 from fuser.runtime.frontends import TORCH_FRONTEND, Frontend, torch_sizes
 from fuser.runtime.generated import define
 from fuser.runtime.kernel_binding import (
@@ -173,6 +176,7 @@ _SUPPORTED: tuple[type[Operation], ...] = (
     host.DeallocateOp,
     host.AliasSelectOp,
     host.ReshapeOp,
+    host.IotaOp,
     host.WorkspaceOp,
     host.WorkspaceViewOp,
     host.ReleaseOp,
@@ -367,6 +371,7 @@ class Specialization:
         self.torch_device: Any = None
         self.torch_dtypes: list[Any] = []
         self.torch_bytes: Any = None  # torch.uint8, for a workspace from torch's allocator
+        self.constants: list[Any] = []  # owners of the device memory of its `host.iota`s
         self.lock = threading.Lock()
 
     def prepare_torch(self) -> None:
@@ -656,6 +661,8 @@ class _Builder:
             self.alias_select(op, code)
         elif isinstance(op, host.ReshapeOp):
             self.reshape(op)
+        elif isinstance(op, host.IotaOp):
+            self.iota(op, code)
         elif isinstance(op, host.GridOp):
             self.grid(op)
         elif isinstance(op, host.LaunchOp):
@@ -967,6 +974,27 @@ class _Builder:
         self.alias(op.result, op.input)
         if op.input in self.owners:  # a returned view of an output allocated in its shape
             self.owners[op.result] = self.owners[op.input]
+
+    def iota(self, op: host.IotaOp, code: Code) -> None:
+        """`host.iota`: a constant of the specialization, uploaded on its first call (the device
+        is current then) and kept while the specialization lives."""
+        t = cast(TensorType, op.result.type)
+        extent = t.get_shape()[0]
+        length = extent if op.length is None else self.known_index(op, op.length, "length")
+        dtype = numpy_dtype(t.element_type)
+        values = iota_array(length, *op.values(), dtype)
+        self.tensors[op.result] = TensorInfo((length,), (1,), dtype, 16)
+        reg = self.bind(op.result)
+        spec, template, upload = self.spec, self.template, self.ev.backend.upload
+
+        def materialize(r: list[Any]) -> None:
+            if r[reg] is None:  # the first call: later calls copy the template's pointer
+                ptr, owner = upload(values)
+                spec.constants.append(owner)
+                template[reg] = r[reg] = ptr
+
+        code.append(materialize)
+        self.argument_makers.add(materialize)
 
     # ---- launches, loops, streams ------------------------------------------------------------
 

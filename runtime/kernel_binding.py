@@ -28,6 +28,7 @@ import numpy as np
 from fuser.dialects.views import contiguous_strides
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.runtime import driver
+from fuser.runtime.arrays import DeviceArray
 from fuser.runtime.executor import Entry, KernelExecutor, ScalarParam, TensorParam
 from fuser.runtime.generated import define
 from fuser.runtime.signature import DTYPE_CODES, scalar_part, tensor_part
@@ -138,6 +139,11 @@ class Backend(Protocol):
         """Make later work on `stream` wait for the work issued so far on `other`."""
         ...
 
+    def upload(self, values: np.ndarray) -> tuple[int, Any]:
+        """A device copy of `values`, complete when this returns, as its pointer and the
+        object that owns it (the memory lives while the owner does)."""
+        ...
+
 
 class DriverBackend:
     """The CUDA driver: the device's stream-ordered pool, non-blocking streams (one pool per
@@ -171,6 +177,11 @@ class DriverBackend:
                 event = self._events[device] = driver.Event(timing=False)
             event.record(other)
             driver.stream_wait_event(stream, event)
+
+    def upload(self, values: np.ndarray) -> tuple[int, Any]:
+        # On the legacy stream, which outlives any stream of a call; the copy is synchronous.
+        array = DeviceArray.from_numpy(values)
+        return array.ptr, array
 
 
 def _pool_alloc(nbytes: int, stream: int) -> int:

@@ -85,6 +85,7 @@ from fuser.dialects.fusion import (
     GeluOp,
     GeOp,
     GtOp,
+    IotaOp,
     LeOp,
     LogOp,
     LtOp,
@@ -127,7 +128,7 @@ from fuser.dialects.fusion import (
 )
 from fuser.dialects.views import ReshapeError, reshape_extents
 from fuser.errors import InputError, VerificationError
-from fuser.runtime.dtypes import BFLOAT16, FLOAT_DTYPES, numpy_dtype, round_to_float
+from fuser.runtime.dtypes import BFLOAT16, FLOAT_DTYPES, iota_array, numpy_dtype, round_to_float
 from fuser.runtime.inputs import check_input_sequence
 
 _HALF_DTYPES = (np.dtype(np.float16), BFLOAT16)
@@ -445,6 +446,16 @@ class FusionFunctions(InterpreterFunctions):
         except ReshapeError as e:
             raise InputError(f"{describe_op(op)}: {e}") from None
         return (np.reshape(x, shape),)
+
+    @impl(IotaOp)
+    def run_iota(self, interp: Interpreter, op: IotaOp, args: PythonValues) -> PythonValues:
+        t = cast(TensorType, op.result.type)
+        length = args[0] if args else t.get_shape()[0]
+        if length < 0:
+            raise InputError(f"{describe_op(op)}: length is {length} (< 0)")
+        start, step = op.values()
+        values = iota_array(length, start, step, numpy_dtype(t.element_type))
+        return (values.astype(self.held_dtype(t)),)
 
     @impl(SqueezeOp)
     def run_squeeze(self, interp: Interpreter, op: SqueezeOp, args: PythonValues) -> PythonValues:

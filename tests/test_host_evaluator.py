@@ -76,6 +76,11 @@ class FakeDevice:
     def synchronize(self, stream: int, other: int) -> None:
         self.log.append(("sync", stream, other))
 
+    def upload(self, values: np.ndarray) -> tuple[int, Any]:
+        owner = np.ascontiguousarray(values).copy()
+        self.log.append(("upload", owner.nbytes))
+        return owner.ctypes.data, owner
+
     def events(self, kind: str) -> list[tuple[Any, ...]]:
         return [e for e in self.log if e[0] == kind]
 
@@ -424,6 +429,39 @@ def test_streams_loops_and_views(rng: np.random.Generator, one_device: None, row
     assert ins[0] == TensorInfo((rows,), (cols,), np.dtype(np.float32), 4)
     assert outs[0] == TensorInfo((rows,), (cols,), np.dtype(np.float32), 8)
     assert not device.buffers
+
+
+IOTA = """
+kernel.func @add(%x: !kernel.tensor<f32, 1>, %y: !kernel.tensor<f32, 1>,
+                 %z: !kernel.tensor<f32, 1>) {
+  kernel.return
+}
+host.program @ramp(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %n = host.dim %x[0] : tensor<?xf32>
+  %c1 = arith.constant 1 : index
+  %r = host.iota(%n) start -1.5 step 0.25 : tensor<?xf32>
+  %y = host.allocate(%n) : tensor<?xf32>
+  host.launch @add grid(%c1, %c1, %c1) block [32, 1, 1] smem 0
+      ins(%x, %r : tensor<?xf32>, tensor<?xf32>) outs(%y : tensor<?xf32>)
+  host.return %y : tensor<?xf32>
+}
+"""
+
+
+def test_an_iota_is_uploaded_once_per_signature(rng: np.random.Generator, one_device: None) -> None:
+    device = FakeDevice()
+    _, program = parse_module(IOTA)
+    kernel = NumpyKernel(_add, device)
+    evaluator = HostEvaluator(program, {"add": kernel}, backend=device)
+    for n in (5, 5, 0, 127, 5):
+        x = rng.standard_normal(n).astype(np.float32)
+        (y,) = evaluator.run(call_of(evaluator, [x]))
+        ramp = (-1.5 + 0.25 * np.arange(n)).astype(np.float32)
+        np.testing.assert_array_equal(y, x + ramp)
+    # one upload per signature (5, 0, 127), on its first call; the kernel sees a contiguous,
+    # 16-byte aligned f32 tensor
+    assert device.events("upload") == [("upload", 20), ("upload", 0), ("upload", 508)]
+    assert kernel.bound[0][0][1] == TensorInfo((5,), (1,), np.dtype(np.float32), 16)
 
 
 INDEX_ARGS = """

@@ -377,6 +377,8 @@ class _ProgramBuilder:
         if found is not None:
             return found
         op = v.owner
+        if isinstance(op, fu.IotaOp):
+            return self._iota(v, op)
         assert isinstance(op, fu.ReshapeOp), f"{v} has no value in the program yet"
         result_type = op.result.type
         view = host.ReshapeOp(self.value(op.input), result_type)
@@ -386,6 +388,24 @@ class _ProgramBuilder:
             e if e != DYNAMIC_INDEX else _ViewDim(v, axis)
             for axis, e in enumerate(result_type.get_shape())
         )
+        return self.values[v]
+
+    def _iota(self, v: SSAValue, op: fu.IotaOp) -> SSAValue:
+        """A `fusion.iota` between segments as a `host.iota`, at its first use."""
+        t = op.result.type
+        extent: _Extent = t.get_shape()[0]
+        length: SSAValue | None = None
+        if op.length is not None:
+            dim = op.length.owner
+            assert isinstance(dim, fu.DimOp), "an iota's length is a fusion.dim"
+            self.value(dim.input)
+            extent = self.syms[dim.input][dim.axis.value.data]
+            length = self.index(extent)
+        start, step = op.values()
+        iota = host.IotaOp(start, step, t, length)
+        iota.result.name_hint = v.name_hint
+        self.values[v] = self.add(iota).results[0]
+        self.syms[v] = (extent,)
         return self.values[v]
 
     def allocate(self, value: SSAValue, extents: _Shape) -> SSAValue:

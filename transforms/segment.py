@@ -66,6 +66,12 @@ read only the inputs the outputs need, so the kernel takes its pointer and never
 Segments therefore never take `index` arguments, and `segment_as_fusion` of a segment is a
 `fusion.fusion` that the schedulers accept as it is.
 
+**Reshapes and iotas** stay between segments: no group holds them, and a segment takes one as
+an input (a reshape is a view of the tensor it reshapes, an iota a constant the host program
+computes). `_copy_for_views` first copies what a view cannot give: an input no strides can view
+in the new shape, and an output that would share memory with an input, another output or an
+iota.
+
 A `segment_set` that ends a segment becomes a `fusion.set` inside it: the segment op is the
 boundary now. Dead ops are erased first.
 
@@ -273,9 +279,12 @@ def view_meta(op: fu.ReshapeOp, source: TensorMeta) -> TensorMeta | None:
 
 def _view_metas(view: SSAValue, metas: dict[SSAValue, TensorMeta | None]) -> None:
     """Adds the metadata of the reshape result `view` (and of the views it is taken of) to
-    `metas`, which holds that of the tensor they view. Raises NotAViewError where strides
-    cannot give one."""
+    `metas`, which holds that of the tensor they view (an iota's is contiguous). Raises
+    NotAViewError where strides cannot give one."""
     op = view.owner
+    if isinstance(op, fu.IotaOp):  # the host's contiguous constant
+        metas[view] = TensorMeta.contiguous((_iota_length(op, metas),))
+        return
     assert isinstance(op, fu.ReshapeOp), "a view's operand is an input, segment or view"
     source = op.input
     if source not in metas:
@@ -292,6 +301,20 @@ def _view_metas(view: SSAValue, metas: dict[SSAValue, TensorMeta | None]) -> Non
             "strides give it in its new shape"
         )
     metas[view] = result
+
+
+def _iota_length(op: fu.IotaOp, metas: dict[SSAValue, TensorMeta | None]) -> int:
+    """The extent of an iota between segments: static, or that of the `fusion.dim` it takes
+    (of a tensor whose metadata `metas` holds or can view)."""
+    if op.length is None:
+        return op.result.type.get_shape()[0]
+    dim = op.length.owner
+    assert isinstance(dim, fu.DimOp), "an iota's length is a fusion.dim"
+    if dim.input not in metas:
+        _view_metas(dim.input, metas)
+    meta = metas[dim.input]
+    assert meta is not None
+    return meta.shape[dim.axis.value.data]
 
 
 class _Standalone(NamedTuple):
@@ -404,6 +427,9 @@ class _Extents:
                 self.union((op.input, j), (op.result, i))
         elif isinstance(op, fu.ReshapeOp):
             pass  # its extents are static or inferred from the element count
+        elif isinstance(op, fu.IotaOp):
+            if op.length is not None:
+                self.union((op.length, -1), (op.result, 0))
         elif isinstance(op, fu.PartialSumOp):
             rank = len(fu.shape_of(op.input.type) or ())
             for i in range(rank):
@@ -579,7 +605,8 @@ class _Segmenter:
         segments: of a fusion input (or a view of one) that no strides can view in the new
         shape for `info` (one copy per tensor copied), and after a reshape that a fusion
         output is, where the view would share memory with an input or another output (an
-        output is a tensor of its own)."""
+        output is a tensor of its own). An output that is an iota (or a view of one) is
+        copied too: the host program's iota is a constant that every call shares."""
         copies: dict[SSAValue, SSAValue] = {}
         for op in list(self.block.ops):
             if isinstance(op, fu.ReshapeOp) and not self._viewable(op):
@@ -594,9 +621,10 @@ class _Segmenter:
         roots: set[SSAValue] = set(output.operands)
         for i, v in enumerate(output.operands):
             root = view_root(v)
-            if root is v:
+            is_iota = isinstance(root, OpResult) and isinstance(root.op, fu.IotaOp)
+            if root is v and not is_iota:
                 continue
-            if isinstance(root, BlockArgument) or root in roots:
+            if isinstance(root, BlockArgument) or root in roots or is_iota:
                 copy = fu.SetOp(v)
                 self.block.insert_op_before(copy, output)
                 copy.result.name_hint = f"{v.name_hint or 'out'}_copy"
@@ -632,10 +660,10 @@ class _Segmenter:
 
     def _is_compute(self, op: Operation) -> bool:
         """An op that forms a group: one with a tensor result that is not forwarded (nor a
-        reshape: those stay between segments)."""
+        reshape or an iota: those stay between segments)."""
         return (
             op not in self.forwarded
-            and not isinstance(op, fu.DimOp | fu.ReshapeOp)
+            and not isinstance(op, fu.DimOp | fu.ReshapeOp | fu.IotaOp)
             and any(isinstance(r.type, TensorType) for r in op.results)
         )
 
@@ -667,8 +695,8 @@ class _Segmenter:
             return "forwarded"
         if isinstance(op, fu.DimOp):
             return "dim"
-        if isinstance(op, fu.ReshapeOp):
-            return "view"
+        if isinstance(op, fu.ReshapeOp | fu.IotaOp):
+            return "view"  # a tensor between segments that no segment computes
         if not any(isinstance(r.type, TensorType) for r in op.results):
             return "scalar"
         return "compute"
@@ -1190,17 +1218,31 @@ class _Segmenter:
         terminator = self.fusion.output_op
 
         def view(v: SSAValue) -> SSAValue:
-            """`v` in the new body: a reshape is recreated there, after its operand."""
+            """`v` in the new body: a reshape is recreated there, after its operand, and an
+            iota with the extent it takes."""
             if isinstance(v, BlockArgument) or v in outer:
                 return outer.get(v, v)
             op = v.owner
-            if not isinstance(op, fu.ReshapeOp):
+            new: Operation
+            if isinstance(op, fu.IotaOp):
+                length: SSAValue | None = None
+                if op.length is not None:
+                    dim = op.length.owner
+                    assert isinstance(dim, fu.DimOp), "an iota's length is a fusion.dim"
+                    new_dim = fu.DimOp(view(dim.input), dim.axis.value.data)
+                    self.block.insert_op_before(new_dim, terminator)
+                    new_dim.result.name_hint = dim.result.name_hint
+                    length = new_dim.result
+                start, step = op.values()
+                new = fu.IotaOp(start, step, op.result.type, length)
+            elif isinstance(op, fu.ReshapeOp):
+                new = fu.ReshapeOp(view(op.input), op.result.type.get_shape())
+            else:
                 return outer[v]  # a segment's result
-            new = fu.ReshapeOp(view(op.input), op.result.type.get_shape())
             self.block.insert_op_before(new, terminator)
-            new.result.name_hint = v.name_hint
-            outer[v] = new.result
-            return new.result
+            new.results[0].name_hint = v.name_hint
+            outer[v] = new.results[0]
+            return new.results[0]
 
         segments: list[fu.SegmentOp] = []
         for g in layout.order:

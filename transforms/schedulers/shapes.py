@@ -99,6 +99,11 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
             return [reshape_extents(fu.shape_of(op.result.type) or (), _shape(env, op.input))]
         except ReshapeError as e:
             raise ShapeMismatch(f"'{op.name}' {e}") from None
+    if isinstance(op, fu.IotaOp):
+        length = _extent(env, op.length) if op.length is not None else op.result.type.get_shape()[0]
+        if length < 0:
+            raise ShapeMismatch(f"'{op.name}' length is {length} (< 0)")
+        return [(length,)]
     if isinstance(op, fu.MatmulOp):
         a, b = _shape(env, op.lhs), _shape(env, op.rhs)
         if a[-1] != b[-2] or a[:-2] != b[:-2]:
@@ -171,7 +176,9 @@ class _ShapeSteps:
                 kind = _REDUCE
                 data = (tuple(op.axes.get_values()), op.keepdim is not None, 2)
             elif (
-                isinstance(op, fu.MatmulOp | fu.PartialSumOp | fu.RenumberOp | fu.ReshapeOp)
+                isinstance(
+                    op, fu.MatmulOp | fu.PartialSumOp | fu.RenumberOp | fu.ReshapeOp | fu.IotaOp
+                )
                 or len(op.results) != 1
             ):
                 kind = _OTHER

@@ -1,6 +1,6 @@
 // Data movement: cast, set, segment_set, broadcast_in_dim (with and without `sizes`), a scalar
-// broadcast to a tensor (fill), and the ops that renumber dims (permute, squeeze). These take the
-// storage types f16/bf16.
+// broadcast to a tensor (fill), the ops that renumber dims (permute, squeeze), and iota. These
+// take the storage types f16/bf16.
 // RUN: FUSER_ROUNDTRIP
 // RUN: FUSER_GENERIC_ROUNDTRIP
 // RUN: fuser-opt %s --print-op-generic | filecheck %s --check-prefix=CHECK-GENERIC
@@ -102,3 +102,21 @@ fusion.fusion @renumber(%x: tensor<?x1x3x?xbf16>) -> (tensor<?x3x?xbf16>, tensor
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "renumber"
 // CHECK-GENERIC:         %s = "fusion.squeeze"(%x) <{squeezed = array<i64: 1>}> : (tensor<?x1x3x?xbf16>) -> tensor<?x3x?xbf16>
 // CHECK-GENERIC-NEXT:    %p = "fusion.permute"(%s) <{permutation = array<i64: 1, 2, 0>}> : (tensor<?x3x?xbf16>) -> tensor<3x?x?xbf16>
+
+// iota: a static length, or a run-time one as an index operand; integer and float types.
+fusion.fusion @iotas(%x: tensor<?x4xf32>) -> (tensor<6xi64>, tensor<?xbf16>, tensor<0xi32>) {
+  %n = fusion.dim %x[0] : tensor<?x4xf32>
+  %a = fusion.iota start -2 step 3 : tensor<6xi64>
+  %b = fusion.iota(%n) start 5.000000e-01 step -2.500000e-01 : tensor<?xbf16>
+  %c = fusion.iota start 0 step 1 : tensor<0xi32>
+  fusion.output %a, %b, %c : tensor<6xi64>, tensor<?xbf16>, tensor<0xi32>
+}
+
+// CHECK-LABEL: fusion.fusion @iotas
+// CHECK:       %a = fusion.iota start -2 step 3 : tensor<6xi64>
+// CHECK-NEXT:  %b = fusion.iota(%n) start 5.000000e-01 step -2.500000e-01 : tensor<?xbf16>
+// CHECK-NEXT:  %c = fusion.iota start 0 step 1 : tensor<0xi32>
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "iotas"
+// CHECK-GENERIC:         %a = "fusion.iota"() <{start = -2 : i64, step = 3 : i64}> : () -> tensor<6xi64>
+// CHECK-GENERIC-NEXT:    %b = "fusion.iota"(%n) <{start = 5.000000e-01 : f64, step = -2.500000e-01 : f64}> : (index) -> tensor<?xbf16>

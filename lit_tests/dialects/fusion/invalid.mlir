@@ -1060,3 +1060,49 @@ fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
   %y = fusion.reshape %x : tensor<4x6xf32> -> tensor<24xf16>
   fusion.output
 }
+
+// -----
+
+// iota: rank 1
+fusion.fusion @f() -> () {
+  // expected-error @+1 {{'fusion.iota' result must have rank 1, got [2, 3]}}
+  %r = fusion.iota start 0 step 1 : tensor<2x3xi64>
+  fusion.output
+}
+
+// -----
+
+// iota: an integer or float result (not i1)
+fusion.fusion @f() -> () {
+  // expected-error @+1 {{'fusion.iota' result has element type i1, expected one of f16, bf16, f32, f64, i32, i64}}
+  %r = "fusion.iota"() <{start = 0 : i64, step = 1 : i64}> : () -> tensor<4xi1>
+  fusion.output
+}
+
+// -----
+
+// iota: start and step are held as f64 for a float result
+fusion.fusion @f() -> () {
+  // expected-error @+1 {{'fusion.iota' start has type i64, expected f64 for a f32 result}}
+  %r = "fusion.iota"() <{start = 0 : i64, step = 1.0 : f64}> : () -> tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// iota: finite start and step
+fusion.fusion @f() -> () {
+  // expected-error @+1 {{'fusion.iota' step must be finite, got inf}}
+  %r = "fusion.iota"() <{start = 0.0 : f64, step = 0x7FF0000000000000 : f64}> : () -> tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// iota: a length operand exactly where the extent is ?
+fusion.fusion @f() -> () {
+  // expected-error @+1 {{'fusion.iota' takes a length operand exactly where its extent is ?: result [?], no length operand}}
+  %r = "fusion.iota"() <{start = 0 : i64, step = 1 : i64}> : () -> tensor<?xi64>
+  fusion.output
+}
+

@@ -100,3 +100,13 @@ fusion.fusion @f(%x: tensor<4xf32> {foo}) -> () {
 // CHECK:      {{.*}}parse_errors.mlir:[[# @LINE + 2]]:15
 // CHECK:      fusion.fusion needs a body
 fusion.fusion @f(%x: tensor<4xf32>) -> ()
+
+// -----
+
+// An iota of an integer type with a float start.
+// CHECK:      {{.*}}parse_errors.mlir:[[# @LINE + 3]]:26
+// CHECK:      'fusion.iota' of i64 takes integer start and step, got 0.5 and 1
+fusion.fusion @f() -> () {
+  %r = fusion.iota start 0.5 step 1 : tensor<4xi64>
+  fusion.output
+}

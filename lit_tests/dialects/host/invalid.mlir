@@ -336,3 +336,11 @@ host.program @p(%x: tensor<4x6xf32>) {
   %v = host.reshape %x : tensor<4x6xf32> -> tensor<5x5xf32>
   host.return
 }
+
+// -----
+
+host.program @p(%n: index) {
+  // expected-error @+1 {{'host.iota' takes a length operand exactly where its extent is ?: result [4], a length operand}}
+  %r = host.iota(%n) start 0 step 1 : tensor<4xi64>
+  host.return
+}
