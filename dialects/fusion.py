@@ -99,7 +99,15 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from fuser.dialects.common import FuncLikeOp, OpVerifyException, TensorDimOp
-from fuser.dialects.views import ReshapeError, format_shape, reshape_extents
+from fuser.dialects.views import (
+    END,
+    ReshapeError,
+    SliceError,
+    check_slice_steps,
+    format_shape,
+    reshape_extents,
+    slice_range,
+)
 
 # --------------------------------------------------------------------------------------------
 # Element types and the rules on them
@@ -1202,6 +1210,141 @@ class ReshapeOp(IRDLOperation):
         check_reshape(self, self.input.type, self.result.type)
 
 
+class SliceLikeOp(IRDLOperation, ABC):
+    """`range(start, stop, step)` along each dim of the operand: the one definition of
+    `fusion.slice` and `host.slice` (nvFuser's `slice`, torch's `x[a:b:c, ...]`).
+
+    `%y = fusion.slice %x [:, 32:, 0:8:2] : tensor<?x64x9xf32> -> tensor<?x32x4xf32>`
+
+    Each entry is `start:stop:step` as in Python: an omitted start is 0, an omitted stop the end
+    (held as `views.END`), an omitted step 1. Bounds are read as torch reads them (negative from
+    the end, clamped to the extent); steps are at least 1. A static operand dim has the static
+    result extent the bounds give; a dynamic one a `?`. See `fuser.dialects.views.slice_range`.
+    """
+
+    input = operand_def(base(TensorType))
+    starts = prop_def(DenseArrayBase.constr(i64))
+    stops = prop_def(DenseArrayBase.constr(i64))
+    steps = prop_def(DenseArrayBase.constr(i64))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        input: SSAValue,
+        starts: Sequence[int],
+        stops: Sequence[int],
+        steps: Sequence[int],
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            shape = shape_of(input.type) or ()
+            extents = [
+                DYNAMIC_INDEX if n == DYNAMIC_INDEX else slice_range(a, b, c, n)[1]
+                for a, b, c, n in zip(starts, stops, steps, shape, strict=True)
+            ]
+            result_type = TensorType(element_type(input.type), extents)
+        super().__init__(
+            operands=[input],
+            properties={
+                "starts": DenseArrayBase.from_list(i64, starts),
+                "stops": DenseArrayBase.from_list(i64, stops),
+                "steps": DenseArrayBase.from_list(i64, steps),
+            },
+            result_types=[result_type],
+        )
+
+    def bounds(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(starts, stops, steps), one entry per dim."""
+        return (
+            tuple(self.starts.get_values()),
+            tuple(self.stops.get_values()),
+            tuple(self.steps.get_values()),
+        )
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_same_element(self, self.result)
+        shape = shape_of(self.input.type) or ()
+        out = shape_of(self.result.type) or ()
+        starts, stops, steps = self.bounds()
+        if not shape:
+            raise VerifyException(f"'{self.name}' operand must have rank 1 or more")
+        if not len(starts) == len(stops) == len(steps) == len(shape) == len(out):
+            raise VerifyException(
+                f"'{self.name}' needs one start, stop and step per dim of its rank-{len(shape)} "
+                f"operand and result: got {len(starts)}, {len(stops)}, {len(steps)} for a "
+                f"rank-{len(out)} result"
+            )
+        try:
+            check_slice_steps(steps)
+        except SliceError as e:
+            raise VerifyException(f"'{self.name}' {e}") from None
+        for d, (a, b, c, n) in enumerate(zip(starts, stops, steps, shape, strict=True)):
+            expected = DYNAMIC_INDEX if n == DYNAMIC_INDEX else slice_range(a, b, c, n)[1]
+            if out[d] != expected:
+                raise VerifyException(
+                    f"'{self.name}' result dim {d} must be {format_shape([expected])[1:-1]} for "
+                    f"[{_slice_text(a, b, c)}] of extent {format_shape([n])[1:-1]}, got "
+                    f"{format_shape([out[d]])[1:-1]}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        entries = (_slice_text(a, b, c) for a, b, c in zip(*self.bounds(), strict=True))
+        printer.print_string(f" [{', '.join(entries)}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operand = parser.parse_unresolved_operand()
+
+        def entry() -> tuple[int, int, int]:
+            start = parser.parse_optional_integer(allow_boolean=False)
+            parser.parse_punctuation(":")
+            stop = parser.parse_optional_integer(allow_boolean=False)
+            step = 1
+            if parser.parse_optional_punctuation(":") is not None:
+                step = parser.parse_integer(allow_boolean=False)
+            return (0 if start is None else start, END if stop is None else stop, step)
+
+        entries = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, entry)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source = parser.parse_type()
+        parser.parse_punctuation("->")
+        result = parser.parse_type()
+        starts, stops, steps = ([e[i] for e in entries] for i in range(3))
+        op = cls(parser.resolve_operand(operand, source), starts, stops, steps, result)
+        op.attributes |= attrs
+        return op
+
+
+def _slice_text(start: int, stop: int, step: int) -> str:
+    """A slice entry as Python writes it: `:`, `32:`, `0:8:2`, `-3:-1`."""
+    text = f"{start if start else ''}:{'' if stop == END else stop}"
+    return text if step == 1 else f"{text}:{step}"
+
+
+@irdl_op_definition
+class SliceOp(SliceLikeOp):
+    """A slice in a fusion (see `SliceLikeOp`). Kernels never index through it: the segmenter
+    leaves it between segments, and the host program takes it as a view of its operand
+    (`host.slice`), which needs no copy whatever the strides."""
+
+    name = "fusion.slice"
+
+
+VIEW_OPS = (ReshapeOp, SliceOp)
+"""Ops whose result is a view of their operand: the segmenter leaves them between segments."""
+
+
 class IotaLikeOp(IRDLOperation, ABC):
     """`start + i * step` for i in [0, length): the one definition of `fusion.iota` and
     `host.iota` (nvFuser's `iota`, torch's `arange`).
@@ -1824,6 +1967,7 @@ Fusion = Dialect(
         SqueezeOp,
         ReshapeOp,
         IotaOp,
+        SliceOp,
         SumOp,
         MaxOp,
         MinOp,

@@ -3,9 +3,9 @@
 A `host.program` takes and returns builtin ranked tensors (static or `?` dims) and scalars. Its
 body allocates device tensors (`host.allocate`, `host.deallocate`), takes extents (`host.dim`,
 then `arith` on `index`), asks kernels for their grids (`host.grid`), launches kernels
-(`host.launch`), loops (`host.for`), takes views (`host.alias_select`, `host.reshape`) and
-holds constants (`host.iota`). A tensor value is a device buffer with sizes and strides (in
-elements): the evaluator passes it to a kernel as the `Tensor<T, N>` struct of a
+(`host.launch`), loops (`host.for`), takes views (`host.alias_select`, `host.reshape`,
+`host.slice`) and holds constants (`host.iota`). A tensor value is a device buffer with sizes and
+strides (in elements): the evaluator passes it to a kernel as the `Tensor<T, N>` struct of a
 `!kernel.tensor<T, N>` parameter.
 
 Work is issued on the *current stream*, a piece of evaluator state: `host.get_current_stream`,
@@ -70,7 +70,13 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from fuser.dialects.common import FuncLikeOp, TensorDimOp
-from fuser.dialects.fusion import ELEMENT_TYPES, IotaLikeOp, check_reshape, format_shape
+from fuser.dialects.fusion import (
+    ELEMENT_TYPES,
+    IotaLikeOp,
+    SliceLikeOp,
+    check_reshape,
+    format_shape,
+)
 from fuser.dialects.kernel import FuncOp as KernelFuncOp
 from fuser.dialects.kernel import TensorParamType
 
@@ -411,6 +417,19 @@ class ReshapeOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_reshape(self, self.input.type, self.result.type)
+
+
+@irdl_op_definition
+class SliceOp(SliceLikeOp):
+    """A view of a slice of `input` (see `fuser.dialects.fusion.SliceLikeOp`), sharing its
+    memory (`x[a:b:c, ...]` in PyTorch): the evaluator computes its extents, strides and the
+    offset of its first element when it specializes the program
+    (`fuser.dialects.views.slice_view`).
+
+    `%v = host.slice %t [:, 32:] : tensor<?x64xf32> -> tensor<?x32xf32>`
+    """
+
+    name = "host.slice"
 
 
 @irdl_op_definition
@@ -810,6 +829,7 @@ Host = Dialect(
         DeallocateOp,
         AliasSelectOp,
         ReshapeOp,
+        SliceOp,
         IotaOp,
         WorkspaceOp,
         WorkspaceViewOp,

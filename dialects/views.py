@@ -1,5 +1,5 @@
-"""How a reshape maps extents and strides: the one definition that `fusion.reshape`,
-`host.reshape`, the segmenter and the host evaluator share.
+"""How a reshape and a slice map extents and strides: the one definition that `fusion.reshape`,
+`fusion.slice`, their `host` twins, the segmenter and the host evaluator share.
 
 A reshape keeps the elements in row-major order and changes only the shape. Its result type
 gives the new extents: static ones, and at most one `?`, the extent inferred from the element
@@ -10,6 +10,11 @@ over the operand's memory (`view_strides`, the rule of torch's `Tensor.view`): e
 result dims must split or merge a run of operand dims that are contiguous with each other
 (`stride[i] == stride[i + 1] * extent[i + 1]`, extent-1 dims ignored). A contiguous tensor is a
 view of any reshape; a transposed one generally is not, and is copied first.
+
+A slice keeps, along each dim, the indices `range(start, stop, step)` as Python and torch read
+them: a negative bound counts from the end, a bound past either end is clamped, and `END` (an
+omitted stop) is the end. It is always a view: the first element's offset and the strides times
+the steps (`slice_view`).
 """
 
 from __future__ import annotations
@@ -106,6 +111,67 @@ def _next_stride(dims: Sequence[tuple[int, int]], i: int) -> int:
     """A stride for a new extent-1 dim before operand dim `i` (any value is valid: torch
     takes the next dim's extent times its stride)."""
     return dims[i][0] * dims[i][1] if i < len(dims) else 1
+
+
+END = 2**63 - 1
+"""A slice stop that means the end of the dim (Python's omitted stop)."""
+
+
+class SliceError(ValueError):
+    """A slice whose bounds are malformed (the message says how)."""
+
+
+def slice_range(start: int, stop: int, step: int, extent: int) -> tuple[int, int]:
+    """(first index, count) of `range(start, stop, step)` over a dim of `extent`, bounds read as
+    Python and torch do (negative from the end, clamped to [0, extent]); `step` >= 1."""
+
+    def clamp(i: int) -> int:
+        return min(max(i + extent if i < 0 else i, 0), extent)
+
+    first, last = clamp(start), clamp(stop)
+    return first, max(0, -(-(last - first) // step))
+
+
+def check_slice_steps(steps: Sequence[int]) -> None:
+    """Raises SliceError for a step below 1 (torch slices forwards only)."""
+    for d, step in enumerate(steps):
+        if step < 1:
+            raise SliceError(f"step {step} of dim {d} must be at least 1")
+
+
+def slice_extents(
+    starts: Sequence[int], stops: Sequence[int], steps: Sequence[int], shape: Sequence[int]
+) -> tuple[int, ...]:
+    """The extents of a slice of a tensor of `shape` (all known)."""
+    return tuple(
+        slice_range(a, b, c, n)[1] for a, b, c, n in zip(starts, stops, steps, shape, strict=True)
+    )
+
+
+def slice_view(
+    starts: Sequence[int],
+    stops: Sequence[int],
+    steps: Sequence[int],
+    shape: Sequence[int],
+    strides: Sequence[int],
+) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """The extents, strides and element offset of a slice of a tensor of `shape` and
+    `strides` (the offset is 0 for an empty slice, which addresses nothing)."""
+    ranges = [
+        slice_range(a, b, c, n) for a, b, c, n in zip(starts, stops, steps, shape, strict=True)
+    ]
+    extents = tuple(count for _, count in ranges)
+    new_strides = tuple(s * c for s, c in zip(strides, steps, strict=True))
+    if 0 in extents:
+        return extents, new_strides, 0
+    offset = sum(first * s for (first, _), s in zip(ranges, strides, strict=True))
+    return extents, new_strides, offset
+
+
+def view_alignment(alignment: int, offset_bytes: int) -> int:
+    """The pointer alignment (a power of two, at most 16 bytes) of a view `offset_bytes` past
+    a pointer of `alignment`."""
+    return min(alignment, offset_bytes & -offset_bytes) if offset_bytes else alignment
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:

@@ -64,7 +64,7 @@ from fuser.codegen.cuda import emit_cuda
 from fuser.compiler import CompiledFusion, KernelSummary, SegmentSummary
 from fuser.dialects import host, kernel
 from fuser.dialects.common import op_text
-from fuser.dialects.fusion import FusionOp, IotaOp, ReshapeOp, SegmentSetOp
+from fuser.dialects.fusion import VIEW_OPS, FusionOp, IotaOp, SegmentSetOp
 from fuser.errors import CompilationError, InputError
 from fuser.options import DEFAULT_STREAMS
 from fuser.runtime import driver, kernel_cache
@@ -343,8 +343,8 @@ class FusionBuilder:
         self._program_of: dict[HostEvaluator, _Program] = {}
         self._always_segment = (
             should_merge is not None
-            # a reshape is a view between kernels, an iota the host's constant: never one kernel
-            or any(isinstance(op, SegmentSetOp | ReshapeOp | IotaOp) for op in fusion.body.walk())
+            # a view is taken between kernels, an iota is the host's constant: never one kernel
+            or any(isinstance(op, (SegmentSetOp, IotaOp, *VIEW_OPS)) for op in fusion.body.walk())
             or has_stream_parallel_ops(fusion)
         )
         self._compiled_signatures: set[tuple[str, tuple[int, ...]]] = set()

@@ -82,6 +82,7 @@ from fuser.dialects.fusion import (
     SigmoidOp,
     SiluOp,
     SinOp,
+    SliceOp,
     SqrtOp,
     SqueezeOp,
     SubOp,
@@ -96,7 +97,7 @@ from fuser.dialects.fusion import (
     reduced_shape,
     stream_operand_axes,
 )
-from fuser.dialects.views import ReshapeError, reshape_extents
+from fuser.dialects.views import END, ReshapeError, reshape_extents
 from fuser.dtypes import (
     DataType,
     ParallelType,
@@ -1013,6 +1014,95 @@ class FusionOps:
         shape = [DYNAMIC_INDEX if extent is None else extent]
         rtype = TensorType(out.element_type, shape)
         return fd._wrap_tensor(IotaOp(bounds[0], bounds[1], rtype, size))
+
+    @_api
+    def slice(
+        self,
+        arg: Any,
+        start_indices: Any,
+        end_indices: Any,
+        strides: Any = None,
+        manual_normalization: Any = False,
+    ) -> Tensor:
+        """`arg[start:end:stride, ...]`, one entry per dim (nvFuser's `slice`): bounds are ints
+        or constant Scalars, read as torch reads them (negative from the end, clamped to the
+        extent); an end may also be the dim's own extent (`arg.size(d)`); strides default to 1
+        and must be at least 1. With `manual_normalization` the caller promises bounds in
+        [0, extent] (negative ones are refused). On the GPU a slice is a view: no copy."""
+        op = "fd.ops.slice"
+        x = self._tensor(op, "arg", arg)
+        rank = x.ndim
+        if rank == 0:
+            _fail(op, "argument 'arg' is a 0-d tensor; there is no dim to slice")
+        manual = self._bool(op, "manual_normalization", manual_normalization)
+        starts = self._slice_entries(op, "start_indices", start_indices, x, manual)
+        stops = self._slice_entries(op, "end_indices", end_indices, x, manual)
+        steps = [1] * rank if strides is None else self._slice_entries(op, "strides", strides, x)
+        for d, step in enumerate(steps):
+            if step < 1:
+                _fail(op, f"argument 'strides' entry {d} is {step}; strides must be at least 1")
+        identity = all(
+            a == 0 and c == 1 and (b == END or (n != DYNAMIC_INDEX and b >= n))
+            for a, b, c, n in zip(starts, stops, steps, x._shape, strict=True)
+        )
+        if identity:
+            return x
+        return self._definition._wrap_tensor(SliceOp(x._value, starts, stops, steps))
+
+    def _slice_entries(
+        self, op: str, arg: str, entries: object, x: Tensor, manual: bool = False
+    ) -> list[int]:
+        """A slice's bounds or strides as ints, one per dim of `x` (an end that is `x`'s own
+        extent of that dim is `END`)."""
+        if not isinstance(entries, Sequence) or isinstance(entries, str):
+            _fail(op, f"argument '{arg}' must be a list of ints, got {entries!r}")
+        if len(entries) != x.ndim:
+            _fail(op, f"argument '{arg}' has {len(entries)} entries; the operand has rank {x.ndim}")
+        values: list[int] = []
+        for d, entry in enumerate(entries):
+            if isinstance(entry, Extent) and entry.static is not None:
+                values.append(entry.static)
+                continue
+            if (
+                isinstance(entry, Extent)
+                and arg == "end_indices"
+                and self._same_extent(entry, x, d)
+            ):
+                values.append(END)  # to the end
+                continue
+            number = _constant_number(entry)
+            if not isinstance(number, int) or isinstance(number, bool):
+                _fail(
+                    op,
+                    f"argument '{arg}' entry {d} must be an int or a constant Scalar, got "
+                    f"{entry!r}"
+                    + (
+                        " (a run-time extent other than the dim's own)"
+                        if isinstance(entry, Extent)
+                        else ""
+                    ),
+                )
+            if manual and number < 0:
+                _fail(
+                    op,
+                    f"argument '{arg}' entry {d} is {number}, but manual_normalization promises "
+                    "bounds in [0, extent]",
+                )
+            values.append(number)
+        return values
+
+    def _same_extent(self, extent: Extent, x: Tensor, d: int) -> bool:
+        """Whether `extent` is dim `d` of `x` by the typing rules (`x.size(d)`, or the extent
+        of a dim that a pointwise op or broadcast made equal to it)."""
+        fd = self._definition
+        if extent.tensor._fd is not fd:
+            return False
+        if extent.tensor is x and extent.axis == d:
+            return True
+        from fuser.transforms.segment import Extents  # the compiler's, imported when needed
+
+        extents = Extents(fd._block.args, list(fd._block.ops))
+        return extents.same((extent.tensor._value, extent.axis), (x._value, d))
 
     @_api
     def reshape(self, t: Any, new_shape: Any, legacy_new_shape: Any = None) -> Tensor:

@@ -446,7 +446,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
         _expect(stage, compare_all(got, reference, facts, names, CPU_TOLERANCES))
 
     if passes:
-        from fuser.transforms.hoist_reshapes import hoist_reshapes
+        from fuser.transforms.hoist_views import hoist_views
         from fuser.transforms.lower_to_host import lower_fusion
         from fuser.transforms.segment import segment_fusion
         from fuser.transforms.split_k import apply_split_k
@@ -459,7 +459,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
             against_reference("translate-welford", got)
         base = fusion.clone()
         factors = _split_factors(fusion, program.data_seed)
-        later = ("fuser-hoist-reshapes", "fuser-segment", "fuser-lower-host", "fuser-plan-memory")
+        later = ("fuser-hoist-views", "fuser-segment", "fuser-lower-host", "fuser-plan-memory")
         if factors and only in (None, "split-k", *later):
             _stage("split-k", lambda: apply_split_k(base, factors))
             base.verify()
@@ -475,9 +475,9 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
                     FusionCompiler(fusion).info_for(inputs, arch=DEFAULT_ARCH), inputs
                 ),
             )
-            _stage("fuser-hoist-reshapes", lambda: hoist_reshapes(base, info))
-            got = _stage("fuser-hoist-reshapes", lambda: _reference(base, inputs))
-            against_reference("fuser-hoist-reshapes", got)
+            _stage("fuser-hoist-views", lambda: hoist_views(base, info))
+            got = _stage("fuser-hoist-views", lambda: _reference(base, inputs))
+            against_reference("fuser-hoist-views", got)
             mode = ("auto", "always", "never")[program.data_seed % 3]
             _stage("fuser-segment", lambda: segment_fusion(base, info, welford=mode))
             got = _stage("fuser-segment", lambda: _reference(base, inputs))

@@ -504,6 +504,12 @@ class Oracle:
     ) -> list[Value]:
         return self._moved(deps[0], lambda a: np.squeeze(a, tuple(op.kw["dims"])))
 
+    def op_slice(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        kw = op.kw
+        bounds = zip(kw["start_indices"], kw["end_indices"], kw["strides"], strict=True)
+        index = tuple(slice(a, b, c) for a, b, c in bounds)  # END clamps as Python's None does
+        return self._moved(deps[0], lambda a: a[index])
+
     def op_reshape(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:

@@ -32,6 +32,7 @@ import ml_dtypes
 import numpy as np
 
 from fuser import DataType, FusionDefinition
+from fuser.dialects.views import END, slice_range
 
 # --------------------------------------------------------------------------------------------
 # Dtypes
@@ -159,6 +160,7 @@ ALL_OPS = (
     "permute",
     "squeeze",
     "reshape",
+    "slice",
     "full",
     "iota",
     "set",
@@ -748,6 +750,40 @@ class _Generator:
         self.add_op("squeeze", [x.name], [(x.dtype, shape, declared)], x.mag, x.exact, dims=dims)
         return True
 
+    def gen_slice(self) -> bool:
+        """Bounds per dim as torch reads them: in range, negative, past either end, or whole;
+        steps of 1 to 3."""
+        x = self.pick(lambda v: v.is_tensor and len(v.shape or ()) >= 1)
+        if x is None:
+            return False
+        assert x.shape is not None and x.declared is not None
+        starts, stops, steps, shape, declared = [], [], [], [], []
+        for n, dec in zip(x.shape, x.declared, strict=True):
+            if self.rng.random() < 0.4:
+                a, b, c = 0, END, 1
+            else:
+                a = self.rng.choice([0, 1, n // 2, -1, -n, -n - 2, n + 1])
+                b = self.rng.choice([END, n, n - 1, n // 2 + 1, -1, -n // 2, n + 3, 0])
+                c = self.rng.choice([1, 1, 2, 3])
+            starts.append(a)
+            stops.append(b)
+            steps.append(c)
+            count = slice_range(a, b, c, n)[1]
+            shape.append(count)
+            declared.append(-1 if dec == -1 else count)
+        self.add_op(
+            "slice",
+            [x.name],
+            [(x.dtype, tuple(shape), tuple(declared))],
+            x.mag,
+            x.exact,
+            x.nonzero,
+            start_indices=starts,
+            end_indices=stops,
+            strides=steps,
+        )
+        return True
+
     def gen_reshape(self) -> bool:
         """Merges two adjacent dims, splits one, or flattens; one entry may be -1 (inferred)."""
         x = self.pick(lambda v: v.is_tensor and len(v.shape or ()) >= 1)
@@ -995,6 +1031,7 @@ class _Generator:
             "reshape": self.gen_reshape,
             "full": self.gen_full,
             "iota": self.gen_iota,
+            "slice": self.gen_slice,
             "welford": self.gen_welford,
             "var_mean": self.gen_var_mean,
             "matmul": self.gen_matmul,

@@ -73,7 +73,13 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from fuser.dialects import host
-from fuser.dialects.views import ReshapeError, contiguous_strides, reshape_view
+from fuser.dialects.views import (
+    ReshapeError,
+    contiguous_strides,
+    reshape_view,
+    slice_view,
+    view_alignment,
+)
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.options import DEFAULT_STREAMS
 from fuser.runtime import driver
@@ -176,6 +182,7 @@ _SUPPORTED: tuple[type[Operation], ...] = (
     host.DeallocateOp,
     host.AliasSelectOp,
     host.ReshapeOp,
+    host.SliceOp,
     host.IotaOp,
     host.WorkspaceOp,
     host.WorkspaceViewOp,
@@ -266,6 +273,11 @@ class HostEvaluator:
             while isinstance(v.owner, host.ReshapeOp):
                 chain.insert(0, v.owner)
                 v = v.owner.input
+            if isinstance(v.owner, host.SliceOp | host.IotaOp):
+                raise CompilationError(
+                    f"host.program @{self.name}: returns a {v.owner.name} (or a reshape of one); "
+                    "an output owns its memory: copy it into an allocation first"
+                )
             if chain and isinstance(v.owner, host.AllocateOp):
                 if v in self.returned or v in self.returned_views:
                     raise CompilationError(
@@ -661,6 +673,8 @@ class _Builder:
             self.alias_select(op, code)
         elif isinstance(op, host.ReshapeOp):
             self.reshape(op)
+        elif isinstance(op, host.SliceOp):
+            self.slice(op, code)
         elif isinstance(op, host.IotaOp):
             self.iota(op, code)
         elif isinstance(op, host.GridOp):
@@ -933,7 +947,7 @@ class _Builder:
             if not 0 <= i < extent:
                 raise self.fail(op, f"index {i} is out of range for extent {extent}")
             offset = i * step
-            alignment = min(base.alignment, ALIGNMENT[offset & 15])
+            alignment = view_alignment(base.alignment, offset)
 
             def select(r: list[Any]) -> None:
                 r[out] = r[src] + offset
@@ -974,6 +988,25 @@ class _Builder:
         self.alias(op.result, op.input)
         if op.input in self.owners:  # a returned view of an output allocated in its shape
             self.owners[op.result] = self.owners[op.input]
+
+    def slice(self, op: host.SliceOp, code: Code) -> None:
+        """`host.slice`: a view, computed once per signature; the pointer is the operand's
+        plus the offset of the first element (none for an empty slice)."""
+        base = self.tensors[op.input]
+        shape, strides, offset = slice_view(*op.bounds(), base.shape, base.strides)
+        offset_bytes = offset * base.dtype.itemsize
+        alignment = view_alignment(base.alignment, offset_bytes)
+        self.tensors[op.result] = TensorInfo(shape, strides, base.dtype, alignment)
+        if offset_bytes == 0:
+            self.alias(op.result, op.input)
+            return
+        src, out = self.regs[op.input], self.bind(op.result)
+
+        def offset_view(r: list[Any]) -> None:
+            r[out] = r[src] + offset_bytes
+
+        code.append(offset_view)
+        self.argument_makers.add(offset_view)
 
     def iota(self, op: host.IotaOp, code: Code) -> None:
         """`host.iota`: a constant of the specialization, uploaded on its first call (the device

@@ -113,6 +113,7 @@ from fuser.dialects.fusion import (
     SigmoidOp,
     SiluOp,
     SinOp,
+    SliceOp,
     SqrtOp,
     SqueezeOp,
     SubOp,
@@ -126,7 +127,7 @@ from fuser.dialects.fusion import (
     element_type,
     format_shape,
 )
-from fuser.dialects.views import ReshapeError, reshape_extents
+from fuser.dialects.views import END, ReshapeError, reshape_extents
 from fuser.errors import InputError, VerificationError
 from fuser.runtime.dtypes import BFLOAT16, FLOAT_DTYPES, iota_array, numpy_dtype, round_to_float
 from fuser.runtime.inputs import check_input_sequence
@@ -446,6 +447,14 @@ class FusionFunctions(InterpreterFunctions):
         except ReshapeError as e:
             raise InputError(f"{describe_op(op)}: {e}") from None
         return (np.reshape(x, shape),)
+
+    @impl(SliceOp)
+    def run_slice(self, interp: Interpreter, op: SliceOp, args: PythonValues) -> PythonValues:
+        x = np.asarray(args[0])
+        index = tuple(
+            slice(a, None if b == END else b, c) for a, b, c in zip(*op.bounds(), strict=True)
+        )
+        return (x[index].copy(),)
 
     @impl(IotaOp)
     def run_iota(self, interp: Interpreter, op: IotaOp, args: PythonValues) -> PythonValues:

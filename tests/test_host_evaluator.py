@@ -464,6 +464,45 @@ def test_an_iota_is_uploaded_once_per_signature(rng: np.random.Generator, one_de
     assert kernel.bound[0][0][1] == TensorInfo((5,), (1,), np.dtype(np.float32), 16)
 
 
+SLICE = """
+kernel.func @scale(%x: !kernel.tensor<f32, 2>, %a: f32, %y: !kernel.tensor<f32, 2>) {
+  kernel.return
+}
+host.program @corner(%x: tensor<?x?xf32>, %a: f32) -> tensor<?x?xf32> {
+  %c1 = arith.constant 1 : index
+  %v = host.slice %x [1::2, -3:] : tensor<?x?xf32> -> tensor<?x?xf32>
+  %r = host.dim %v[0] : tensor<?x?xf32>
+  %c = host.dim %v[1] : tensor<?x?xf32>
+  %y = host.allocate(%r, %c) : tensor<?x?xf32>
+  host.launch @scale grid(%c1, %c1, %c1) block [32, 1, 1] smem 0
+      ins(%v, %a : tensor<?x?xf32>, f32) outs(%y : tensor<?x?xf32>)
+  host.return %y : tensor<?x?xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (1, 2), (0, 4)], ids=str)
+def test_a_slice_is_a_view_at_the_first_elements_address(
+    rng: np.random.Generator, one_device: None, shape: tuple[int, int]
+) -> None:
+    device = FakeDevice()
+    _, program = parse_module(SLICE)
+    kernel = NumpyKernel(_scale, device)
+    evaluator = HostEvaluator(program, {"scale": kernel}, backend=device)
+    x = rng.standard_normal(shape).astype(np.float32)
+    (y,) = evaluator.run(call_of(evaluator, [x, 2.0]))
+    np.testing.assert_array_equal(y, x[1::2, -3:] * np.float32(2.0))
+    (launch,) = device.events("launch")
+    rows, cols = x[1::2, -3:].shape
+    offset = 0 if rows * cols == 0 else (shape[1] + max(shape[1] - 3, 0)) * 4
+    assert launch[4][0] == x.ctypes.data + offset  # the view's pointer
+    alignment = 16 if offset % 16 == 0 else offset & -offset
+    ins, _ = kernel.bound[-1]
+    assert ins[0].shape == (rows, cols) and ins[0].alignment == alignment
+    if rows * cols:  # (an empty input's strides are the signature's business)
+        assert ins[0].strides == (2 * shape[1], 1)
+
+
 INDEX_ARGS = """
 kernel.func @scale(%x: !kernel.tensor<f32, 1>, %a: f32, %y: !kernel.tensor<f32, 1>) {
   kernel.return

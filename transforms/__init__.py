@@ -13,10 +13,10 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ScheduleFusionPass
 
-    def get_hoist_reshapes() -> type[ModulePass]:
-        from fuser.transforms.hoist_reshapes import HoistReshapesPass
+    def get_hoist_views() -> type[ModulePass]:
+        from fuser.transforms.hoist_views import HoistViewsPass
 
-        return HoistReshapesPass
+        return HoistViewsPass
 
     def get_segment() -> type[ModulePass]:
         from fuser.transforms.segment import SegmentFusionPass
@@ -60,7 +60,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {
         "fuser-schedule": get_schedule,
-        "fuser-hoist-reshapes": get_hoist_reshapes,
+        "fuser-hoist-views": get_hoist_views,
         "fuser-segment": get_segment,
         "fuser-lower-host": get_lower_host,
         "lower-stream-parallel": get_lower_stream_parallel,

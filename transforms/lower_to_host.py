@@ -59,7 +59,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import host, kernel
-from fuser.dialects.views import reshape_extents
+from fuser.dialects.views import END, reshape_extents, slice_extents
 from fuser.transforms.schedule import (
     RECORDED_SHAPES,
     ScheduledKernel,
@@ -220,9 +220,10 @@ class _InputDim:
 
 @dataclass(frozen=True)
 class _ViewDim:
-    """The extent of dim `axis` of the reshape whose result is the fusion value `view` (the
-    extent it infers): the operand's element count over the static extents, as `arith` on the
-    operand's extents (which `fuser-plan-memory` can clone, unlike a `host.dim` of the view)."""
+    """The extent of dim `axis` of the reshape or slice whose result is the fusion value `view`,
+    as `arith` on the operand's extents (which `fuser-plan-memory` can clone, unlike a
+    `host.dim` of the view): for a reshape the extent it infers (the operand's element count
+    over the static extents), for a slice the count its bounds leave of the operand's extent."""
 
     view: SSAValue
     axis: int
@@ -359,16 +360,49 @@ class _ProgramBuilder:
 
     def _inferred(self, extent: _ViewDim) -> SSAValue:
         op = extent.view.owner
-        assert isinstance(op, fu.ReshapeOp)
+        if isinstance(op, fu.SliceOp):
+            value = self._sliced_extent(op, extent.axis)
+        else:
+            assert isinstance(op, fu.ReshapeOp)
+            value = self._reshaped_extent(op)
+        if extent.view.name_hint and value.name_hint is None:  # not an extent taken as it is
+            value.name_hint = f"{extent.view.name_hint}_d{extent.axis}"
+        return value
+
+    def _sliced_extent(self, op: fu.SliceOp, axis: int) -> SSAValue:
+        """`len(range(n)[start:stop:step])` for the operand's extent n, as `views.slice_range`
+        reads the bounds."""
+        start, stop, step = (bounds[axis] for bounds in op.bounds())
+        n = self.index(self.syms[op.input][axis])
+        zero = self.index(0)
+
+        def clamp(i: int) -> SSAValue:
+            if i == 0:
+                return zero
+            if i == END:
+                return n
+            if i >= 0:
+                return self.add(arith.MinSIOp(self.index(i), n)).results[0]
+            shifted = self.add(arith.AddiOp(n, self.index(i))).results[0]
+            return self.add(arith.MaxSIOp(shifted, zero)).results[0]
+
+        first = clamp(start)
+        last = clamp(stop)
+        span = last  # from 0: not negative
+        if start != 0:
+            span = self.add(arith.SubiOp(last, first)).results[0]
+            span = self.add(arith.MaxSIOp(span, zero)).results[0]
+        if step == 1:
+            return span
+        return self.add(arith.CeilDivSIOp(span, self.index(step))).results[0]
+
+    def _reshaped_extent(self, op: fu.ReshapeOp) -> SSAValue:
         factors = [self.index(e) for e in self.syms[op.input] if e != 1]
         numel = factors[0] if factors else self.index(1)
         for f in factors[1:]:
             numel = self.add(arith.MuliOp(numel, f)).results[0]
         known = math.prod(e for e in op.result.type.get_shape() if e != DYNAMIC_INDEX)
-        value = self.add(arith.DivUIOp(numel, self.index(known))).results[0]
-        if extent.view.name_hint:
-            value.name_hint = f"{extent.view.name_hint}_d{extent.axis}"
-        return value
+        return self.add(arith.DivUIOp(numel, self.index(known))).results[0]
 
     def value(self, v: SSAValue) -> SSAValue:
         """The program's value for the fusion's tensor `v`; a `fusion.reshape` between
@@ -379,9 +413,13 @@ class _ProgramBuilder:
         op = v.owner
         if isinstance(op, fu.IotaOp):
             return self._iota(v, op)
-        assert isinstance(op, fu.ReshapeOp), f"{v} has no value in the program yet"
+        assert isinstance(op, fu.VIEW_OPS), f"{v} has no value in the program yet"
         result_type = op.result.type
-        view = host.ReshapeOp(self.value(op.input), result_type)
+        view: Operation
+        if isinstance(op, fu.SliceOp):
+            view = host.SliceOp(self.value(op.input), *op.bounds(), result_type)
+        else:
+            view = host.ReshapeOp(self.value(op.input), result_type)
         view.result.name_hint = v.name_hint
         self.values[v] = self.add(view).results[0]
         self.syms[v] = tuple(
@@ -428,8 +466,10 @@ class _ProgramBuilder:
             return extent
         if isinstance(extent, _ViewDim):
             op = extent.view.owner
-            assert isinstance(op, fu.ReshapeOp)
+            assert isinstance(op, fu.VIEW_OPS)
             source = tuple(self.numeric(e) for e in self.syms[op.input])
+            if isinstance(op, fu.SliceOp):
+                return slice_extents(*op.bounds(), source)[extent.axis]
             return reshape_extents(op.result.type.get_shape(), source)[extent.axis]
         meta = self.info.inputs[extent.arg]
         assert meta is not None

@@ -2,8 +2,8 @@
 
 `PIPELINE` lists the stages in order, each the function its own pass applies:
 
-1. `fuser-hoist-reshapes` (`transforms.hoist_reshapes`): reshapes moved above pointwise chains
-   to the inputs;
+1. `fuser-hoist-views` (`transforms.hoist_views`): reshapes and slices moved above pointwise
+   chains to the inputs;
 2. `split-k` (`transforms.split_k`): the matmuls the compiler split, rewritten;
 3. `split-reductions` (`transforms.split_reductions`): the column sums split beside row sums;
 4. `fuser-segment` (`transforms.segment`): the fusion cut into scheduled segments;
@@ -35,7 +35,7 @@ from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as fu
 from fuser.options import DEFAULT_STREAMS
-from fuser.transforms.hoist_reshapes import hoist_reshapes
+from fuser.transforms.hoist_views import hoist_views
 from fuser.transforms.lower_stream_parallel import lower_stream_parallel
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion, replace_by_lowering
 from fuser.transforms.plan_memory import plan_memory
@@ -90,8 +90,8 @@ class Compilation:
         return self.lowering
 
 
-def _hoist_reshapes(c: Compilation) -> None:
-    hoist_reshapes(c.fusion, c.info)
+def _hoist_views(c: Compilation) -> None:
+    hoist_views(c.fusion, c.info)
 
 
 def _split_k(c: Compilation) -> None:
@@ -141,7 +141,7 @@ def _plan_memory(c: Compilation) -> None:
 Stage = Callable[[Compilation], None]
 
 PIPELINE: tuple[tuple[str, Stage], ...] = (
-    ("fuser-hoist-reshapes", _hoist_reshapes),
+    ("fuser-hoist-views", _hoist_views),
     ("split-k", _split_k),
     ("split-reductions", _split_reductions),
     ("fuser-segment", _segment),

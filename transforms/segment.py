@@ -118,7 +118,8 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
-from fuser.dialects.views import ReshapeError, reshape_view
+from fuser.dialects.kernel import byte_size
+from fuser.dialects.views import ReshapeError, reshape_view, slice_view, view_alignment
 from fuser.errors import CompilationError
 from fuser.transforms.schedule import (
     RECORDED_SHAPES,
@@ -270,9 +271,14 @@ class NotAViewError(SegmentationError):
     for these inputs (a program segmented for other strides, which copied none)."""
 
 
-def view_meta(op: fu.ReshapeOp, source: TensorMeta) -> TensorMeta | None:
+def view_meta(op: fu.ReshapeOp | fu.SliceOp, source: TensorMeta) -> TensorMeta | None:
     """The metadata of `op`'s result as a view of an operand with `source`'s, or None where
-    strides cannot give it. Raises ReshapeError where the element counts differ."""
+    strides cannot give it (a reshape; a slice always can). Raises ReshapeError where a
+    reshape's element counts differ."""
+    if isinstance(op, fu.SliceOp):
+        shape, strides, offset = slice_view(*op.bounds(), source.shape, source.strides)
+        offset_bytes = offset * byte_size(fu.element_type(op.input.type))
+        return TensorMeta(shape, strides, view_alignment(source.alignment, offset_bytes))
     shape, strides = reshape_view(op.result.type.get_shape(), source.shape, source.strides)
     return None if strides is None else TensorMeta(shape, strides, source.alignment)
 
@@ -285,7 +291,7 @@ def _view_metas(view: SSAValue, metas: dict[SSAValue, TensorMeta | None]) -> Non
     if isinstance(op, fu.IotaOp):  # the host's contiguous constant
         metas[view] = TensorMeta.contiguous((_iota_length(op, metas),))
         return
-    assert isinstance(op, fu.ReshapeOp), "a view's operand is an input, segment or view"
+    assert isinstance(op, fu.VIEW_OPS), "a view's operand is an input, segment or view"
     source = op.input
     if source not in metas:
         _view_metas(source, metas)
@@ -301,6 +307,15 @@ def _view_metas(view: SSAValue, metas: dict[SSAValue, TensorMeta | None]) -> Non
             "strides give it in its new shape"
         )
     metas[view] = result
+
+
+def _sliced(v: SSAValue) -> bool:
+    """Whether a slice is among the views `v` is taken through."""
+    while isinstance(v, OpResult) and isinstance(v.op, fu.VIEW_OPS):
+        if isinstance(v.op, fu.SliceOp):
+            return True
+        v = v.op.input
+    return False
 
 
 def _iota_length(op: fu.IotaOp, metas: dict[SSAValue, TensorMeta | None]) -> int:
@@ -369,12 +384,14 @@ permute or squeeze of an input is read through by each segment that uses it."""
 _Key = tuple[object, int]
 
 
-class _Extents:
-    """Union-find over extents: (tensor value, axis), (index value, -1) and ("static", n)."""
+class Extents:
+    """Union-find over extents: (tensor value, axis), (index value, -1) and ("static", n).
+    Two extents are in one class when the typing rules make them equal (see the module
+    docstring), given the fusion's inputs and its ops."""
 
-    def __init__(self, fusion: fu.FusionOp, ops: Sequence[Operation]):
+    def __init__(self, inputs: Sequence[SSAValue], ops: Sequence[Operation]):
         self.parent: dict[_Key, _Key] = {}
-        for arg in fusion.inputs:
+        for arg in inputs:
             self._static(arg)
         for op in ops:
             for r in op.results:
@@ -425,8 +442,8 @@ class _Extents:
         elif isinstance(op, fu.RenumberOp):
             for i, j in enumerate(op.source_dims):
                 self.union((op.input, j), (op.result, i))
-        elif isinstance(op, fu.ReshapeOp):
-            pass  # its extents are static or inferred from the element count
+        elif isinstance(op, fu.VIEW_OPS):
+            pass  # a reshape's extents are static or inferred, a slice's follow from its bounds
         elif isinstance(op, fu.IotaOp):
             if op.length is not None:
                 self.union((op.length, -1), (op.result, 0))
@@ -453,6 +470,10 @@ class _Extents:
                         for axis in range(o.type.get_num_dims()):
                             self.union((o, axis), (r, axis))
 
+    def same(self, a: _Key, b: _Key) -> bool:
+        """Whether extents `a` and `b` are equal by the typing rules."""
+        return self.find(a) == self.find(b)
+
     def find_axis(self, key: _Key, tensors: Iterable[SSAValue]) -> tuple[SSAValue, int] | None:
         """The first (tensor, axis) among `tensors` whose extent equals `key`'s, or None."""
         root = self.find(key)
@@ -465,8 +486,9 @@ class _Extents:
 
 
 def view_root(v: SSAValue) -> SSAValue:
-    """The tensor `v` is a view of through reshapes (`v` itself if it is no reshape's)."""
-    while isinstance(v, OpResult) and isinstance(v.op, fu.ReshapeOp):
+    """The tensor `v` is a view of through reshapes and slices (`v` itself if it is no
+    view's)."""
+    while isinstance(v, OpResult) and isinstance(v.op, fu.VIEW_OPS):
         v = v.op.input
     return v
 
@@ -578,7 +600,7 @@ class _Segmenter:
         self.block = fusion.body.block
         self._copy_for_views()
         body = [op for op in self.block.ops if not isinstance(op, fu.OutputOp)]
-        self.extents = _Extents(fusion, body)
+        self.extents = Extents(fusion.inputs, body)
         self._canonicalize_dims(body)
         _erase_dead_ops(self.block)
         self.ops = [op for op in self.block.ops if not isinstance(op, fu.OutputOp)]
@@ -606,7 +628,8 @@ class _Segmenter:
         shape for `info` (one copy per tensor copied), and after a reshape that a fusion
         output is, where the view would share memory with an input or another output (an
         output is a tensor of its own). An output that is an iota (or a view of one) is
-        copied too: the host program's iota is a constant that every call shares."""
+        copied too: the host program's iota is a constant that every call shares; and one that
+        is a slice (or a view of one): it would hold the memory of the whole tensor sliced."""
         copies: dict[SSAValue, SSAValue] = {}
         for op in list(self.block.ops):
             if isinstance(op, fu.ReshapeOp) and not self._viewable(op):
@@ -624,7 +647,7 @@ class _Segmenter:
             is_iota = isinstance(root, OpResult) and isinstance(root.op, fu.IotaOp)
             if root is v and not is_iota:
                 continue
-            if isinstance(root, BlockArgument) or root in roots or is_iota:
+            if isinstance(root, BlockArgument) or root in roots or is_iota or _sliced(v):
                 copy = fu.SetOp(v)
                 self.block.insert_op_before(copy, output)
                 copy.result.name_hint = f"{v.name_hint or 'out'}_copy"
@@ -633,12 +656,22 @@ class _Segmenter:
                 roots.add(root)
 
     def _viewable(self, op: fu.ReshapeOp) -> bool:
-        """Whether `op`'s operand can be viewed in its shape: a segment result (contiguous)
-        always, a fusion input (or a view of one, checked in block order) by its strides."""
+        """Whether `op`'s operand can be viewed in its shape for `info`: the views from a fusion
+        input (by its strides) or from a contiguous segment result or iota, checked in block
+        order (a slice between may leave strides no reshape can merge)."""
         root = view_root(op.input)
-        if self.info is None or not isinstance(root, BlockArgument):
+        if self.info is None:
             return True
-        metas: dict[SSAValue, TensorMeta | None] = {root: self.info.inputs[root.index]}
+        if isinstance(root, BlockArgument):
+            meta = self.info.inputs[root.index]
+        else:
+            try:  # (before the copies: the shapes of what is here already)
+                shape = value_shapes(self.fusion, self.info.input_shapes)[root]
+            except ShapeMismatch:
+                return True  # segmenting names the op
+            assert isinstance(shape, tuple)
+            meta = TensorMeta.contiguous(shape)
+        metas: dict[SSAValue, TensorMeta | None] = {root: meta}
         try:
             _view_metas(op.result, metas)
         except NotAViewError:
@@ -663,7 +696,7 @@ class _Segmenter:
         reshape or an iota: those stay between segments)."""
         return (
             op not in self.forwarded
-            and not isinstance(op, fu.DimOp | fu.ReshapeOp | fu.IotaOp)
+            and not isinstance(op, (fu.DimOp, fu.IotaOp, *fu.VIEW_OPS))
             and any(isinstance(r.type, TensorType) for r in op.results)
         )
 
@@ -683,7 +716,7 @@ class _Segmenter:
             # a segment_set or matmul reads it as a tensor (a matmul kernel takes no prologue),
             # a reshape views it between segments
             materialized = any(
-                isinstance(u.operation, fu.SegmentSetOp | fu.MatmulOp | fu.ReshapeOp)
+                isinstance(u.operation, (fu.SegmentSetOp, fu.MatmulOp, *fu.VIEW_OPS))
                 for u in result.uses
             )
             if fed and result not in outputs and not materialized:
@@ -695,7 +728,7 @@ class _Segmenter:
             return "forwarded"
         if isinstance(op, fu.DimOp):
             return "dim"
-        if isinstance(op, fu.ReshapeOp | fu.IotaOp):
+        if isinstance(op, (fu.IotaOp, *fu.VIEW_OPS)):
             return "view"  # a tensor between segments that no segment computes
         if not any(isinstance(r.type, TensorType) for r in op.results):
             return "scalar"
@@ -965,7 +998,7 @@ class _Segmenter:
             verdict = None
             self.log.append(
                 f"{what}: refused: {_op_label(viewed)} would lie inside (kernels read a reshape "
-                "as a view between segments)"
+                "or slice as a view between segments)"
             )
         elif spanned is not None:
             verdict = None
@@ -985,14 +1018,14 @@ class _Segmenter:
         self.verdicts[members] = verdict
         return verdict
 
-    def _viewed_inside(self, members: frozenset[Operation]) -> fu.ReshapeOp | None:
-        """A reshape that one of `members` reads and that views the result of another one,
-        or None: such a union would be a kernel indexing through the reshape."""
+    def _viewed_inside(self, members: frozenset[Operation]) -> Operation | None:
+        """A reshape or slice that one of `members` reads and that views the result of another
+        one, or None: such a union would be a kernel indexing through the view."""
         for op in sorted(members, key=self.index.__getitem__):
             for o in _read_tensors(op):
                 root = view_root(o)
                 if root is not o and isinstance(root, OpResult) and root.op in members:
-                    return cast(fu.ReshapeOp, o.owner)
+                    return cast(Operation, o.owner)
         return None
 
     def _stream_refusal(self, members: frozenset[Operation]) -> str | None:
@@ -1237,6 +1270,8 @@ class _Segmenter:
                 new = fu.IotaOp(start, step, op.result.type, length)
             elif isinstance(op, fu.ReshapeOp):
                 new = fu.ReshapeOp(view(op.input), op.result.type.get_shape())
+            elif isinstance(op, fu.SliceOp):
+                new = fu.SliceOp(view(op.input), *op.bounds(), op.result.type)
             else:
                 return outer[v]  # a segment's result
             self.block.insert_op_before(new, terminator)

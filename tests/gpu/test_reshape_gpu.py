@@ -1,7 +1,7 @@
 """`reshape` on the GPU, against the float64 reference.
 
 Kernels never index through a reshape: it is a view between segments (`host.reshape`), moved to
-the inputs through pointwise chains (`fuser-hoist-reshapes`), or a copy where no strides give
+the inputs through pointwise chains (`fuser-hoist-views`), or a copy where no strides give
 it. The tests check the values and, where it says so, the kernels. Covered:
 - the heads split of a transformer, [b, t, h*d] -> [b, t, h, d] then permuted, f32, f16 and
   bf16, odd sizes (t = 0, 1, 3, 127, 4097): one kernel reading the input through the view;

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import Operation, SSAValue
 
 from fuser.dialects import fusion as fu
-from fuser.dialects.views import ReshapeError, reshape_extents
+from fuser.dialects.views import ReshapeError, reshape_extents, slice_extents
 from fuser.transforms.schedulers.analyses import active, memoized
 
 
@@ -99,6 +99,8 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
             return [reshape_extents(fu.shape_of(op.result.type) or (), _shape(env, op.input))]
         except ReshapeError as e:
             raise ShapeMismatch(f"'{op.name}' {e}") from None
+    if isinstance(op, fu.SliceOp):
+        return [slice_extents(*op.bounds(), _shape(env, op.input))]
     if isinstance(op, fu.IotaOp):
         length = _extent(env, op.length) if op.length is not None else op.result.type.get_shape()[0]
         if length < 0:
@@ -177,7 +179,13 @@ class _ShapeSteps:
                 data = (tuple(op.axes.get_values()), op.keepdim is not None, 2)
             elif (
                 isinstance(
-                    op, fu.MatmulOp | fu.PartialSumOp | fu.RenumberOp | fu.ReshapeOp | fu.IotaOp
+                    op,
+                    fu.MatmulOp
+                    | fu.PartialSumOp
+                    | fu.RenumberOp
+                    | fu.ReshapeOp
+                    | fu.IotaOp
+                    | fu.SliceOp,
                 )
                 or len(op.results) != 1
             ):

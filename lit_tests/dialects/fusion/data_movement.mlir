@@ -1,6 +1,6 @@
 // Data movement: cast, set, segment_set, broadcast_in_dim (with and without `sizes`), a scalar
-// broadcast to a tensor (fill), the ops that renumber dims (permute, squeeze), and iota. These
-// take the storage types f16/bf16.
+// broadcast to a tensor (fill), the ops that renumber dims (permute, squeeze), slice, and iota.
+// These take the storage types f16/bf16.
 // RUN: FUSER_ROUNDTRIP
 // RUN: FUSER_GENERIC_ROUNDTRIP
 // RUN: fuser-opt %s --print-op-generic | filecheck %s --check-prefix=CHECK-GENERIC
@@ -120,3 +120,17 @@ fusion.fusion @iotas(%x: tensor<?x4xf32>) -> (tensor<6xi64>, tensor<?xbf16>, ten
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "iotas"
 // CHECK-GENERIC:         %a = "fusion.iota"() <{start = -2 : i64, step = 3 : i64}> : () -> tensor<6xi64>
 // CHECK-GENERIC-NEXT:    %b = "fusion.iota"(%n) <{start = 5.000000e-01 : f64, step = -2.500000e-01 : f64}> : (index) -> tensor<?xbf16>
+
+// slice: Python's bounds (omitted start, stop or step; negative ones), static and ? extents.
+fusion.fusion @slices(%x: tensor<?x64x9xbf16>) -> (tensor<?x32x4xbf16>, tensor<?x2x9xbf16>) {
+  %a = fusion.slice %x [:, 32:, :8:2] : tensor<?x64x9xbf16> -> tensor<?x32x4xbf16>
+  %b = fusion.slice %x [-3:-1, -10:-8, :] : tensor<?x64x9xbf16> -> tensor<?x2x9xbf16>
+  fusion.output %a, %b : tensor<?x32x4xbf16>, tensor<?x2x9xbf16>
+}
+
+// CHECK-LABEL: fusion.fusion @slices
+// CHECK:       %a = fusion.slice %x [:, 32:, :8:2] : tensor<?x64x9xbf16> -> tensor<?x32x4xbf16>
+// CHECK-NEXT:  %b = fusion.slice %x [-3:-1, -10:-8, :] : tensor<?x64x9xbf16> -> tensor<?x2x9xbf16>
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "slices"
+// CHECK-GENERIC:         %a = "fusion.slice"(%x) <{starts = array<i64: 0, 32, 0>, stops = array<i64: 9223372036854775807, 9223372036854775807, 8>, steps = array<i64: 1, 1, 2>}> : (tensor<?x64x9xbf16>) -> tensor<?x32x4xbf16>

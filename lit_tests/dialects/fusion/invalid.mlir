@@ -1106,3 +1106,57 @@ fusion.fusion @f() -> () {
   fusion.output
 }
 
+
+// -----
+
+// slice: one start, stop and step per dim
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.slice' needs one start, stop and step per dim of its rank-2 operand and result: got 1, 1, 1 for a rank-2 result}}
+  %y = "fusion.slice"(%x) <{starts = array<i64: 0>, stops = array<i64: 2>, steps = array<i64: 1>}> : (tensor<4x6xf32>) -> tensor<2x6xf32>
+  fusion.output
+}
+
+// -----
+
+// slice: steps of at least 1
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.slice' step 0 of dim 1 must be at least 1}}
+  %y = fusion.slice %x [:, ::0] : tensor<4x6xf32> -> tensor<4x6xf32>
+  fusion.output
+}
+
+// -----
+
+// slice: the static extent the bounds give
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.slice' result dim 1 must be 2 for [-2:] of extent 6, got 3}}
+  %y = fusion.slice %x [:, -2:] : tensor<4x6xf32> -> tensor<4x3xf32>
+  fusion.output
+}
+
+// -----
+
+// slice: a dynamic operand dim gives a ? result dim
+fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.slice' result dim 0 must be ? for [:2] of extent ?, got 2}}
+  %y = fusion.slice %x [:2, :] : tensor<?x6xf32> -> tensor<2x6xf32>
+  fusion.output
+}
+
+// -----
+
+// slice: the element type is kept
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.slice' must keep the element type: operand f32, result f16}}
+  %y = fusion.slice %x [:, :] : tensor<4x6xf32> -> tensor<4x6xf16>
+  fusion.output
+}
+
+// -----
+
+// slice: a tensor of rank 1 or more
+fusion.fusion @f(%x: tensor<f32>) -> () {
+  // expected-error @+1 {{'fusion.slice' operand must have rank 1 or more}}
+  %y = "fusion.slice"(%x) <{starts = array<i64>, stops = array<i64>, steps = array<i64>}> : (tensor<f32>) -> tensor<f32>
+  fusion.output
+}

@@ -344,3 +344,11 @@ host.program @p(%n: index) {
   %r = host.iota(%n) start 0 step 1 : tensor<4xi64>
   host.return
 }
+
+// -----
+
+host.program @p(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{'host.slice' result dim 0 must be 1 for [3:] of extent 4, got 2}}
+  %v = host.slice %x [3:, :] : tensor<4x6xf32> -> tensor<2x6xf32>
+  host.return
+}

@@ -1,6 +1,6 @@
-// fuser-hoist-reshapes moves a reshape above the pointwise ops it follows, to the fusion's
+// fuser-hoist-views moves a reshape above the pointwise ops it follows, to the fusion's
 // inputs; a chain that meets a broadcast stays, and a reshape of a reshape folds into one.
-// RUN: fuser-opt %s -p fuser-hoist-reshapes | filecheck %s
+// RUN: fuser-opt %s -p fuser-hoist-views | filecheck %s
 
 fusion.fusion @chain(%a: tensor<?x768xf32>, %b: tensor<?x768xf32>) -> (tensor<?x12x64xf32>) {
   %s = fusion.add %a, %b : tensor<?x768xf32>

@@ -1,5 +1,5 @@
-"""`fuser-hoist-reshapes`: moves each `fusion.reshape` above the pointwise ops it follows, to
-the fusion's inputs, so that it costs no kernel boundary.
+"""`fuser-hoist-views`: moves each `fusion.reshape` and `fusion.slice` above the pointwise ops
+it follows, to the fusion's inputs, so that it costs no kernel boundary.
 
 Kernels never index through a reshape: the segmenter leaves one between segments, where the
 host program takes it as a view (`host.reshape`). A reshape of a pointwise result would so
@@ -15,9 +15,19 @@ shape: that input would be copied, where the chain's own result can always be vi
 it move one past an op with a stream axis (which names a dim of its shape). It also folds a
 reshape of a reshape into one, and erases a reshape to the operand's own type.
 
-nvFuser instead indexes through the reshape inside its kernels (splits and merges of iteration
-domains); this pass covers the transformer regions' common case, a reshape of an input or of a
-pointwise chain of inputs, without that machinery.
+A slice moves the same way: `slice(f(a, b)) == f(slice(a), slice(b))` for such an op, and
+`slice(permute(x)) == permute(slice'(x))` with the bounds renumbered (likewise `squeeze`). A
+slice is a view of any strides, so every input can take it; it moves only where the chain
+reaches inputs, for the reason above. Unlike a reshape's, a slice's chain is cloned where other
+ops read it too (`q = cast(permute(x))` read whole and as two halves): the clone computes only
+the slice, from views of the same inputs, so the one kernel reads nothing twice from memory
+where a kept boundary would write `q` and read it back. A reshape and a slice do not commute
+with each other: a chain of both on an input is a chain of views.
+
+nvFuser instead indexes through reshapes and slices inside its kernels (splits and merges of
+iteration domains, resized domains); this pass covers the transformer regions' common case, a
+view of an input or of a pointwise chain of inputs (q of a fused qkv projection, the halves of
+a rotary embedding), without that machinery.
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from fuser.dialects import fusion as fu
-from fuser.dialects.views import ReshapeError, reshape_view
+from fuser.dialects.views import END, ReshapeError, reshape_view
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 
 _COMMUTING = (fu.UnaryOp, fu.GeluOp, fu.BinaryOp, fu.WhereOp, fu.CastOp, fu.SetOp)
@@ -57,7 +67,7 @@ def _commutes(op: Operation) -> bool:
 
 def _reaches_inputs(v: SSAValue, viewable: Callable[[BlockArgument], bool]) -> bool:
     """Whether the reshape of `v` can move up to fusion inputs, each `viewable` in the new
-    shape, through commuting ops used once each."""
+    shape, through commuting ops used once each (and reshapes)."""
     if isinstance(v, BlockArgument):
         return viewable(v)
     if not isinstance(v, OpResult) or not v.has_one_use():
@@ -67,6 +77,23 @@ def _reaches_inputs(v: SSAValue, viewable: Callable[[BlockArgument], bool]) -> b
         return _reaches_inputs(op.input, viewable)
     return _commutes(op) and all(
         _reaches_inputs(o, viewable) for o in op.operands if isinstance(o.type, TensorType)
+    )
+
+
+def _slice_reaches_inputs(v: SSAValue) -> bool:
+    """Whether a slice of `v` can move up to fusion inputs (or views of them) through
+    commuting and renumbering ops (each cloned where others read it too)."""
+    if isinstance(v, BlockArgument):
+        return True
+    if not isinstance(v, OpResult):
+        return False
+    op = v.op
+    if isinstance(op, fu.VIEW_OPS):
+        return _slice_reaches_inputs(op.input)
+    if isinstance(op, fu.RenumberOp):
+        return fu.stream_axis(op) is None and _slice_reaches_inputs(op.input)
+    return _commutes(op) and all(
+        _slice_reaches_inputs(o) for o in op.operands if isinstance(o.type, TensorType)
     )
 
 
@@ -129,20 +156,83 @@ class HoistReshape(RewritePattern):
             return True  # the shapes' check names the op
 
 
-def hoist_reshapes(fusion: fu.FusionOp, info: FusionInfo | None = None) -> None:
+class HoistSlice(RewritePattern):
+    """One step: a slice of a commuting op's result becomes the op on sliced operands; a slice
+    of a permute or squeeze, the renumbering of a slice of its operand (the bounds moved to
+    the operand's dims, a squeezed dim whole), where the chain reaches fusion inputs. An op
+    that others read too is cloned, not moved: the chain then runs on the slice beside the
+    whole, from the same inputs, in the same kernel."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fu.SliceOp, rewriter: PatternRewriter, /):
+        source = op.input
+        if not isinstance(source, OpResult) or isinstance(source.op, fu.VIEW_OPS):
+            return
+        if not _slice_reaches_inputs(source):
+            return
+        producer = source.op
+        starts, stops, steps = op.bounds()
+        if isinstance(producer, fu.RenumberOp):
+            rank = len(fu.shape_of(producer.input.type) or ())
+            bounds = [(0, END, 1)] * rank  # a squeezed dim, of extent 1, whole
+            for i, d in enumerate(producer.source_dims):
+                bounds[d] = (starts[i], stops[i], steps[i])
+            firsts, lasts, strides = ([b[i] for b in bounds] for i in range(3))
+            inner = fu.SliceOp(producer.input, firsts, lasts, strides)
+            inner.result.name_hint = producer.input.name_hint
+            renumbered = type(producer).create(
+                operands=[inner.result],
+                result_types=[op.result.type],
+                properties=dict(producer.properties),
+                attributes=dict(producer.attributes),
+            )
+            renumbered.results[0].name_hint = op.result.name_hint
+            rewriter.replace(op, [inner, renumbered], [renumbered.results[0]])
+            if not producer.results[0].uses:
+                rewriter.erase(producer)
+            return
+        new_ops: list[Operation] = []
+        operands: list[SSAValue] = []
+        for o in producer.operands:
+            if isinstance(o.type, TensorType):
+                sliced = fu.SliceOp(o, starts, stops, steps)
+                sliced.result.name_hint = o.name_hint
+                new_ops.append(sliced)
+                operands.append(sliced.result)
+            else:
+                operands.append(o)
+        element = fu.element_type(producer.results[0].type)
+        moved = type(producer).create(
+            operands=operands,
+            result_types=[TensorType(element, op.result.type.get_shape())],
+            properties=dict(producer.properties),
+            attributes=dict(producer.attributes),
+        )
+        moved.results[0].name_hint = op.result.name_hint
+        new_ops.append(moved)
+        rewriter.replace(op, new_ops, [moved.results[0]])
+        if not producer.results[0].uses:
+            rewriter.erase(producer)
+
+
+def hoist_views(fusion: fu.FusionOp, info: FusionInfo | None = None) -> None:
     """Applies the pass to one fusion, in place (to inputs of any strides without `info`)."""
     # no dead-code elimination: the compiler planned split factors on every matmul, dead or not
-    pattern = HoistReshape(None if info is None else info.inputs)
-    applier = GreedyRewritePatternApplier([pattern], dce_enabled=False)
+    patterns: list[RewritePattern] = [
+        HoistReshape(None if info is None else info.inputs),
+        HoistSlice(),
+    ]
+    applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
     PatternRewriteWalker(applier).rewrite_region(fusion.body)
 
 
 @dataclass(frozen=True)
-class HoistReshapesPass(ModulePass):
-    """Moves reshapes above pointwise chains to the fusion inputs (see the module docstring)."""
+class HoistViewsPass(ModulePass):
+    """Moves reshapes and slices above pointwise chains to the fusion inputs (see the module
+    docstring)."""
 
-    name = "fuser-hoist-reshapes"
+    name = "fuser-hoist-views"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
-            hoist_reshapes(fusion)
+            hoist_views(fusion)
