@@ -930,6 +930,16 @@ class SegmentSetOp(CopyOp):
     name = "fusion.segment_set"
 
 
+def broadcast_sized_dims(
+    in_shape: Sequence[int], dims: Sequence[int], out_shape: Sequence[int]
+) -> list[int]:
+    """The result dims of a `broadcast_in_dim` of an operand of `in_shape` (its dim i to
+    `dims[i]`) into `out_shape` whose extent its `sizes` give: the dynamic ones the operand
+    does not carry (new dims, or dims mapped from a static 1), in order."""
+    source = {o: in_shape[i] for i, o in enumerate(dims)}
+    return [d for d, ext in enumerate(out_shape) if ext == DYNAMIC_INDEX and source.get(d, 1) == 1]
+
+
 @irdl_op_definition
 class BroadcastInDimOp(IRDLOperation):
     """Broadcasts an operand into a result shape, mapping operand dim i to `dims[i]`.
@@ -976,12 +986,9 @@ class BroadcastInDimOp(IRDLOperation):
 
     def sized_dims(self) -> list[int]:
         """The result dims whose extent comes from `sizes`, in order."""
-        in_shape = shape_of(self.input.type) or ()
-        out_shape = shape_of(self.result.type) or ()
-        source = {o: in_shape[i] for i, o in enumerate(self.dims)}
-        return [
-            d for d, ext in enumerate(out_shape) if ext == DYNAMIC_INDEX and source.get(d, 1) == 1
-        ]
+        return broadcast_sized_dims(
+            shape_of(self.input.type) or (), self.dims, shape_of(self.result.type) or ()
+        )
 
     def verify_(self) -> None:
         _check_values(self)
@@ -1459,6 +1466,80 @@ class IotaOp(IotaLikeOp):
     (`host.iota`), so no kernel computes it on a call."""
 
     name = "fusion.iota"
+
+
+@irdl_op_definition
+class TakeAlongAxisOp(IRDLOperation):
+    """`input` gathered along `dim` at `index` (nvFuser's `take_along_axis`, numpy's and
+    torch's `take_along_dim`): `result[..., i, ...] = input[..., index[..., i, ...], ...]`.
+
+    `%y = fusion.take_along_axis %x, %i[1] : tensor<?x9xf32>, tensor<?x1xi64> -> tensor<?x1xf32>`
+
+    `index` (i32 or i64) has the input's rank and, on every other dim, its extent; the result
+    has the index's shape (static where either operand is) and the input's element type. An
+    index outside [0, extent) is clamped into it, as nvFuser does: no kernel reads outside
+    `input`. `fuser-decompose` rewrites the op into an iota compare and a max reduction.
+    """
+
+    name = "fusion.take_along_axis"
+
+    input = operand_def(base(TensorType))
+    index = operand_def(base(TensorType))
+    dim = prop_def(IntegerAttr.constr(i64))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$input `,` $index `[` $dim `]` attr-dict `:` type($input) `,` type($index) "
+        "`->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, index: SSAValue, dim: int):
+        super().__init__(
+            operands=[input, index],
+            properties={"dim": IntegerAttr(dim, i64)},
+            result_types=[TensorType(element_type(input.type), gathered_shape(input, index, dim))],
+        )
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_same_element(self, self.result)
+        _check_element(self.name, "index", self.index.type, (I32, I64))
+        shape, index = shape_of(self.input.type) or (), shape_of(self.index.type) or ()
+        d = self.axis
+        if len(index) != len(shape):
+            raise VerifyException(
+                f"'{self.name}' index has rank {len(index)}; it needs the input's rank {len(shape)}"
+            )
+        if not 0 <= d < len(shape):
+            raise VerifyException(f"'{self.name}' dim {d} is out of range for rank {len(shape)}")
+        for j, (a, b) in enumerate(zip(shape, index, strict=True)):
+            if j != d and not dims_compatible(a, b):
+                raise VerifyException(
+                    f"'{self.name}' index dim {j} has extent {b}, the input's {a}: only dim {d} "
+                    "may differ"
+                )
+        expected = gathered_shape(self.input, self.index, d)
+        if tuple(shape_of(self.result.type) or ()) != expected:
+            raise VerifyException(
+                f"'{self.name}' result must have shape {format_shape(expected)}, got "
+                f"{format_shape(shape_of(self.result.type) or ())}"
+            )
+
+
+def gathered_shape(input: SSAValue, index: SSAValue, dim: int) -> tuple[int, ...]:
+    """The shape of `take_along_axis(input, index, dim)`: the index's, each other dim static
+    where either operand's is."""
+    shape, index_shape = shape_of(input.type) or (), shape_of(index.type) or ()
+    return tuple(
+        b if j == dim or b != DYNAMIC_INDEX or j >= len(shape) else shape[j]
+        for j, b in enumerate(index_shape)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1968,6 +2049,7 @@ Fusion = Dialect(
         ReshapeOp,
         IotaOp,
         SliceOp,
+        TakeAlongAxisOp,
         SumOp,
         MaxOp,
         MinOp,

@@ -87,6 +87,7 @@ from fuser.dialects.fusion import (
     SqueezeOp,
     SubOp,
     SumOp,
+    TakeAlongAxisOp,
     TanhOp,
     VarMeanOp,
     WelfordOp,
@@ -1103,6 +1104,52 @@ class FusionOps:
 
         extents = Extents(fd._block.args, list(fd._block.ops))
         return extents.same((extent.tensor._value, extent.axis), (x._value, d))
+
+    @_api
+    def take_along_axis(self, arg: Any, index: Any, dim: Any) -> Tensor:
+        """`arg` gathered along `dim` at `index` (nvFuser's `take_along_axis`, torch's
+        `take_along_dim`): the index (Int or Int32) has `arg`'s rank and, on every other dim,
+        its extent; the result has the index's shape. An index outside [0, extent) is clamped
+        into it, as nvFuser does, so no kernel reads outside `arg`. It runs as a compare with
+        an iota and a max over `dim`: with one index per row (a cross-entropy's target) that is
+        a reduction a row's other reductions share a kernel with; with k per row it reads each
+        row k times."""
+        return self._take("fd.ops.take_along_axis", arg, index, dim, exact=True)
+
+    @_api
+    def gather(self, arg: Any, index: Any, dim: Any) -> Tensor:
+        """torch's `gather` (nvFuser's): as `take_along_axis`, but the index may be smaller
+        than `arg` on the other dims (static extents: `arg` is sliced to the index's)."""
+        return self._take("fd.ops.gather", arg, index, dim, exact=False)
+
+    def _take(self, op: str, arg: Any, index: Any, dim: Any, exact: bool) -> Tensor:
+        x = self._tensor(op, "arg", arg)
+        i = self._tensor(op, "index", index)
+        if i.dtype not in (DataType.Int, DataType.Int32):
+            _fail(op, f"argument 'index' must be an Int or Int32 tensor, got {i.dtype}")
+        if i.ndim != x.ndim:
+            _fail(op, f"argument 'index' has rank {i.ndim}; it needs arg's rank {x.ndim}")
+        if x.ndim == 0:
+            _fail(op, "argument 'arg' is a 0-d tensor; there is no dim to take along")
+        d = self._dims(op, [dim], x.ndim, "dim")[0]
+        if x._shape[d] == 0:
+            _fail(op, f"argument 'arg' has extent 0 on dim {d}; there is nothing to take")
+        ends: list[int] = []
+        for j, (a, b) in enumerate(zip(x._shape, i._shape, strict=True)):
+            if j == d or a == b or DYNAMIC_INDEX in (a, b):
+                ends.append(END)  # (a run-time extent: equal then, or the call's error)
+            elif not exact and b < a:
+                ends.append(b)  # gather reads the leading part of arg
+            else:
+                what = "at most" if not exact else "exactly"
+                _fail(
+                    op,
+                    f"argument 'index' has extent {b} on dim {j}; it needs {what} arg's {a} "
+                    f"there (index {format_shape(i._shape)}, arg {format_shape(x._shape)})",
+                )
+        if any(e != END for e in ends):
+            x = self.slice(x, [0] * x.ndim, ends)
+        return self._definition._wrap_tensor(TakeAlongAxisOp(x._value, i._value, d))
 
     @_api
     def reshape(self, t: Any, new_shape: Any, legacy_new_shape: Any = None) -> Tensor:

@@ -446,6 +446,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
         _expect(stage, compare_all(got, reference, facts, names, CPU_TOLERANCES))
 
     if passes:
+        from fuser.transforms.decompose import decompose
         from fuser.transforms.hoist_views import hoist_views
         from fuser.transforms.lower_to_host import lower_fusion
         from fuser.transforms.segment import segment_fusion
@@ -458,6 +459,12 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
             got = _stage("translate-welford", lambda: _reference(two_pass, inputs))
             against_reference("translate-welford", got)
         base = fusion.clone()
+        _stage("fuser-decompose", lambda: decompose(base))
+        taken = any(isinstance(op, fu.TakeAlongAxisOp) for op in fusion.walk())
+        if taken and only in (None, "fuser-decompose"):
+            base.verify()
+            got = _stage("fuser-decompose", lambda: _reference(base, inputs))
+            against_reference("fuser-decompose", got)
         factors = _split_factors(fusion, program.data_seed)
         later = ("fuser-hoist-views", "fuser-segment", "fuser-lower-host", "fuser-plan-memory")
         if factors and only in (None, "split-k", *later):

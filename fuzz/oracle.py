@@ -510,6 +510,14 @@ class Oracle:
         index = tuple(slice(a, b, c) for a, b, c in bounds)  # END clamps as Python's None does
         return self._moved(deps[0], lambda a: a[index])
 
+    def op_take_along_axis(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        x, index = deps
+        d = op.kw["dim"]
+        at = np.clip(index.data, 0, x.data.shape[d] - 1).astype(np.int64)  # clamped
+        return self._moved(x, lambda a: np.take_along_axis(a, at, axis=d))
+
     def op_reshape(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:

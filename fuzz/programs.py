@@ -161,6 +161,7 @@ ALL_OPS = (
     "squeeze",
     "reshape",
     "slice",
+    "take_along_axis",
     "full",
     "iota",
     "set",
@@ -784,6 +785,36 @@ class _Generator:
         )
         return True
 
+    def gen_take_along_axis(self) -> bool:
+        """k of a tensor's elements along a dim, at a new index input (values in [-9, 9]:
+        many are clamped)."""
+        x = self.pick(lambda v: v.is_tensor and any(e > 0 for e in v.shape or ()))
+        if x is None:
+            return False
+        assert x.shape is not None and x.declared is not None
+        d = self.rng.choice([j for j, e in enumerate(x.shape) if e > 0])
+        k = self.rng.choice([1, 1, 2, 3])
+        shape = tuple(k if j == d else e for j, e in enumerate(x.shape))
+        declared = tuple(
+            (k if self.rng.random() < 0.5 else -1) if j == d else e
+            for j, e in enumerate(x.declared)
+        )
+        index = self.new_input(self.rng.choice(INTS), shape, declared)
+        result = tuple(
+            b if j == d or b != -1 else a
+            for j, (a, b) in enumerate(zip(x.declared, declared, strict=True))
+        )
+        self.add_op(
+            "take_along_axis",
+            [x.name, index.name],
+            [(x.dtype, shape, result)],
+            x.mag,
+            x.exact,
+            x.nonzero,
+            dim=d,
+        )
+        return True
+
     def gen_reshape(self) -> bool:
         """Merges two adjacent dims, splits one, or flattens; one entry may be -1 (inferred)."""
         x = self.pick(lambda v: v.is_tensor and len(v.shape or ()) >= 1)
@@ -1032,6 +1063,7 @@ class _Generator:
             "full": self.gen_full,
             "iota": self.gen_iota,
             "slice": self.gen_slice,
+            "take_along_axis": self.gen_take_along_axis,
             "welford": self.gen_welford,
             "var_mean": self.gen_var_mean,
             "matmul": self.gen_matmul,

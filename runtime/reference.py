@@ -118,6 +118,7 @@ from fuser.dialects.fusion import (
     SqueezeOp,
     SubOp,
     SumOp,
+    TakeAlongAxisOp,
     TanhOp,
     UnaryOp,
     VarMeanOp,
@@ -455,6 +456,22 @@ class FusionFunctions(InterpreterFunctions):
             slice(a, None if b == END else b, c) for a, b, c in zip(*op.bounds(), strict=True)
         )
         return (x[index].copy(),)
+
+    @impl(TakeAlongAxisOp)
+    def run_take_along_axis(
+        self, interp: Interpreter, op: TakeAlongAxisOp, args: PythonValues
+    ) -> PythonValues:
+        x, index = np.asarray(args[0]), np.asarray(args[1])
+        d = op.axis
+        for j, (a, b) in enumerate(zip(x.shape, index.shape, strict=True)):
+            if j != d and a != b:
+                raise InputError(
+                    f"{describe_op(op)}: index dim {j} has run-time extent {b}, the input's {a}"
+                )
+        if x.shape[d] == 0 and index.size:
+            raise InputError(f"{describe_op(op)}: cannot take from dim {d} of extent 0")
+        clamped = np.clip(index, 0, max(x.shape[d] - 1, 0))  # as the kernels clamp
+        return (np.take_along_axis(x, clamped.astype(np.int64), axis=d),)
 
     @impl(IotaOp)
     def run_iota(self, interp: Interpreter, op: IotaOp, args: PythonValues) -> PythonValues:

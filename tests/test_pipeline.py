@@ -31,6 +31,7 @@ fusion.fusion @chain3(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
 def test_every_stage_is_a_pass_of_fuser_opt() -> None:
     passes = get_all_passes()
     assert [name for name, _ in PIPELINE] == [
+        "fuser-decompose",
         "fuser-hoist-views",
         "split-k",
         "split-reductions",

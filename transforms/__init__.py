@@ -13,6 +13,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ScheduleFusionPass
 
+    def get_decompose() -> type[ModulePass]:
+        from fuser.transforms.decompose import DecomposePass
+
+        return DecomposePass
+
     def get_hoist_views() -> type[ModulePass]:
         from fuser.transforms.hoist_views import HoistViewsPass
 
@@ -60,6 +65,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {
         "fuser-schedule": get_schedule,
+        "fuser-decompose": get_decompose,
         "fuser-hoist-views": get_hoist_views,
         "fuser-segment": get_segment,
         "fuser-lower-host": get_lower_host,

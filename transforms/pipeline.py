@@ -2,15 +2,17 @@
 
 `PIPELINE` lists the stages in order, each the function its own pass applies:
 
-1. `fuser-hoist-views` (`transforms.hoist_views`): reshapes and slices moved above pointwise
+1. `fuser-decompose` (`transforms.decompose`): ops no scheduler reads (`take_along_axis`)
+   rewritten into ops they do;
+2. `fuser-hoist-views` (`transforms.hoist_views`): reshapes and slices moved above pointwise
    chains to the inputs;
-2. `split-k` (`transforms.split_k`): the matmuls the compiler split, rewritten;
-3. `split-reductions` (`transforms.split_reductions`): the column sums split beside row sums;
-4. `fuser-segment` (`transforms.segment`): the fusion cut into scheduled segments;
-5. `fuser-lower-host` (`transforms.lower_to_host`): a `host.program` and a `kernel.func` per
+3. `split-k` (`transforms.split_k`): the matmuls the compiler split, rewritten;
+4. `split-reductions` (`transforms.split_reductions`): the column sums split beside row sums;
+5. `fuser-segment` (`transforms.segment`): the fusion cut into scheduled segments;
+6. `fuser-lower-host` (`transforms.lower_to_host`): a `host.program` and a `kernel.func` per
    segment;
-6. `lower-stream-parallel` (`transforms.lower_stream_parallel`): marked loops over streams;
-7. `fuser-plan-memory` (`transforms.plan_memory`): the intermediates in one workspace.
+7. `lower-stream-parallel` (`transforms.lower_stream_parallel`): marked loops over streams;
+8. `fuser-plan-memory` (`transforms.plan_memory`): the intermediates in one workspace.
 
 `run_pipeline` runs them on a `Compilation` (one fusion, its input metadata and the options).
 `fd.execute` runs it for a signature that needs a new program (`FusionCompiler._new_program`),
@@ -35,6 +37,7 @@ from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as fu
 from fuser.options import DEFAULT_STREAMS
+from fuser.transforms.decompose import decompose
 from fuser.transforms.hoist_views import hoist_views
 from fuser.transforms.lower_stream_parallel import lower_stream_parallel
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion, replace_by_lowering
@@ -90,6 +93,10 @@ class Compilation:
         return self.lowering
 
 
+def _decompose(c: Compilation) -> None:
+    decompose(c.fusion)
+
+
 def _hoist_views(c: Compilation) -> None:
     hoist_views(c.fusion, c.info)
 
@@ -141,6 +148,7 @@ def _plan_memory(c: Compilation) -> None:
 Stage = Callable[[Compilation], None]
 
 PIPELINE: tuple[tuple[str, Stage], ...] = (
+    ("fuser-decompose", _decompose),
     ("fuser-hoist-views", _hoist_views),
     ("split-k", _split_k),
     ("split-reductions", _split_reductions),

@@ -101,6 +101,13 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
             raise ShapeMismatch(f"'{op.name}' {e}") from None
     if isinstance(op, fu.SliceOp):
         return [slice_extents(*op.bounds(), _shape(env, op.input))]
+    if isinstance(op, fu.TakeAlongAxisOp):
+        x, index = _shape(env, op.input), _shape(env, op.index)
+        if any(j != op.axis and a != b for j, (a, b) in enumerate(zip(x, index, strict=True))):
+            raise ShapeMismatch(f"'{op.name}' cannot take {list(index)} indices from {list(x)}")
+        if x[op.axis] == 0 and 0 not in index:
+            raise ShapeMismatch(f"'{op.name}' cannot take from dim {op.axis} of extent 0")
+        return [index]
     if isinstance(op, fu.IotaOp):
         length = _extent(env, op.length) if op.length is not None else op.result.type.get_shape()[0]
         if length < 0:
@@ -185,7 +192,8 @@ class _ShapeSteps:
                     | fu.RenumberOp
                     | fu.ReshapeOp
                     | fu.IotaOp
-                    | fu.SliceOp,
+                    | fu.SliceOp
+                    | fu.TakeAlongAxisOp,
                 )
                 or len(op.results) != 1
             ):

@@ -134,3 +134,14 @@ fusion.fusion @slices(%x: tensor<?x64x9xbf16>) -> (tensor<?x32x4xbf16>, tensor<?
 
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "slices"
 // CHECK-GENERIC:         %a = "fusion.slice"(%x) <{starts = array<i64: 0, 32, 0>, stops = array<i64: 9223372036854775807, 9223372036854775807, 8>, steps = array<i64: 1, 1, 2>}> : (tensor<?x64x9xbf16>) -> tensor<?x32x4xbf16>
+
+// take_along_axis: an index of the input's rank, the result of the index's shape.
+fusion.fusion @take(%x: tensor<?x50257xbf16>, %t: tensor<?x1xi64>, %k: tensor<8x3xi32>, %y: tensor<8x?xf32>) -> (tensor<?x1xbf16>, tensor<8x3xf32>) {
+  %a = fusion.take_along_axis %x, %t[1] : tensor<?x50257xbf16>, tensor<?x1xi64> -> tensor<?x1xbf16>
+  %b = fusion.take_along_axis %y, %k[1] : tensor<8x?xf32>, tensor<8x3xi32> -> tensor<8x3xf32>
+  fusion.output %a, %b : tensor<?x1xbf16>, tensor<8x3xf32>
+}
+
+// CHECK-LABEL: fusion.fusion @take
+// CHECK-NEXT:    %a = fusion.take_along_axis %x, %t[1] : tensor<?x50257xbf16>, tensor<?x1xi64> -> tensor<?x1xbf16>
+// CHECK-NEXT:    %b = fusion.take_along_axis %y, %k[1] : tensor<8x?xf32>, tensor<8x3xi32> -> tensor<8x3xf32>

@@ -1160,3 +1160,57 @@ fusion.fusion @f(%x: tensor<f32>) -> () {
   %y = "fusion.slice"(%x) <{starts = array<i64>, stops = array<i64>, steps = array<i64>}> : (tensor<f32>) -> tensor<f32>
   fusion.output
 }
+
+// -----
+
+// take_along_axis: an integer index
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.take_along_axis' index has element type f32, expected one of i32, i64}}
+  %y = fusion.take_along_axis %x, %i[1] : tensor<4x6xf32>, tensor<4x1xf32> -> tensor<4x1xf32>
+  fusion.output
+}
+
+// -----
+
+// take_along_axis: the index has the input's rank
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4xi64>) -> () {
+  // expected-error @+1 {{'fusion.take_along_axis' index has rank 1; it needs the input's rank 2}}
+  %y = fusion.take_along_axis %x, %i[1] : tensor<4x6xf32>, tensor<4xi64> -> tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// take_along_axis: dim in range
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x1xi64>) -> () {
+  // expected-error @+1 {{'fusion.take_along_axis' dim 2 is out of range for rank 2}}
+  %y = fusion.take_along_axis %x, %i[2] : tensor<4x6xf32>, tensor<4x1xi64> -> tensor<4x1xf32>
+  fusion.output
+}
+
+// -----
+
+// take_along_axis: only dim may differ
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<3x1xi64>) -> () {
+  // expected-error @+1 {{'fusion.take_along_axis' index dim 0 has extent 3, the input's 4: only dim 1 may differ}}
+  %y = fusion.take_along_axis %x, %i[1] : tensor<4x6xf32>, tensor<3x1xi64> -> tensor<3x1xf32>
+  fusion.output
+}
+
+// -----
+
+// take_along_axis: the result has the index's shape, static where either operand is
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<?x2xi64>) -> () {
+  // expected-error @+1 {{'fusion.take_along_axis' result must have shape [4, 2], got [?, 2]}}
+  %y = fusion.take_along_axis %x, %i[1] : tensor<4x6xf32>, tensor<?x2xi64> -> tensor<?x2xf32>
+  fusion.output
+}
+
+// -----
+
+// take_along_axis: the input's element type
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x2xi64>) -> () {
+  // expected-error @+1 {{'fusion.take_along_axis' must keep the element type: operand f32, result f16}}
+  %y = fusion.take_along_axis %x, %i[1] : tensor<4x6xf32>, tensor<4x2xi64> -> tensor<4x2xf16>
+  fusion.output
+}

@@ -1,0 +1,177 @@
+"""`fuser-decompose`: rewrites the fusion ops that no scheduler reads into ops they do.
+
+`fusion.take_along_axis(x, index, d)` becomes a compare against an iota and a max reduction:
+each output element is the one element of `x` along `d` whose position equals its (clamped)
+index, every other position contributing the lowest value of the type,
+
+    max_j where(j == clamp(index, 0, n - 1), x[..., j, ...], lowest)    (n = x's extent on d)
+
+with `n - 1` read from the iota itself (its last element: a one-element slice, a view). A max
+keeps the picked element exactly (a -0.0, a NaN, an infinity), where a sum would turn -0.0 into
++0.0. The kernels so never read outside `x`, whatever the indices: an index below 0 reads
+element 0, one past the end the last (nvFuser clamps too). Where the index has extent 1 on `d`
+(a cross-entropy's target), the compare runs over `x`'s own shape and the reduction is one a
+row's other reductions (its logsumexp) can share a kernel with; otherwise a new dim holds the
+`n` candidates of each of the index's `k`, so the kernel reads each row of `x` `k` times (from
+cache): meant for small `k`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from fuser.dialects import fusion as fu
+from fuser.dialects.views import END
+
+_COMPUTE: dict[Attribute, Attribute] = {fu.F16: fu.F32, fu.BF16: fu.F32, fu.I1: fu.I32}
+"""The type a max reduction runs in, for element types it does not take."""
+
+
+@dataclass
+class _Ops:
+    """The ops a rewrite creates, in order, with the `fusion.dim`s it takes once each."""
+
+    name: str
+    """What the values made are named after: `<name>_<role>`."""
+    ops: list[Operation] = field(default_factory=list[Operation])
+    dims: dict[tuple[SSAValue, int], SSAValue] = field(
+        default_factory=dict[tuple[SSAValue, int], SSAValue]
+    )
+
+    def add(self, op: Operation, role: str) -> SSAValue:
+        self.ops.append(op)
+        op.results[0].name_hint = f"{self.name}_{role}"
+        return op.results[0]
+
+    def extent(self, tensor: SSAValue, axis: int) -> SSAValue:
+        if (tensor, axis) not in self.dims:
+            dim = fu.DimOp(tensor, axis)
+            self.ops.append(dim)
+            dim.result.name_hint = f"{tensor.name_hint or 'x'}_size{axis}"
+            self.dims[tensor, axis] = dim.result
+        return self.dims[tensor, axis]
+
+    def broadcast(
+        self,
+        value: SSAValue,
+        shape: Sequence[int],
+        dims: Sequence[int],
+        extent: Callable[[int], SSAValue],
+        role: str,
+    ) -> SSAValue:
+        """`value` broadcast into `shape` (its dim i to `dims[i]`); `extent(d)` gives each
+        dynamic result dim the operand does not carry."""
+        t = TensorType(fu.element_type(value.type), shape)
+        if value.type == t and list(dims) == list(range(len(shape))):
+            return value
+        in_shape = fu.shape_of(value.type) or ()
+        sizes = [extent(d) for d in fu.broadcast_sized_dims(in_shape, dims, shape)]
+        return self.add(fu.BroadcastInDimOp(value, dims, t, sizes), role)
+
+    def cast(self, value: SSAValue, el: Attribute, role: str) -> SSAValue:
+        if fu.element_type(value.type) == el:
+            return value
+        t = value.type
+        new = TensorType(el, t.get_shape()) if isinstance(t, TensorType) else el
+        return self.add(fu.CastOp(value, new), role)
+
+
+def _lowest(el: Attribute) -> float | int:
+    """The value no element is below: -inf, or an integer type's minimum."""
+    if el in (fu.F32, fu.F64):
+        return float("-inf")
+    return -(2 ** (31 if el == fu.I32 else 63))
+
+
+class DecomposeTakeAlongAxis(RewritePattern):
+    """`take_along_axis` as an iota compare and a max reduction (see the module docstring)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fu.TakeAlongAxisOp, rewriter: PatternRewriter, /):
+        b = _Ops(op.result.name_hint or "take")
+        x, index, d = op.input, op.index, op.axis
+        x_shape = fu.shape_of(x.type) or ()
+        index_type = fu.element_type(index.type)
+        result_shape = fu.shape_of(op.result.type) or ()
+        n, k = x_shape[d], result_shape[d]
+        # the positions along d, and the last one (n - 1), in the index's type
+        length = b.extent(x, d) if n == DYNAMIC_INDEX else None
+        iota = b.add(fu.IotaOp(0, 1, TensorType(index_type, [n]), length), "positions")
+        last = b.add(fu.SliceOp(iota, [-1], [END], [1]), "last")
+        if n == DYNAMIC_INDEX:  # of extent 1 (n > 0), typed so: it then broadcasts to k
+            last = b.add(fu.ReshapeOp(last, [1]), "last1")
+        rank = len(result_shape)
+
+        def of_result(j: int) -> SSAValue:  # an extent of the result's shape
+            return b.extent(index, j)
+
+        last = b.broadcast(last, result_shape, [d], of_result, "lasts")
+        index = b.broadcast(index, result_shape, range(rank), of_result, "index")
+        zero = b.add(fu.ConstantOp.of(0, index_type), "zero")
+        index_t = TensorType(index_type, result_shape)
+        below = b.add(fu.MinimumOp(index, last, index_t), "below")
+        clamped = b.add(fu.MaximumOp(below, zero, index_t), "clamped")
+        if k == 1:  # compare over x's own dims, reduce d keeping it
+            shape = [n if j == d else e for j, e in enumerate(result_shape)]
+            x_dims = list(range(rank))
+            index_dims = list(range(rank))
+            iota_dim, reduced = d, d
+
+            def extent(j: int) -> SSAValue:
+                return b.extent(x, d) if j == d else of_result(j)
+
+        else:  # a new dim d + 1 holds the n candidates of each of the k indices
+            shape = [*result_shape[: d + 1], n, *result_shape[d + 1 :]]
+            x_dims = [j if j < d else j + 1 for j in range(rank)]
+            index_dims = [j if j <= d else j + 1 for j in range(rank)]
+            iota_dim, reduced = d + 1, d + 1
+
+            def extent(j: int) -> SSAValue:
+                if j == d + 1:
+                    return b.extent(x, d)
+                return of_result(j if j <= d else j - 1)
+
+        el = fu.element_type(x.type)
+        compute = _COMPUTE.get(el, el)
+        values = b.broadcast(b.cast(x, compute, "input"), shape, x_dims, extent, "values")
+        positions = b.broadcast(iota, shape, [iota_dim], extent, "each")
+        chosen = b.broadcast(clamped, shape, index_dims, extent, "chosen")
+        hit = b.add(fu.EqOp(positions, chosen, TensorType(fu.I1, shape)), "hit")
+        lowest = b.add(fu.ConstantOp.of(_lowest(compute), compute), "lowest")
+        picked = b.add(fu.WhereOp(hit, values, lowest, TensorType(compute, shape)), "picked")
+        reduced_type = TensorType(compute, result_shape)
+        result = b.add(fu.MaxOp(picked, [reduced], k == 1, reduced_type), "taken")
+        result = b.cast(result, el, "cast")
+        result.name_hint = op.result.name_hint  # the value the fusion had
+        rewriter.replace(op, b.ops, [result])
+
+
+def decompose(fusion: fu.FusionOp) -> None:
+    """Applies the pass to one fusion, in place."""
+    # no dead-code elimination: the compiler planned split factors on every matmul, dead or not
+    applier = GreedyRewritePatternApplier([DecomposeTakeAlongAxis()], dce_enabled=False)
+    PatternRewriteWalker(applier).rewrite_region(fusion.body)
+
+
+@dataclass(frozen=True)
+class DecomposePass(ModulePass):
+    """Rewrites ops no scheduler reads into ops they do (see the module docstring)."""
+
+    name = "fuser-decompose"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
+            decompose(fusion)
