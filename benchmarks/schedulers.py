@@ -7,7 +7,8 @@ Each case is written once, against the FusionDefinition API that fuser and nvFus
 (`fd.ops.*`), and defined in both; torch's version is the same computation in torch ops. The
 classes: softmax backward; softmax and logsumexp over large vocabularies (32k-128k); skinny sums
 along both axes (few very long rows, many very short ones); a pointwise op on a transposed
-input and one writing a transposed output (a permute); decode-size norms (1-8 rows). Times are
+input and one writing a transposed output (a permute); a causal-masked softmax (the mask from
+iotas) and a cross-entropy forward (a take_along_axis); decode-size norms (1-8 rows). Times are
 CUDA-event medians with the L2 emptied before every run (`run.median_ms`); GB/s counts each
 input read once and each output written once, "% copy" is against a 2 GiB device-to-device copy
 in the same run. nvFuser (`nvfuser_direct`, loaded lazily as `shared/notes/peers.md` says) reads
@@ -148,6 +149,36 @@ def rms_norm(f: Frontend, inputs: list[Any]) -> None:
     fd.add_output(f.down(fd.ops.mul(fd.ops.mul(xf, inv), wb)))
 
 
+def causal_softmax(f: Frontend, inputs: list[Any]) -> None:
+    """softmax(where(i >= j, x, -inf)) over rows, the mask from two iotas (nanoGPT's causal
+    attention as Thunder hands it over)."""
+    fd, x = f.fd, inputs[0]
+    integer = type(f.f32).Int
+    n = fd.define_scalar(f.width, dtype=integer)
+    zero, one = fd.define_scalar(0, dtype=integer), fd.define_scalar(1, dtype=integer)
+    positions = fd.ops.iota(n, zero, one, dtype=integer)
+    rows = fd.ops.broadcast_in_dim(positions, shape=x.shape(), broadcast_dims=[0])
+    cols = fd.ops.broadcast_in_dim(positions, shape=x.shape(), broadcast_dims=[1])
+    ninf = fd.define_scalar(float("-inf"), dtype=f.f32)
+    xf = fd.ops.where(fd.ops.ge(rows, cols), f.up(x), ninf)
+    e = fd.ops.exp(fd.ops.sub(xf, _row(f, fd.ops.max(xf, dims=[1], keepdim=False), x)))
+    s = fd.ops.sum(e, dims=[1], keepdim=False)
+    fd.add_output(f.down(fd.ops.div(e, _row(f, s, x))))
+
+
+def cross_entropy(f: Frontend, inputs: list[Any]) -> None:
+    """logsumexp(x) - x[target] per row (Thunder's cross-entropy forward, no reduction), as a
+    [n, 1] column: the target's logit stays in the index's shape."""
+    fd, (x, target) = f.fd, inputs
+    xf = f.up(x)
+    m = fd.ops.max(xf, dims=[1], keepdim=False)
+    e = fd.ops.exp(fd.ops.sub(xf, _row(f, m, x)))
+    lse = fd.ops.add(fd.ops.log(fd.ops.sum(e, dims=[1], keepdim=False)), m)
+    picked = f.up(fd.ops.take_along_axis(x, target, 1))
+    column = fd.ops.broadcast_in_dim(lse, shape=picked.shape(), broadcast_dims=[0])
+    fd.add_output(fd.ops.sub(column, picked))
+
+
 def _randn(*shape: int, dtype: str = "float32") -> Any:
     return torch.randn(*shape, device="cuda", dtype=getattr(torch, dtype))
 
@@ -174,6 +205,13 @@ def cases() -> list[Case]:
     def t_rms_norm(x: Any, w: Any) -> Any:
         xf = x.float()
         return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+
+    def t_causal_softmax(x: Any) -> Any:
+        keep = torch.ones(x.shape, dtype=torch.bool, device=x.device).tril()
+        return torch.softmax(x.float().masked_fill(~keep, float("-inf")), dim=-1).to(x.dtype)
+
+    def t_cross_entropy(x: Any, target: Any) -> Any:
+        return f.cross_entropy(x.float(), target[:, 0], reduction="none")[:, None]
 
     def probs(n: int, h: int, dtype: str) -> list[Any]:
         return [
@@ -267,6 +305,28 @@ def cases() -> list[Case]:
                 dtype,
             )
         )
+    for dtype in ("float32", "bfloat16"):
+        rows.append(
+            Case(
+                "causal softmax [4096, 4096]",
+                lambda dtype=dtype: [_randn(4096, 4096, dtype=dtype)],
+                causal_softmax,
+                t_causal_softmax,
+                dtype,
+            )
+        )
+        rows.append(
+            Case(
+                "cross-entropy [8192, 50257]",
+                lambda dtype=dtype: [
+                    _randn(8192, 50257, dtype=dtype),
+                    torch.randint(0, 50257, (8192, 1), device="cuda"),
+                ],
+                cross_entropy,
+                t_cross_entropy,
+                dtype,
+            )
+        )
     for n, h in ((1, 4096), (8, 8192)):
         rows.append(
             Case(
@@ -297,7 +357,12 @@ def define_fuser(case: Case, args: list[Any]) -> Any:
     """The case in fuser: a tensor input of each argument's rank and dtype."""
     dt = fuser.DataType
     io = dt.Float if case.dtype == "float32" else dt.BFloat16
-    types = {torch.float32: dt.Float, torch.bfloat16: dt.BFloat16, torch.float16: dt.Half}
+    types = {
+        torch.float32: dt.Float,
+        torch.bfloat16: dt.BFloat16,
+        torch.float16: dt.Half,
+        torch.int64: dt.Int,
+    }
     with fuser.FusionDefinition(case.name.split(" [")[0].replace(" ", "_")) as fd:
         inputs = [fd.define_tensor(shape=[-1] * a.dim(), dtype=types[a.dtype]) for a in args]
         case.build(Frontend(fd, dt.Float, io, args[0].shape[-1]), inputs)

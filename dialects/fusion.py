@@ -1477,8 +1477,9 @@ class TakeAlongAxisOp(IRDLOperation):
 
     `index` (i32 or i64) has the input's rank and, on every other dim, its extent; the result
     has the index's shape (static where either operand is) and the input's element type. An
-    index outside [0, extent) is clamped into it, as nvFuser does: no kernel reads outside
-    `input`. `fuser-decompose` rewrites the op into an iota compare and a max reduction.
+    index outside [0, extent) is clamped into it (fuser's choice: torch raises, and no kernel
+    may read outside `input`). `fuser-decompose` rewrites the op into an iota compare and a
+    max reduction.
     """
 
     name = "fusion.take_along_axis"
@@ -1530,6 +1531,17 @@ class TakeAlongAxisOp(IRDLOperation):
                 f"'{self.name}' result must have shape {format_shape(expected)}, got "
                 f"{format_shape(shape_of(self.result.type) or ())}"
             )
+
+
+def take_mismatch(shape: Sequence[int], index: Sequence[int], dim: int) -> str | None:
+    """Why a `take_along_axis` along `dim` of run-time `shape` at an index of run-time `index`
+    shape cannot run (another dim differs, or there is nothing to take), or None."""
+    for j, (a, b) in enumerate(zip(shape, index, strict=True)):
+        if j != dim and a != b:
+            return f"cannot take {list(index)} indices from {list(shape)}: dim {j} differs"
+    if shape[dim] == 0:
+        return f"cannot take from dim {dim} of extent 0"
+    return None
 
 
 def gathered_shape(input: SSAValue, index: SSAValue, dim: int) -> tuple[int, ...]:

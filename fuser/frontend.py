@@ -1009,7 +1009,13 @@ class FusionOps:
                 )
             if out.is_integral and not isinstance(number, int):
                 _fail(op, f"argument '{arg}' is {number!r}; an iota of {out} takes integers")
-            if not math.isfinite(number):
+            if out.is_integral and not -(2**63) <= number < 2**63:
+                _fail(op, f"argument '{arg}' is {number}; it must fit in 64 bits")
+            try:
+                finite = math.isfinite(number)
+            except OverflowError:
+                _fail(op, f"argument '{arg}' is an int of {len(str(number))} digits, past f64")
+            if not finite:
                 _fail(op, f"argument '{arg}' is {number!r}; it must be finite")
             bounds.append(number)
         shape = [DYNAMIC_INDEX if extent is None else extent]
@@ -1073,15 +1079,17 @@ class FusionOps:
                 continue
             number = _constant_number(entry)
             if not isinstance(number, int) or isinstance(number, bool):
+                hint = ""
+                if isinstance(entry, Extent):
+                    hint = (
+                        " (a run-time extent is an end only, and only the dim's own)"
+                        if arg == "end_indices"
+                        else " (a run-time extent can only end a dim)"
+                    )
                 _fail(
                     op,
                     f"argument '{arg}' entry {d} must be an int or a constant Scalar, got "
-                    f"{entry!r}"
-                    + (
-                        " (a run-time extent other than the dim's own)"
-                        if isinstance(entry, Extent)
-                        else ""
-                    ),
+                    f"{entry!r}{hint}",
                 )
             if manual and number < 0:
                 _fail(
@@ -1089,7 +1097,8 @@ class FusionOps:
                     f"argument '{arg}' entry {d} is {number}, but manual_normalization promises "
                     "bounds in [0, extent]",
                 )
-            values.append(number)
+            # past either end of int64 means the same as the end itself: bounds clamp
+            values.append(min(max(number, -END - 1), END))
         return values
 
     def _same_extent(self, extent: Extent, x: Tensor, d: int) -> bool:
@@ -1110,7 +1119,7 @@ class FusionOps:
         """`arg` gathered along `dim` at `index` (nvFuser's `take_along_axis`, torch's
         `take_along_dim`): the index (Int or Int32) has `arg`'s rank and, on every other dim,
         its extent; the result has the index's shape. An index outside [0, extent) is clamped
-        into it, as nvFuser does, so no kernel reads outside `arg`. It runs as a compare with
+        into it (where torch raises), so no kernel reads outside `arg`. It runs as a compare with
         an iota and a max over `dim`: with one index per row (a cross-entropy's target) that is
         a reduction a row's other reductions share a kernel with; with k per row it reads each
         row k times."""

@@ -22,8 +22,9 @@ It never walks IR on the hot path:
   byte tensor (torch's caching allocator on torch's current stream, where the program runs),
   else it comes from the pool, and `host.release` returns it.
 - **Constants.** A `host.iota` is computed with numpy for the signature and uploaded on its
-  first call (the device is current then); the specialization keeps it, and later calls only
-  copy its pointer from the register template.
+  first call (the device is current then) into memory outside the pool (`driver.DeviceConstant`,
+  whose free waits for the device); the specialization keeps it, and later calls only copy its
+  pointer from the register template.
 - **Launches** run as the program says: `host.grid` asks the kernel's binding for the grid of a
   signature (`ExecutorKernel`: the `KernelExecutor` entry of the launch's inputs, planned once
   per signature), and `host.launch` launches with its grid operands (whatever computed them),
@@ -1015,16 +1016,18 @@ class _Builder:
         extent = t.get_shape()[0]
         length = extent if op.length is None else self.known_index(op, op.length, "length")
         dtype = numpy_dtype(t.element_type)
-        values = iota_array(length, *op.values(), dtype)
+        values: list[np.ndarray] = [iota_array(length, *op.values(), dtype)]  # until uploaded
         self.tensors[op.result] = TensorInfo((length,), (1,), dtype, 16)
         reg = self.bind(op.result)
         spec, template, upload = self.spec, self.template, self.ev.backend.upload
 
         def materialize(r: list[Any]) -> None:
-            if r[reg] is None:  # the first call: later calls copy the template's pointer
-                ptr, owner = upload(values)
-                spec.constants.append(owner)
-                template[reg] = r[reg] = ptr
+            if r[reg] is None:  # later calls copy the template's pointer
+                if template[reg] is None:  # the first call (the specialization's lock is held)
+                    ptr, owner = upload(values.pop())
+                    spec.constants.append(owner)
+                    template[reg] = ptr
+                r[reg] = template[reg]
 
         code.append(materialize)
         self.argument_makers.add(materialize)

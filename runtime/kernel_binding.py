@@ -28,7 +28,6 @@ import numpy as np
 from fuser.dialects.views import contiguous_strides
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.runtime import driver
-from fuser.runtime.arrays import DeviceArray
 from fuser.runtime.executor import Entry, KernelExecutor, ScalarParam, TensorParam
 from fuser.runtime.generated import define
 from fuser.runtime.signature import DTYPE_CODES, scalar_part, tensor_part
@@ -179,9 +178,9 @@ class DriverBackend:
             driver.stream_wait_event(stream, event)
 
     def upload(self, values: np.ndarray) -> tuple[int, Any]:
-        # On the legacy stream, which outlives any stream of a call; the copy is synchronous.
-        array = DeviceArray.from_numpy(values)
-        return array.ptr, array
+        host = np.ascontiguousarray(values)
+        constant = driver.DeviceConstant(host.ctypes.data, host.nbytes)
+        return constant.ptr, constant
 
 
 def _pool_alloc(nbytes: int, stream: int) -> int:

@@ -127,6 +127,7 @@ from fuser.dialects.fusion import (
     YieldOp,
     element_type,
     format_shape,
+    take_mismatch,
 )
 from fuser.dialects.views import END, ReshapeError, reshape_extents
 from fuser.errors import InputError, VerificationError
@@ -463,13 +464,9 @@ class FusionFunctions(InterpreterFunctions):
     ) -> PythonValues:
         x, index = np.asarray(args[0]), np.asarray(args[1])
         d = op.axis
-        for j, (a, b) in enumerate(zip(x.shape, index.shape, strict=True)):
-            if j != d and a != b:
-                raise InputError(
-                    f"{describe_op(op)}: index dim {j} has run-time extent {b}, the input's {a}"
-                )
-        if x.shape[d] == 0 and index.size:
-            raise InputError(f"{describe_op(op)}: cannot take from dim {d} of extent 0")
+        problem = take_mismatch(x.shape, index.shape, d)
+        if problem is not None:
+            raise InputError(f"{describe_op(op)}: {problem}")
         clamped = np.clip(index, 0, max(x.shape[d] - 1, 0))  # as the kernels clamp
         return (np.take_along_axis(x, clamped.astype(np.int64), axis=d),)
 

@@ -151,3 +151,18 @@ def test_a_fusion_of_iotas_alone_runs_without_inputs() -> None:
     kernels, program = _lowered(fd, [])
     assert kernels == ["pointwise"] and "host.iota start 1.000000e+00 step 5.000000e-01" in program
     np.testing.assert_array_equal(fd.reference([])[0], [2.0, 3.0, 4.0, 5.0, 6.0])
+
+
+def test_an_iota_as_long_as_a_result_is_made_after_it() -> None:
+    """iota(y.size(0)) where only a reduction's result has that extent: the kernel reading the
+    iota runs after the reduction (the program sizes the iota from its result's extent), and
+    no union puts the two in one kernel."""
+    with FusionDefinition("late") as fd:
+        x = fd.define_tensor([-1, -1], F32)
+        y = fd.ops.sum(fd.ops.exp(fd.ops.slice(x, [1, 0], [x.size(0), x.size(1)])), [1])
+        fd.add_output(fd.ops.mul(fd.ops.iota(y.size(0), 0, 1, F32), 2.0))
+    kernels, program = _lowered(fd, [TensorMeta.contiguous((6, 5))])
+    assert kernels == ["reduction", "pointwise"]
+    assert program.index("host.launch @") < program.index("host.iota(")
+    a = np.ones((6, 5), np.float32)
+    np.testing.assert_array_equal(fd.reference([a])[0], 2.0 * np.arange(5))

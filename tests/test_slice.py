@@ -185,3 +185,23 @@ def test_a_slice_of_a_result_is_a_view_between_two_kernels() -> None:
     assert "host.slice %t1 [-3::2] : tensor<?xf32> -> tensor<?xf32>" in program
     a = np.arange(7 * 300, dtype=np.float32).reshape(7, 300) / 1e5
     np.testing.assert_allclose(fd.reference([a])[0], np.exp(a.sum(1)[-3::2]), rtol=1e-6)
+
+
+def test_hoisting_slices_through_shared_operands_stays_linear() -> None:
+    """A slice of y16 = y15 + y15 (...) of x, and of six stacked y * sigmoid(y): each operand
+    read twice is sliced once, so the IR keeps its size (it doubled per level before)."""
+    from fuser.transforms.hoist_views import hoist_views
+
+    for depth, step in ((16, "add"), (6, "silu")):
+        with FusionDefinition("deep") as fd:
+            x = fd.define_tensor([8, 64], F32)
+            y = x
+            for _ in range(depth):
+                y = fd.ops.add(y, y) if step == "add" else fd.ops.mul(y, fd.ops.sigmoid(y))
+            fd.add_output(fd.ops.slice(y, [0, 0], [8, 32]))
+        fusion = fd.fusion.clone()
+        before = len(list(fusion.body.block.ops))
+        hoist_views(fusion)
+        ops = list(fusion.body.block.ops)
+        assert len(ops) == before and sum(op.name == "fusion.slice" for op in ops) == 1
+        assert ops[0].name == "fusion.slice"  # of x, first

@@ -6,14 +6,14 @@ index, every other position contributing the lowest value of the type,
 
     max_j where(j == clamp(index, 0, n - 1), x[..., j, ...], lowest)    (n = x's extent on d)
 
-with `n - 1` read from the iota itself (its last element: a one-element slice, a view). A max
-keeps the picked element exactly (a -0.0, a NaN, an infinity), where a sum would turn -0.0 into
-+0.0. The kernels so never read outside `x`, whatever the indices: an index below 0 reads
-element 0, one past the end the last (nvFuser clamps too). Where the index has extent 1 on `d`
-(a cross-entropy's target), the compare runs over `x`'s own shape and the reduction is one a
-row's other reductions (its logsumexp) can share a kernel with; otherwise a new dim holds the
-`n` candidates of each of the index's `k`, so the kernel reads each row of `x` `k` times (from
-cache): meant for small `k`.
+with `n - 1` read from the iota itself (its last element: a one-element slice, a view). A max keeps
+the picked element exactly (a -0.0, a NaN, an infinity), where a sum would turn -0.0 into +0.0. The
+kernels so never read outside `x`, whatever the indices: an index below 0 reads element 0, one past
+the end the last (fuser's choice, where torch raises). Where the index has extent 1 on `d` (a
+cross-entropy's target), the compare runs over `x`'s own shape and the reduction is one a row's
+other reductions (its logsumexp) can share a kernel with; otherwise a new dim holds the `n`
+candidates of each of the index's `k`, so the kernel reads each row of `x` `k` times (from cache):
+meant for small `k`.
 """
 
 from __future__ import annotations
@@ -115,8 +115,10 @@ class DecomposeTakeAlongAxis(RewritePattern):
             last = b.add(fu.ReshapeOp(last, [1]), "last1")
         rank = len(result_shape)
 
-        def of_result(j: int) -> SSAValue:  # an extent of the result's shape
-            return b.extent(index, j)
+        given = op.index
+
+        def of_result(j: int) -> SSAValue:  # an extent of the result's shape (the index's)
+            return b.extent(given, j)
 
         last = b.broadcast(last, result_shape, [d], of_result, "lasts")
         index = b.broadcast(index, result_shape, range(rank), of_result, "index")

@@ -80,21 +80,47 @@ def _reaches_inputs(v: SSAValue, viewable: Callable[[BlockArgument], bool]) -> b
     )
 
 
-def _slice_reaches_inputs(v: SSAValue) -> bool:
+def _slice_reaches_inputs(v: SSAValue, seen: dict[SSAValue, bool] | None = None) -> bool:
     """Whether a slice of `v` can move up to fusion inputs (or views of them) through
-    commuting and renumbering ops (each cloned where others read it too)."""
-    if isinstance(v, BlockArgument):
-        return True
-    if not isinstance(v, OpResult):
-        return False
-    op = v.op
-    if isinstance(op, fu.VIEW_OPS):
-        return _slice_reaches_inputs(op.input)
-    if isinstance(op, fu.RenumberOp):
-        return fu.stream_axis(op) is None and _slice_reaches_inputs(op.input)
-    return _commutes(op) and all(
-        _slice_reaches_inputs(o) for o in op.operands if isinstance(o.type, TensorType)
-    )
+    commuting and renumbering ops (each cloned where others read it too); `seen` holds the
+    answers for values already walked (a shared operand is walked once)."""
+    seen = {} if seen is None else seen
+    if v not in seen:
+        seen[v] = False  # (a block has no cycles: this is never read before it is set)
+        if isinstance(v, BlockArgument):
+            seen[v] = True
+        elif isinstance(v, OpResult):
+            op = v.op
+            if isinstance(op, fu.VIEW_OPS):
+                seen[v] = _slice_reaches_inputs(op.input, seen)
+            elif isinstance(op, fu.RenumberOp):
+                seen[v] = fu.stream_axis(op) is None and _slice_reaches_inputs(op.input, seen)
+            else:
+                seen[v] = _commutes(op) and all(
+                    _slice_reaches_inputs(o, seen)
+                    for o in op.operands
+                    if isinstance(o.type, TensorType)
+                )
+    return seen[v]
+
+
+def _slice_of(
+    value: SSAValue, bounds: tuple[Sequence[int], Sequence[int], Sequence[int]], before: Operation
+) -> fu.SliceOp | None:
+    """A slice of `value` with these bounds that is in the block before `before`, or None:
+    slicing one operand twice the same way (`y * sigmoid(y)`) makes one view, not two."""
+    block = before.parent_block()
+    for use in value.uses:
+        other = use.operation
+        if (
+            isinstance(other, fu.SliceOp)
+            and other.bounds() == tuple(tuple(b) for b in bounds)
+            and other.parent_block() is block
+            and block is not None
+            and block.get_operation_index(other) < block.get_operation_index(before)
+        ):
+            return other
+    return None
 
 
 @dataclass
@@ -193,14 +219,21 @@ class HoistSlice(RewritePattern):
             return
         new_ops: list[Operation] = []
         operands: list[SSAValue] = []
+        made: dict[SSAValue, SSAValue] = {}  # an operand read twice is sliced once
         for o in producer.operands:
-            if isinstance(o.type, TensorType):
-                sliced = fu.SliceOp(o, starts, stops, steps)
-                sliced.result.name_hint = o.name_hint
-                new_ops.append(sliced)
-                operands.append(sliced.result)
-            else:
+            if not isinstance(o.type, TensorType):
                 operands.append(o)
+                continue
+            if o not in made:
+                existing = _slice_of(o, (starts, stops, steps), op)
+                if existing is not None:
+                    made[o] = existing.result
+                else:
+                    sliced = fu.SliceOp(o, starts, stops, steps)
+                    sliced.result.name_hint = o.name_hint
+                    new_ops.append(sliced)
+                    made[o] = sliced.result
+            operands.append(made[o])
         element = fu.element_type(producer.results[0].type)
         moved = type(producer).create(
             operands=operands,

@@ -405,8 +405,8 @@ class _ProgramBuilder:
         return self.add(arith.DivUIOp(numel, self.index(known))).results[0]
 
     def value(self, v: SSAValue) -> SSAValue:
-        """The program's value for the fusion's tensor `v`; a `fusion.reshape` between
-        segments becomes a `host.reshape` here, at its first use."""
+        """The program's value for the fusion's tensor `v`; a `fusion.reshape`, `fusion.slice`
+        or `fusion.iota` between segments becomes its `host` twin here, at its first use."""
         found = self.values.get(v)
         if found is not None:
             return found

@@ -66,11 +66,12 @@ read only the inputs the outputs need, so the kernel takes its pointer and never
 Segments therefore never take `index` arguments, and `segment_as_fusion` of a segment is a
 `fusion.fusion` that the schedulers accept as it is.
 
-**Reshapes and iotas** stay between segments: no group holds them, and a segment takes one as
-an input (a reshape is a view of the tensor it reshapes, an iota a constant the host program
-computes). `_copy_for_views` first copies what a view cannot give: an input no strides can view
-in the new shape, and an output that would share memory with an input, another output or an
-iota.
+**Reshapes, slices and iotas** stay between segments: no group holds them, and a segment takes one
+as an input (a reshape or slice is a view of the tensor it reshapes or slices, an iota a constant
+the host program computes, after the tensor whose extent its length is). `_copy_for_views` first
+copies what a view cannot give: an input no strides can view in the new shape, and an output that
+would share memory with an input, another output or an iota, or would be a slice (holding the
+memory of the whole tensor sliced).
 
 A `segment_set` that ends a segment becomes a `fusion.set` inside it: the segment op is the
 boundary now. Dead ops are erased first.
@@ -251,7 +252,7 @@ def _segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> tuple[SegmentCall, 
     calls: list[SegmentCall] = []
     for standalone in _standalone_segments(fusion):
         for a in standalone.args:
-            if a not in metas:  # a reshape (of an input, an earlier segment's result, a reshape)
+            if a not in metas:  # a view (of an input, a segment's result, a view) or an iota
                 _view_metas(a, metas)
         segment, seg_fusion, stream = standalone.segment, standalone.fusion, standalone.stream
         seg_info = FusionInfo(tuple(metas[a] for a in standalone.args), info.device)
@@ -284,9 +285,9 @@ def view_meta(op: fu.ReshapeOp | fu.SliceOp, source: TensorMeta) -> TensorMeta |
 
 
 def _view_metas(view: SSAValue, metas: dict[SSAValue, TensorMeta | None]) -> None:
-    """Adds the metadata of the reshape result `view` (and of the views it is taken of) to
-    `metas`, which holds that of the tensor they view (an iota's is contiguous). Raises
-    NotAViewError where strides cannot give one."""
+    """Adds the metadata of the view `view` (a reshape's or slice's result, and the views it is
+    taken of) to `metas`, which holds that of the tensor they view (an iota's is contiguous).
+    Raises NotAViewError where strides cannot give a reshape."""
     op = view.owner
     if isinstance(op, fu.IotaOp):  # the host's contiguous constant
         metas[view] = TensorMeta.contiguous((_iota_length(op, metas),))
@@ -491,6 +492,18 @@ def view_root(v: SSAValue) -> SSAValue:
     while isinstance(v, OpResult) and isinstance(v.op, fu.VIEW_OPS):
         v = v.op.input
     return v
+
+
+def tensor_sources(v: SSAValue) -> list[SSAValue]:
+    """The tensors a segment reading `v` depends on: the one `v` views (`view_root`), and, for
+    an iota, the tensor whose extent its length is (which must be computed first)."""
+    root = view_root(v)
+    sources = [root]
+    if isinstance(root, OpResult) and isinstance(root.op, fu.IotaOp) and root.op.length:
+        dim = root.op.length.owner
+        assert isinstance(dim, fu.DimOp), "an iota's length is a fusion.dim"
+        sources += tensor_sources(dim.input)
+    return sources
 
 
 def _read_tensors(op: Operation) -> list[SSAValue]:
@@ -814,14 +827,19 @@ class _Segmenter:
         used: list[SSAValue] = []
         for op in sorted(members, key=self.index.__getitem__):
             for r in op.results:
-                if r in outputs or any(
-                    u.operation not in members
-                    and u.operation in self.index
-                    and self._kind(u.operation) in ("compute", "view")
-                    for u in r.uses
-                ):
+                if r in outputs or any(self._read_outside(u.operation, members) for u in r.uses):
                     used.append(r)
         return used
+
+    def _read_outside(self, user: Operation, members: frozenset[Operation]) -> bool:
+        """Whether `user` reads a value outside the segment of `members`: a compute op or a
+        view of another segment, or the `fusion.dim` an iota between segments takes its length
+        from."""
+        if user in members or user not in self.index:
+            return False
+        if isinstance(user, fu.DimOp):
+            return any(isinstance(u.operation, fu.IotaOp) for u in user.result.uses)
+        return self._kind(user) in ("compute", "view")
 
     def _candidate(self, members: frozenset[Operation]) -> tuple[fu.FusionOp, FusionInfo]:
         """The union of `members` as a fusion of its own, with the metadata of its inputs."""
@@ -906,11 +924,13 @@ class _Segmenter:
         for g in self.groups:
             for op in sorted(g.ops, key=self.index.__getitem__):
                 for o in _read_tensors(op):
-                    root = view_root(o)  # a reshape of another group's result: an edge too
-                    if isinstance(root, OpResult) and root.op in self.group_of:
-                        p = self.group_of[root.op]
-                        if p is not g and o not in (values := edges[p].setdefault(g, [])):
-                            values.append(o)
+                    # a view of another group's result is an edge too, as is the result an
+                    # iota's length is the extent of
+                    for root in tensor_sources(o):
+                        if isinstance(root, OpResult) and root.op in self.group_of:
+                            p = self.group_of[root.op]
+                            if p is not g and o not in (values := edges[p].setdefault(g, [])):
+                                values.append(o)
         return edges
 
     def _topological(self, edges: _Edges) -> list[_Group]:
@@ -998,7 +1018,7 @@ class _Segmenter:
             verdict = None
             self.log.append(
                 f"{what}: refused: {_op_label(viewed)} would lie inside (kernels read a reshape "
-                "or slice as a view between segments)"
+                "or slice as a view between segments, and an iota made before them)"
             )
         elif spanned is not None:
             verdict = None
@@ -1020,12 +1040,13 @@ class _Segmenter:
 
     def _viewed_inside(self, members: frozenset[Operation]) -> Operation | None:
         """A reshape or slice that one of `members` reads and that views the result of another
-        one, or None: such a union would be a kernel indexing through the view."""
+        one, or an iota whose length is the extent of one, or None: such a union would be a
+        kernel indexing through the view, or reading an iota the program makes after it."""
         for op in sorted(members, key=self.index.__getitem__):
             for o in _read_tensors(op):
-                root = view_root(o)
-                if root is not o and isinstance(root, OpResult) and root.op in members:
-                    return cast(Operation, o.owner)
+                for source in tensor_sources(o):
+                    if source is not o and isinstance(source, OpResult) and source.op in members:
+                        return cast(Operation, o.owner)
         return None
 
     def _stream_refusal(self, members: frozenset[Operation]) -> str | None:
@@ -1215,7 +1236,7 @@ class _Segmenter:
         needed = set(self.outputs)
         for plan in plans.values():
             needed.update(plan.inputs)
-        needed.update([view_root(v) for v in needed])  # the tensors reshapes view
+        needed.update([s for v in list(needed) for s in tensor_sources(v)])  # viewed, or sizing
         producer: dict[SSAValue, _Group] = {}
         outputs: dict[_Group, list[SSAValue]] = {}
         for g in groups:
@@ -1226,7 +1247,8 @@ class _Segmenter:
             for r in outs:
                 producer[r] = g
         deps = {
-            g: {producer[view_root(v)] for v in plans[g].inputs if view_root(v) in producer} - {g}
+            g: {producer[s] for v in plans[g].inputs for s in tensor_sources(v) if s in producer}
+            - {g}
             for g in groups
         }
         order: list[_Group] = []

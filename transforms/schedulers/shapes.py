@@ -102,11 +102,10 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
     if isinstance(op, fu.SliceOp):
         return [slice_extents(*op.bounds(), _shape(env, op.input))]
     if isinstance(op, fu.TakeAlongAxisOp):
-        x, index = _shape(env, op.input), _shape(env, op.index)
-        if any(j != op.axis and a != b for j, (a, b) in enumerate(zip(x, index, strict=True))):
-            raise ShapeMismatch(f"'{op.name}' cannot take {list(index)} indices from {list(x)}")
-        if x[op.axis] == 0 and 0 not in index:
-            raise ShapeMismatch(f"'{op.name}' cannot take from dim {op.axis} of extent 0")
+        index = _shape(env, op.index)
+        problem = fu.take_mismatch(_shape(env, op.input), index, op.axis)
+        if problem is not None:
+            raise ShapeMismatch(f"'{op.name}' {problem}")
         return [index]
     if isinstance(op, fu.IotaOp):
         length = _extent(env, op.length) if op.length is not None else op.result.type.get_shape()[0]
