@@ -70,6 +70,8 @@ class Case:
     build: Build
     torch_fn: Callable[..., Any]
     dtype: str
+    shapes: tuple[tuple[int, ...], ...] | None = None
+    """The inputs' shapes as fuser defines them (-1 dynamic), where not all dims are dynamic."""
 
 
 def softmax_backward(f: Frontend, inputs: list[Any]) -> None:
@@ -325,6 +327,7 @@ def cases() -> list[Case]:
                 cross_entropy,
                 t_cross_entropy,
                 dtype,
+                ((-1, -1), (-1, 1)),  # the target a column, as Thunder defines it
             )
         )
     for n, h in ((1, 4096), (8, 8192)):
@@ -354,7 +357,8 @@ def cases() -> list[Case]:
 
 
 def define_fuser(case: Case, args: list[Any]) -> Any:
-    """The case in fuser: a tensor input of each argument's rank and dtype."""
+    """The case in fuser: a tensor input of each argument's rank and dtype (dynamic extents,
+    unless the case gives its shapes)."""
     dt = fuser.DataType
     io = dt.Float if case.dtype == "float32" else dt.BFloat16
     types = {
@@ -364,7 +368,11 @@ def define_fuser(case: Case, args: list[Any]) -> Any:
         torch.int64: dt.Int,
     }
     with fuser.FusionDefinition(case.name.split(" [")[0].replace(" ", "_")) as fd:
-        inputs = [fd.define_tensor(shape=[-1] * a.dim(), dtype=types[a.dtype]) for a in args]
+        shapes = case.shapes or tuple((-1,) * a.dim() for a in args)
+        inputs = [
+            fd.define_tensor(shape=list(s), dtype=types[a.dtype])
+            for s, a in zip(shapes, args, strict=True)
+        ]
         case.build(Frontend(fd, dt.Float, io, args[0].shape[-1]), inputs)
     return fd
 

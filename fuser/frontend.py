@@ -1115,6 +1115,16 @@ class FusionOps:
         return extents.same((extent.tensor._value, extent.axis), (x._value, d))
 
     @_api
+    def size(self, arg: Any, dim: Any) -> Extent:
+        """The extent of dim `dim` of `arg` (nvFuser's `fd.ops.size`): `arg.size(dim)`."""
+        return self._tensor("fd.ops.size", "arg", arg).size(dim)
+
+    @_api
+    def shape(self, arg: Any) -> list[Extent]:
+        """The extents of `arg` (nvFuser's `fd.ops.shape`): `arg.shape()`."""
+        return self._tensor("fd.ops.shape", "arg", arg).shape()
+
+    @_api
     def take_along_axis(self, arg: Any, index: Any, dim: Any) -> Tensor:
         """`arg` gathered along `dim` at `index` (nvFuser's `take_along_axis`, torch's
         `take_along_dim`): the index (Int or Int32) has `arg`'s rank and, on every other dim,
@@ -1733,6 +1743,31 @@ class FusionDefinition:
         s = self._wrap(self.ops._as(op, "value", number, dtype))
         assert isinstance(s, Scalar)
         return s
+
+    @_api
+    def define_vector(self, values: Any, dtype: Any = DataType.Int) -> list[Any]:
+        """nvFuser's vector of Int scalars, for a shape argument (`reshape`, `broadcast_in_dim`,
+        `expand`, `full`): the entries (ints, constant Int Scalars or extents such as
+        `x.size(0)`) as a list, which every shape argument takes."""
+        op = "fd.define_vector"
+        if _check_dtype(op, "dtype", dtype) != DataType.Int:
+            _fail(op, f"argument 'dtype' must be DataType.Int (a vector of extents), got {dtype}")
+        if not isinstance(values, Sequence) or isinstance(values, str):
+            _fail(op, f"argument 'values' must be a list, got {values!r}")
+        entries: list[Any] = []
+        for i, v in enumerate(values):
+            if isinstance(v, Extent):
+                entries.append(v)
+                continue
+            number = _constant_number(v)
+            if not isinstance(number, int) or isinstance(number, bool):
+                _fail(
+                    op,
+                    f"argument 'values' entry {i} must be an int, a constant Int Scalar or an "
+                    f"extent, got {v!r}",
+                )
+            entries.append(number)
+        return entries
 
     @_api
     def add_output(self, t: Any) -> None:

@@ -339,3 +339,38 @@ def test_full_mistakes_name_the_op_and_argument(call: Any, message: str) -> None
     with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
         call(fd, fd.define_tensor([-1]))
     assert message in str(e.value)
+
+
+def test_define_vector_size_and_shape_as_nvfuser_spells_them(rng: np.random.Generator) -> None:
+    """A definition in the form nvFuser's tests and Thunder write: scalars for iota's bounds,
+    fd.ops.size of a tensor, a vector of them as expand's shape."""
+    with FusionDefinition("vector") as fd:
+        x = fd.define_tensor([-1, -1])
+        s0 = fd.define_scalar(129, dtype=DataType.Int)
+        zero, one = fd.define_scalar(0, dtype=DataType.Int), fd.define_scalar(1, dtype=DataType.Int)
+        t3 = fd.ops.iota(s0, zero, one, dtype=DataType.Int)
+        t4 = fd.ops.broadcast(t3, is_broadcast_dim=[True, False])
+        v = fd.define_vector([fd.define_scalar(4, dtype=DataType.Int), fd.ops.size(t3, dim=0)])
+        assert v[0] == 4 and v[1].static == 129  # ints and extents, as shapes take them
+        fd.add_output(fd.ops.expand(t4, shape=v))
+        fd.add_output(fd.ops.broadcast_in_dim(fd.ops.sum(x, [1]), fd.ops.shape(x), [0]))
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    expanded, rows = fd.reference([a])
+    np.testing.assert_array_equal(expanded, np.broadcast_to(np.arange(129), (4, 129)))
+    np.testing.assert_allclose(rows, np.broadcast_to(a.sum(1, keepdims=True), (3, 5)), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda fd, x: fd.define_vector([1.5]), "'values' entry 0 must be an int"),
+        (lambda fd, x: fd.define_vector(3), "'values' must be a list"),
+        (lambda fd, x: fd.define_vector([1], DataType.Float), "'dtype' must be DataType.Int"),
+        (lambda fd, x: fd.ops.size(x, 2), "out of range for rank 1"),
+        (lambda fd, x: fd.ops.shape(1.0), "fd.ops.shape: argument 'arg'"),
+    ],
+)
+def test_vector_mistakes_name_the_argument(call: Any, message: str) -> None:
+    with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
+        call(fd, fd.define_tensor([-1]))
+    assert message in str(e.value)
