@@ -1041,6 +1041,8 @@ class FusionOps:
         rank = x.ndim
         if rank == 0:
             _fail(op, "argument 'arg' is a 0-d tensor; there is no dim to slice")
+        if type(manual_normalization) is int and manual_normalization in (0, 1):
+            manual_normalization = bool(manual_normalization)  # nvFuser's printed form: 0 or 1
         manual = self._bool(op, "manual_normalization", manual_normalization)
         starts = self._slice_entries(op, "start_indices", start_indices, x, manual)
         stops = self._slice_entries(op, "end_indices", end_indices, x, manual)

@@ -205,3 +205,17 @@ def test_hoisting_slices_through_shared_operands_stays_linear() -> None:
         ops = list(fusion.body.block.ops)
         assert len(ops) == before and sum(op.name == "fusion.slice" for op in ops) == 1
         assert ops[0].name == "fusion.slice"  # of x, first
+
+
+def test_manual_normalization_as_nvfuser_prints_it() -> None:
+    """nvFuser's printed definitions pass manual_normalization=0 (or 1); 2 is a mistake."""
+    with FusionDefinition("printed") as fd:
+        x = fd.define_tensor([4, 6], F32)
+        fd.add_output(fd.ops.slice(x, [0, 2], [4, 6], [1, 1], manual_normalization=0))
+        fd.add_output(fd.ops.slice(x, [1, 0], [3, 6], [1, 2], manual_normalization=1))
+        with pytest.raises(DefinitionError, match="'manual_normalization' must be True or False"):
+            fd.ops.slice(x, [0, 0], [4, 6], manual_normalization=2)
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    first, second = fd.reference([a])
+    np.testing.assert_array_equal(first, a[:, 2:])
+    np.testing.assert_array_equal(second, a[1:3, ::2])

@@ -1,0 +1,192 @@
+"""The fusible regions of a nanoGPT/litGPT transformer block's forward as Lightning Thunder hands
+them to nvFuser, written in the form its nvFuser executor emits (`define_tensor(shape=,
+contiguity=, dtype=, is_cpu=, stride_order=)`, constants through `define_scalar(value, dtype=)`,
+keyword arguments, static shapes): RMSNorm, the q/k/v split of a fused projection into heads,
+the causal-masked softmax with its mask from iotas, SwiGLU, the heads merge, and a
+cross-entropy forward through `take_along_axis`. The rotary embedding's slice-rotate-cat is not
+here yet: fuser has no `cat`.
+
+Each region is a function of (dtype, sizes) returning the FusionDefinition and a numpy function
+of the same inputs that computes what it must (float64), so the CPU test checks the reference
+interpreter against numpy and the GPU test the kernels against the reference.
+
+(pytest puts tests/ on `sys.path`: the GPU tests import this as `thunder_regions`.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.special
+
+from fuser import DataType, FusionDefinition
+
+Region = tuple[FusionDefinition, Callable[..., list[np.ndarray]]]
+"""A region's definition, and numpy (float64) computing its outputs from the same inputs."""
+
+EPS = 1e-5
+
+
+def _tensor(fd: FusionDefinition, shape: list[int], dtype: DataType) -> Any:
+    """A contiguous input, as Thunder defines one."""
+    return fd.define_tensor(
+        shape=shape,
+        contiguity=[True] * len(shape),
+        dtype=dtype,
+        is_cpu=False,
+        stride_order=list(range(len(shape) - 1, -1, -1)),
+    )
+
+
+def _f64(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, np.float64)
+
+
+def rms_norm(dtype: DataType, b: int, t: int, c: int) -> Region:
+    with FusionDefinition(f"rms_norm_{dtype.name}") as fd:
+        x = _tensor(fd, [b, t, c], dtype)
+        w = _tensor(fd, [c], dtype)
+        xf = fd.ops.cast(x, dtype=DataType.Float)
+        ms = fd.ops.sum(fd.ops.mul(xf, xf), dims=[2], keepdim=True)
+        s0 = fd.define_scalar(float(c), dtype=DataType.Double)
+        s1 = fd.define_scalar(EPS, dtype=DataType.Double)
+        inv = fd.ops.rsqrt(fd.ops.add(fd.ops.div(ms, s0), s1))
+        wb = fd.ops.broadcast_in_dim(w, shape=[b, t, c], broadcast_dims=[2])
+        y = fd.ops.mul(fd.ops.mul(xf, inv), fd.ops.cast(wb, dtype=DataType.Float))
+        fd.add_output(fd.ops.cast(y, dtype=dtype))
+
+    def expected(x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+        xf = _f64(x)
+        return [xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + EPS) * _f64(w)]
+
+    return fd, expected
+
+
+def qkv_heads(dtype: DataType, b: int, t: int, heads: int, hs: int) -> Region:
+    """q, k and v of a fused projection [b, t, 3 * heads * hs], each into [b, heads, t, hs]."""
+    c = heads * hs
+    with FusionDefinition(f"qkv_heads_{dtype.name}") as fd:
+        qkv = _tensor(fd, [b, t, 3 * c], dtype)
+        for k in range(3):
+            part = fd.ops.slice(
+                qkv,
+                start_indices=[0, 0, k * c],
+                end_indices=[b, t, (k + 1) * c],
+                strides=[1, 1, 1],
+                manual_normalization=0,
+            )
+            heads_view = fd.ops.reshape(part, new_shape=[b, t, heads, hs])
+            fd.add_output(fd.ops.permute(heads_view, dims=[0, 2, 1, 3]))
+
+    def expected(qkv: np.ndarray) -> list[np.ndarray]:
+        parts = np.split(_f64(qkv), 3, axis=-1)
+        return [p.reshape(b, t, heads, hs).transpose(0, 2, 1, 3) for p in parts]
+
+    return fd, expected
+
+
+def causal_softmax(dtype: DataType, b: int, heads: int, t: int) -> Region:
+    """softmax(where(i >= j, att * scale, -inf)) over the last dim, the mask from iotas."""
+    scale = 0.125
+    with FusionDefinition(f"causal_softmax_{dtype.name}") as fd:
+        att = _tensor(fd, [b, heads, t, t], dtype)
+        s0 = fd.define_scalar(t, dtype=DataType.Int)
+        s1 = fd.define_scalar(0, dtype=DataType.Int)
+        s2 = fd.define_scalar(1, dtype=DataType.Int)
+        positions = fd.ops.iota(s0, s1, s2, dtype=DataType.Int)
+        rows = fd.ops.broadcast_in_dim(positions, shape=[t, t], broadcast_dims=[0])
+        cols = fd.ops.broadcast_in_dim(positions, shape=[t, t], broadcast_dims=[1])
+        keep = fd.ops.broadcast_in_dim(
+            fd.ops.ge(rows, cols), shape=[b, heads, t, t], broadcast_dims=[2, 3]
+        )
+        scaled = fd.ops.mul(
+            fd.ops.cast(att, dtype=DataType.Float), fd.define_scalar(scale, dtype=DataType.Double)
+        )
+        ninf = fd.define_scalar(float("-inf"), dtype=DataType.Double)
+        masked = fd.ops.where(keep, scaled, ninf)
+        m = fd.ops.max(masked, dims=[3], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(masked, m))
+        s = fd.ops.sum(e, dims=[3], keepdim=True)
+        fd.add_output(fd.ops.cast(fd.ops.div(e, s), dtype=dtype))
+
+    def expected(att: np.ndarray) -> list[np.ndarray]:
+        a = np.where(np.tril(np.ones((t, t), bool)), _f64(att) * scale, -np.inf)
+        return [np.exp(a - scipy.special.logsumexp(a, -1, keepdims=True))]
+
+    return fd, expected
+
+
+def swiglu(dtype: DataType, b: int, t: int, inner: int) -> Region:
+    with FusionDefinition(f"swiglu_{dtype.name}") as fd:
+        a = _tensor(fd, [b, t, inner], dtype)
+        g = _tensor(fd, [b, t, inner], dtype)
+        af = fd.ops.cast(a, dtype=DataType.Float)
+        silu = fd.ops.div(af, fd.ops.add(fd.ops.exp(fd.ops.neg(af)), 1.0))
+        fd.add_output(fd.ops.cast(fd.ops.mul(silu, fd.ops.cast(g, dtype=DataType.Float)), dtype))
+
+    def expected(a: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
+        af = _f64(a)
+        return [af / (1 + np.exp(-af)) * _f64(g)]
+
+    return fd, expected
+
+
+def heads_merge(dtype: DataType, b: int, heads: int, t: int, hs: int) -> Region:
+    """[b, heads, t, hs] back to [b, t, heads * hs] (after attention)."""
+    with FusionDefinition(f"heads_merge_{dtype.name}") as fd:
+        y = _tensor(fd, [b, heads, t, hs], dtype)
+        merged = fd.ops.reshape(fd.ops.permute(y, dims=[0, 2, 1, 3]), new_shape=[b, t, heads * hs])
+        fd.add_output(merged)
+
+    def expected(y: np.ndarray) -> list[np.ndarray]:
+        return [_f64(y).transpose(0, 2, 1, 3).reshape(b, t, heads * hs)]
+
+    return fd, expected
+
+
+def cross_entropy(dtype: DataType, n: int, vocab: int) -> Region:
+    """logsumexp(logits) - logits[target] per row (the loss before its mean)."""
+    with FusionDefinition(f"cross_entropy_{dtype.name}") as fd:
+        logits = _tensor(fd, [n, vocab], dtype)
+        target = _tensor(fd, [n], DataType.Int)
+        xf = fd.ops.cast(logits, dtype=DataType.Float)
+        m = fd.ops.max(xf, dims=[1], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(xf, m))
+        lse = fd.ops.add(fd.ops.log(fd.ops.sum(e, dims=[1], keepdim=True)), m)
+        column = fd.ops.broadcast_in_dim(target, shape=[n, 1], broadcast_dims=[0])
+        picked = fd.ops.cast(fd.ops.take_along_axis(logits, column, 1), dtype=DataType.Float)
+        fd.add_output(fd.ops.squeeze(fd.ops.sub(lse, picked), dims=[1]))
+
+    def expected(logits: np.ndarray, target: np.ndarray) -> list[np.ndarray]:
+        x = _f64(logits)
+        return [scipy.special.logsumexp(x, 1) - x[np.arange(n), target]]
+
+    return fd, expected
+
+
+def inputs_of(rng: np.random.Generator, fd: FusionDefinition) -> list[np.ndarray]:
+    """Random inputs for a region (its inputs' shapes and dtypes; targets in range)."""
+    from fuser.runtime.dtypes import numpy_dtype, round_to_float
+
+    arrays: list[np.ndarray] = []
+    for arg in fd.fusion.inputs:
+        shape, el = tuple(arg.type.get_shape()), arg.type.element_type
+        dtype = numpy_dtype(el)
+        if dtype.kind == "i":  # a cross-entropy's targets, in the vocabulary
+            arrays.append(rng.integers(0, fd.fusion.inputs[0].type.get_shape()[-1], shape))
+        else:
+            arrays.append(round_to_float(rng.standard_normal(shape) + 0.25, dtype))
+    return arrays
+
+
+REGIONS: dict[str, Callable[[DataType], Region]] = {
+    "rms_norm": lambda d: rms_norm(d, 2, 127, 768),
+    "qkv_heads": lambda d: qkv_heads(d, 2, 127, 12, 64),
+    "causal_softmax": lambda d: causal_softmax(d, 2, 4, 127),
+    "swiglu": lambda d: swiglu(d, 2, 127, 1536),
+    "heads_merge": lambda d: heads_merge(d, 2, 12, 127, 64),
+    "cross_entropy": lambda d: cross_entropy(d, 254, 4097),
+}
+"""Each region at small odd sizes (t = 127), by name."""
