@@ -361,6 +361,15 @@ def _constant_number(x: object) -> Number | None:
     return None
 
 
+def _constant_int(op: str, what: str, x: object, expected: str) -> int:
+    """`x` as an int where it is one while the fusion is defined (a Python int or a constant
+    Int Scalar); else a DefinitionError saying `what` must be `expected`."""
+    number = _constant_number(x)
+    if not isinstance(number, int) or isinstance(number, bool):
+        _fail(op, f"{what} must be {expected}, got {x!r}")
+    return number
+
+
 _INT_RANGES = {DataType.Int32: (-(2**31), 2**31), DataType.Int: (-(2**63), 2**63)}
 
 # --------------------------------------------------------------------------------------------
@@ -988,14 +997,8 @@ class FusionOps:
             if extent is None:
                 size = length._ssa()
         else:
-            number = _constant_number(length)
-            if not isinstance(number, int) or isinstance(number, bool):
-                _fail(
-                    op,
-                    f"argument 'length' must be an int, a constant Scalar or an extent such as "
-                    f"x.size(0), got {length!r}",
-                )
-            extent = number
+            expected = "an int, a constant Scalar or an extent such as x.size(0)"
+            extent = _constant_int(op, "argument 'length'", length, expected)
         if extent is not None and extent < 0:
             _fail(op, f"argument 'length' is {extent}; it must be at least 0")
         bounds: list[float] = []
@@ -1079,20 +1082,14 @@ class FusionOps:
             ):
                 values.append(END)  # to the end
                 continue
-            number = _constant_number(entry)
-            if not isinstance(number, int) or isinstance(number, bool):
-                hint = ""
-                if isinstance(entry, Extent):
-                    hint = (
-                        " (a run-time extent is an end only, and only the dim's own)"
-                        if arg == "end_indices"
-                        else " (a run-time extent can only end a dim)"
-                    )
-                _fail(
-                    op,
-                    f"argument '{arg}' entry {d} must be an int or a constant Scalar, got "
-                    f"{entry!r}{hint}",
+            expected = "an int or a constant Scalar"
+            if isinstance(entry, Extent):  # not the dim's own end
+                expected += (
+                    " (a run-time extent is an end only, and only the dim's own)"
+                    if arg == "end_indices"
+                    else " (a run-time extent can only end a dim)"
                 )
+            number = _constant_int(op, f"argument '{arg}' entry {d}", entry, expected)
             if manual and number < 0:
                 _fail(
                     op,
@@ -1761,14 +1758,8 @@ class FusionDefinition:
             if isinstance(v, Extent):
                 entries.append(v)
                 continue
-            number = _constant_number(v)
-            if not isinstance(number, int) or isinstance(number, bool):
-                _fail(
-                    op,
-                    f"argument 'values' entry {i} must be an int, a constant Int Scalar or an "
-                    f"extent, got {v!r}",
-                )
-            entries.append(number)
+            expected = "an int, a constant Int Scalar or an extent"
+            entries.append(_constant_int(op, f"argument 'values' entry {i}", v, expected))
         return entries
 
     @_api
