@@ -1467,6 +1467,18 @@ class IotaOp(IotaLikeOp):
 
     name = "fusion.iota"
 
+    def length_dim(self) -> DimOp | None:
+        """The `fusion.dim` the length is (None for a static length)."""
+        return None if self.length is None else cast(DimOp, self.length.owner)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.length is not None and not isinstance(self.length.owner, DimOp):
+            raise VerifyException(
+                f"'{self.name}' length must be a fusion.dim: the segmenter and the host program "
+                "take an iota's extent from the tensor it measures"
+            )
+
 
 @irdl_op_definition
 class TakeAlongAxisOp(IRDLOperation):

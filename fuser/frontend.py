@@ -98,7 +98,7 @@ from fuser.dialects.fusion import (
     reduced_shape,
     stream_operand_axes,
 )
-from fuser.dialects.views import END, ReshapeError, reshape_extents
+from fuser.dialects.views import END, ReshapeError, SliceError, check_slice_steps, reshape_extents
 from fuser.dtypes import (
     DataType,
     ParallelType,
@@ -364,10 +364,10 @@ def _constant_number(x: object) -> Number | None:
 def _constant_int(op: str, what: str, x: object, expected: str) -> int:
     """`x` as an int where it is one while the fusion is defined (a Python int or a constant
     Int Scalar); else a DefinitionError saying `what` must be `expected`."""
-    number = _constant_number(x)
-    if not isinstance(number, int) or isinstance(number, bool):
+    number = x if isinstance(x, numbers.Integral) else _constant_number(x)  # numpy ints too
+    if not isinstance(number, numbers.Integral) or isinstance(number, bool):
         _fail(op, f"{what} must be {expected}, got {x!r}")
-    return number
+    return int(number)
 
 
 _INT_RANGES = {DataType.Int32: (-(2**31), 2**31), DataType.Int: (-(2**63), 2**63)}
@@ -987,7 +987,7 @@ class FusionOps:
         fd = self._definition
         out = _check_dtype(op, "dtype", dtype)
         assert out is not None
-        if not (out.is_floating_point or out.is_integral) or out == DataType.Bool:
+        if not (out.is_floating_point or out.is_integral):
             _fail(op, f"argument 'dtype' must be an integer or float DataType, got {out}")
         size: SSAValue | None = None
         if isinstance(length, Extent):
@@ -1012,7 +1012,8 @@ class FusionOps:
                 )
             if out.is_integral and not isinstance(number, int):
                 _fail(op, f"argument '{arg}' is {number!r}; an iota of {out} takes integers")
-            if out.is_integral and not -(2**63) <= number < 2**63:
+            low, high = _INT_RANGES[DataType.Int]
+            if out.is_integral and not low <= number < high:
                 _fail(op, f"argument '{arg}' is {number}; it must fit in 64 bits")
             try:
                 finite = math.isfinite(number)
@@ -1050,9 +1051,10 @@ class FusionOps:
         starts = self._slice_entries(op, "start_indices", start_indices, x, manual)
         stops = self._slice_entries(op, "end_indices", end_indices, x, manual)
         steps = [1] * rank if strides is None else self._slice_entries(op, "strides", strides, x)
-        for d, step in enumerate(steps):
-            if step < 1:
-                _fail(op, f"argument 'strides' entry {d} is {step}; strides must be at least 1")
+        try:
+            check_slice_steps(steps)
+        except SliceError as e:
+            _fail(op, f"argument 'strides': {e}")
         identity = all(
             a == 0 and c == 1 and (b == END or (n != DYNAMIC_INDEX and b >= n))
             for a, b, c, n in zip(starts, stops, steps, x._shape, strict=True)

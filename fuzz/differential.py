@@ -559,12 +559,34 @@ def run_on_gpu(fd: FusionDefinition, program: Program) -> list[np.ndarray]:
 # Shrinking
 
 
+def _reads(op: Op) -> set[str]:
+    """The values `op` reads: its operands, and the tensors whose extents it takes (in a
+    `shape`, or an iota's `length`)."""
+    extents = [*op.kw.get("shape", []), op.kw.get("length")]
+    return {a for a in op.args if isinstance(a, str)} | {
+        e[0] for e in extents if isinstance(e, tuple)
+    }
+
+
+def _renamed(op: Op, old: str, new: str) -> Op:
+    """`op` reading `new` wherever it read `old` (operands and extents alike)."""
+
+    def extent(e: Any) -> Any:
+        return (new, e[1]) if isinstance(e, tuple) and e[0] == old else e
+
+    args = tuple(new if a == old else a for a in op.args)
+    kwargs = tuple(
+        (k, [extent(e) for e in v] if k == "shape" else extent(v) if k == "length" else v)
+        for k, v in op.kwargs
+    )
+    return replace(op, args=args, kwargs=kwargs)
+
+
 def _without_op(program: Program, index: int) -> Program | None:
     """The program without op `index`, when no op uses its results and an output is left."""
     op = program.ops[index]
     rest = program.ops[:index] + program.ops[index + 1 :]
-    used = {a for o in rest for a in o.args if isinstance(a, str)}
-    used |= {e[0] for o in rest for e in o.kw.get("shape", []) if isinstance(e, tuple)}
+    used = {a for o in rest for a in _reads(o)}
     if any(r in used for r in op.results):
         return None
     outputs = tuple(o for o in program.outputs if o not in op.results)
@@ -596,18 +618,7 @@ def _bypass(
     if not same:
         return None
     old, new = op.results[0], same[0]
-
-    def renamed(o: Op) -> Op:
-        args = tuple(new if a == old else a for a in o.args)
-        kwargs = tuple(
-            (k, [(new, e[1]) if isinstance(e, tuple) and e[0] == old else e for e in v])
-            if k == "shape"
-            else (k, v)
-            for k, v in o.kwargs
-        )
-        return replace(o, args=args, kwargs=kwargs)
-
-    ops = tuple(renamed(o) for o in program.ops[:index] + program.ops[index + 1 :])
+    ops = tuple(_renamed(o, old, new) for o in program.ops[:index] + program.ops[index + 1 :])
     outputs = tuple(dict.fromkeys(new if x == old else x for x in program.outputs))
     return replace(program, ops=ops, outputs=outputs)
 
@@ -639,8 +650,7 @@ def _drop_dead(program: Program) -> Program:
     while True:
         used = set(program.outputs)
         for o in ops:
-            used |= {a for a in o.args if isinstance(a, str)}
-            used |= {e[0] for e in o.kw.get("shape", []) if isinstance(e, tuple)}
+            used |= _reads(o)
         alive = [o for o in ops if any(r in used for r in o.results)]
         if len(alive) == len(ops):
             break
@@ -654,8 +664,7 @@ def _declared(handle: Any) -> tuple[int, ...] | None:
 
 
 def _drop_unused_inputs(program: Program) -> Program:
-    used = {a for o in program.ops for a in o.args if isinstance(a, str)}
-    used |= {e[0] for o in program.ops for e in o.kw.get("shape", []) if isinstance(e, tuple)}
+    used = {a for o in program.ops for a in _reads(o)}
     used |= set(program.outputs)  # an input a bypass or cut made an output
     return replace(program, inputs=tuple(i for i in program.inputs if i.name in used))
 

@@ -21,10 +21,10 @@ It never walks IR on the hot path:
   `host.workspace_view` a pointer into it: with torch inputs the workspace is a `torch.empty`
   byte tensor (torch's caching allocator on torch's current stream, where the program runs),
   else it comes from the pool, and `host.release` returns it.
-- **Constants.** A `host.iota` is computed with numpy for the signature and uploaded on its
-  first call (the device is current then) into memory outside the pool (`driver.DeviceConstant`,
-  whose free waits for the device); the specialization keeps it, and later calls only copy its
-  pointer from the register template.
+- **Constants.** A `host.iota` is computed with numpy for the signature and uploaded by the
+  specialization's first `run` (the device current; before the dispatch fast path can call
+  `execute`) into memory outside the pool (`driver.DeviceConstant`, whose free waits for the
+  device). Its pointer sits in the register template: a call runs nothing for it.
 - **Launches** run as the program says: `host.grid` asks the kernel's binding for the grid of a
   signature (`ExecutorKernel`: the `KernelExecutor` entry of the launch's inputs, planned once
   per signature), and `host.launch` launches with its grid operands (whatever computed them),
@@ -385,6 +385,7 @@ class Specialization:
         self.torch_dtypes: list[Any] = []
         self.torch_bytes: Any = None  # torch.uint8, for a workspace from torch's allocator
         self.constants: list[Any] = []  # owners of the device memory of its `host.iota`s
+        self.pending_constants: list[tuple[int, np.ndarray]] = []  # (register, values) to upload
         self.lock = threading.Lock()
 
     def prepare_torch(self) -> None:
@@ -438,12 +439,15 @@ class Specialization:
         if call.needs_upload:
             call.upload()
         fe = call.frontend
-        if fe is TORCH_FRONTEND and self.torch_device is None:
-            self.prepare_torch()
         previous = driver.current_device() if self.device != _current_ordinal() else None
         if previous is not None:
             driver.get_device(self.device).make_current()
         try:
+            if self.pending_constants:
+                self.upload_constants()
+            # (after the constants: a prepared torch device lets the fast path call execute)
+            if fe is TORCH_FRONTEND and self.torch_device is None:
+                self.prepare_torch()
             results = self.execute(call.inputs, call.ptrs, call.scalars, call.stream, fe)
         finally:
             if previous is not None:
@@ -453,6 +457,17 @@ class Specialization:
         return [
             next(finished) if o else r for r, o in zip(results, self.result_is_output, strict=True)
         ]
+
+    def upload_constants(self) -> None:
+        """Upload the `host.iota`s of the signature (its first run, the device current) into
+        their registers of the template, which every call copies."""
+        with self.lock:
+            upload = self.evaluator.backend.upload
+            for reg, values in self.pending_constants:
+                ptr, owner = upload(values)
+                self.constants.append(owner)
+                self.template[reg] = ptr
+            self.pending_constants = []
 
     def describe_launches(self) -> str:
         """One line per launch: kernel, grid, block, dynamic shared memory."""
@@ -677,7 +692,7 @@ class _Builder:
         elif isinstance(op, host.SliceOp):
             self.slice(op, code)
         elif isinstance(op, host.IotaOp):
-            self.iota(op, code)
+            self.iota(op)
         elif isinstance(op, host.GridOp):
             self.grid(op)
         elif isinstance(op, host.LaunchOp):
@@ -942,31 +957,42 @@ class _Builder:
         step = stride * base.dtype.itemsize
         shape = base.shape[:axis] + base.shape[axis + 1 :]
         strides = base.strides[:axis] + base.strides[axis + 1 :]
-        src, out = self.regs[op.input], self.bind(op.result)
         if self.known(op.index):
             i = self.consts[op.index]
             if not 0 <= i < extent:
                 raise self.fail(op, f"index {i} is out of range for extent {extent}")
-            offset = i * step
-            alignment = view_alignment(base.alignment, offset)
+            alignment = view_alignment(base.alignment, i * step)
+            self.tensors[op.result] = TensorInfo(shape, strides, base.dtype, alignment)
+            self.offset_view(op.input, op.result, i * step, code)
+            return
+        alignment = min(base.alignment, ALIGNMENT[step & 15])  # any multiple of step
+        src, out = self.regs[op.input], self.bind(op.result)
+        index = self.regs[op.index]
+        name = op.name
 
-            def select(r: list[Any]) -> None:
-                r[out] = r[src] + offset
-
-        else:
-            alignment = min(base.alignment, ALIGNMENT[step & 15])  # any multiple of step
-            index = self.regs[op.index]
-            name = op.name
-
-            def select(r: list[Any]) -> None:
-                i = r[index]
-                if not 0 <= i < extent:
-                    raise InputError(f"'{name}' index {i} is out of range for extent {extent}")
-                r[out] = r[src] + i * step
+        def select(r: list[Any]) -> None:
+            i = r[index]
+            if not 0 <= i < extent:
+                raise InputError(f"'{name}' index {i} is out of range for extent {extent}")
+            r[out] = r[src] + i * step
 
         self.tensors[op.result] = TensorInfo(shape, strides, base.dtype, alignment)
         code.append(select)
         self.argument_makers.add(select)
+
+    def offset_view(self, source: SSAValue, result: SSAValue, offset: int, code: Code) -> None:
+        """`result` is `source`'s pointer plus `offset` bytes, fixed for the signature (the
+        same register where the offset is 0)."""
+        if offset == 0:
+            self.alias(result, source)
+            return
+        src, out = self.regs[source], self.bind(result)
+
+        def offset_view(r: list[Any]) -> None:
+            r[out] = r[src] + offset
+
+        code.append(offset_view)
+        self.argument_makers.add(offset_view)
 
     def view_of(self, op: host.ReshapeOp, base: TensorInfo) -> TensorInfo:
         """The TensorInfo of `op`'s view of a tensor described by `base`."""
@@ -998,39 +1024,18 @@ class _Builder:
         offset_bytes = offset * base.dtype.itemsize
         alignment = view_alignment(base.alignment, offset_bytes)
         self.tensors[op.result] = TensorInfo(shape, strides, base.dtype, alignment)
-        if offset_bytes == 0:
-            self.alias(op.result, op.input)
-            return
-        src, out = self.regs[op.input], self.bind(op.result)
+        self.offset_view(op.input, op.result, offset_bytes, code)
 
-        def offset_view(r: list[Any]) -> None:
-            r[out] = r[src] + offset_bytes
-
-        code.append(offset_view)
-        self.argument_makers.add(offset_view)
-
-    def iota(self, op: host.IotaOp, code: Code) -> None:
-        """`host.iota`: a constant of the specialization, uploaded on its first call (the device
-        is current then) and kept while the specialization lives."""
+    def iota(self, op: host.IotaOp) -> None:
+        """`host.iota`: a constant of the specialization, computed now, uploaded by its first
+        `run` (`Specialization.upload_constants`) and kept while the specialization lives."""
         t = cast(TensorType, op.result.type)
         extent = t.get_shape()[0]
         length = extent if op.length is None else self.known_index(op, op.length, "length")
         dtype = numpy_dtype(t.element_type)
-        values: list[np.ndarray] = [iota_array(length, *op.values(), dtype)]  # until uploaded
         self.tensors[op.result] = TensorInfo((length,), (1,), dtype, 16)
-        reg = self.bind(op.result)
-        spec, template, upload = self.spec, self.template, self.ev.backend.upload
-
-        def materialize(r: list[Any]) -> None:
-            if r[reg] is None:  # later calls copy the template's pointer
-                if template[reg] is None:  # the first call (the specialization's lock is held)
-                    ptr, owner = upload(values.pop())
-                    spec.constants.append(owner)
-                    template[reg] = ptr
-                r[reg] = template[reg]
-
-        code.append(materialize)
-        self.argument_makers.add(materialize)
+        reg = self.bind(op.result)  # set in the template by the first run
+        self.spec.pending_constants.append((reg, iota_array(length, *op.values(), dtype)))
 
     # ---- launches, loops, streams ------------------------------------------------------------
 

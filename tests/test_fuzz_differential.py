@@ -323,3 +323,17 @@ def test_gpu_values_may_lie_near_either_reference_where_they_disagree() -> None:
     )
     for wrong in ([-70000.0, 2.0, -1.5e7], [-66718.3, 2.1, -1.5e7], [-66718.3, 2.0, -1.4e7]):
         assert mismatch(np.array(wrong, np.float32), f64, fact, tolerances, f32) is not None
+
+
+def test_shrinking_keeps_the_tensor_an_iota_takes_its_length_from() -> None:
+    """x1 is read only for its extent (the iota's length): no shrinking step drops it, and a
+    bypass renames it in the length too."""
+    from fuser.fuzz.differential import _drop_dead, _renamed
+
+    iota = Op(
+        "iota", (), ("v2",), (("length", ("x1", 1)), ("start", 0), ("step", 1), ("dtype", "f32"))
+    )
+    x1 = Input("x1", "f32", (3, 4), (-1, -1), "contiguous", (), None)
+    program = Program(inputs=(x1,), ops=(iota,), outputs=("v2",), data_seed=0, specials=False)
+    assert _drop_dead(program) == program
+    assert _renamed(iota, "x1", "x9").kw["length"] == ("x9", 1)

@@ -82,7 +82,7 @@ Bad = Callable[[FusionDefinition, Any], Any]
     ("call", "message"),
     [
         (lambda fd, x: fd.ops.slice(x, [0], [2]), "'start_indices' has 1 entries; the operand has"),
-        (lambda fd, x: fd.ops.slice(x, [0, 0], [2, 2], [1, 0]), "'strides' entry 1 is 0; strides"),
+        (lambda fd, x: fd.ops.slice(x, [0, 0], [2, 2], [1, 0]), "'strides': step 0 of dim 1 must"),
         (lambda fd, x: fd.ops.slice(x, [0, 0.5], [2, 2]), "'start_indices' entry 1 must be an int"),
         (lambda fd, x: fd.ops.slice(x, 0, [2, 2]), "'start_indices' must be a list of ints"),
         (
@@ -213,6 +213,7 @@ def test_manual_normalization_as_nvfuser_prints_it() -> None:
         x = fd.define_tensor([4, 6], F32)
         fd.add_output(fd.ops.slice(x, [0, 2], [4, 6], [1, 1], manual_normalization=0))
         fd.add_output(fd.ops.slice(x, [1, 0], [3, 6], [1, 2], manual_normalization=1))
+        assert fd.ops.slice(x, [np.int64(0), 0], [4, np.int32(6)]) is x  # numpy ints are ints
         with pytest.raises(DefinitionError, match="'manual_normalization' must be True or False"):
             fd.ops.slice(x, [0, 0], [4, 6], manual_normalization=2)
     a = np.arange(24, dtype=np.float32).reshape(4, 6)

@@ -115,22 +115,20 @@ class DecomposeTakeAlongAxis(RewritePattern):
             last = b.add(fu.ReshapeOp(last, [1]), "last1")
         rank = len(result_shape)
 
-        given = op.index
-
         def of_result(j: int) -> SSAValue:  # an extent of the result's shape (the index's)
-            return b.extent(given, j)
+            return b.extent(index, j)
 
         last = b.broadcast(last, result_shape, [d], of_result, "lasts")
-        index = b.broadcast(index, result_shape, range(rank), of_result, "index")
+        indices = b.broadcast(index, result_shape, range(rank), of_result, "index")
         zero = b.add(fu.ConstantOp.of(0, index_type), "zero")
         index_t = TensorType(index_type, result_shape)
-        below = b.add(fu.MinimumOp(index, last, index_t), "below")
+        below = b.add(fu.MinimumOp(indices, last, index_t), "below")
         clamped = b.add(fu.MaximumOp(below, zero, index_t), "clamped")
+        # `candidates`: the dim the compare runs along (its n positions), which the max reduces
         if k == 1:  # compare over x's own dims, reduce d keeping it
             shape = [n if j == d else e for j, e in enumerate(result_shape)]
-            x_dims = list(range(rank))
-            index_dims = list(range(rank))
-            iota_dim, reduced = d, d
+            x_dims = index_dims = list(range(rank))
+            candidates = d
 
             def extent(j: int) -> SSAValue:
                 return b.extent(x, d) if j == d else of_result(j)
@@ -139,7 +137,7 @@ class DecomposeTakeAlongAxis(RewritePattern):
             shape = [*result_shape[: d + 1], n, *result_shape[d + 1 :]]
             x_dims = [j if j < d else j + 1 for j in range(rank)]
             index_dims = [j if j <= d else j + 1 for j in range(rank)]
-            iota_dim, reduced = d + 1, d + 1
+            candidates = d + 1
 
             def extent(j: int) -> SSAValue:
                 if j == d + 1:
@@ -149,13 +147,13 @@ class DecomposeTakeAlongAxis(RewritePattern):
         el = fu.element_type(x.type)
         compute = _COMPUTE.get(el, el)
         values = b.broadcast(b.cast(x, compute, "input"), shape, x_dims, extent, "values")
-        positions = b.broadcast(iota, shape, [iota_dim], extent, "each")
+        positions = b.broadcast(iota, shape, [candidates], extent, "each")
         chosen = b.broadcast(clamped, shape, index_dims, extent, "chosen")
         hit = b.add(fu.EqOp(positions, chosen, TensorType(fu.I1, shape)), "hit")
         lowest = b.add(fu.ConstantOp.of(_lowest(compute), compute), "lowest")
         picked = b.add(fu.WhereOp(hit, values, lowest, TensorType(compute, shape)), "picked")
         reduced_type = TensorType(compute, result_shape)
-        result = b.add(fu.MaxOp(picked, [reduced], k == 1, reduced_type), "taken")
+        result = b.add(fu.MaxOp(picked, [candidates], k == 1, reduced_type), "taken")
         result = b.cast(result, el, "cast")
         result.name_hint = op.result.name_hint  # the value the fusion had
         rewriter.replace(op, b.ops, [result])

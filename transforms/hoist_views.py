@@ -123,6 +123,21 @@ def _slice_of(
     return None
 
 
+def _rebuilt(
+    producer: Operation, operands: Sequence[SSAValue], shape: Sequence[int], name: str | None
+) -> Operation:
+    """`producer` on new operands, its result (named `name`) in `shape`."""
+    element = fu.element_type(producer.results[0].type)
+    rebuilt = type(producer).create(
+        operands=operands,
+        result_types=[TensorType(element, shape)],
+        properties=dict(producer.properties),
+        attributes=dict(producer.attributes),
+    )
+    rebuilt.results[0].name_hint = name
+    return rebuilt
+
+
 @dataclass
 class HoistReshape(RewritePattern):
     """One step: a reshape of a commuting op's result becomes the op on reshaped operands; a
@@ -160,14 +175,7 @@ class HoistReshape(RewritePattern):
                 operands.append(reshaped.result)
             else:
                 operands.append(o)
-        element = fu.element_type(producer.results[0].type)
-        moved = type(producer).create(
-            operands=operands,
-            result_types=[TensorType(element, target)],
-            properties=dict(producer.properties),
-            attributes=dict(producer.attributes),
-        )
-        moved.results[0].name_hint = op.result.name_hint
+        moved = _rebuilt(producer, operands, target, op.result.name_hint)
         new_ops.append(moved)
         rewriter.replace(op, new_ops, [moved.results[0]])
         rewriter.erase(producer)  # its one use was the reshape
@@ -203,16 +211,11 @@ class HoistSlice(RewritePattern):
             bounds = [(0, END, 1)] * rank  # a squeezed dim, of extent 1, whole
             for i, d in enumerate(producer.source_dims):
                 bounds[d] = (starts[i], stops[i], steps[i])
-            firsts, lasts, strides = ([b[i] for b in bounds] for i in range(3))
+            firsts, lasts, strides = zip(*bounds, strict=True)
             inner = fu.SliceOp(producer.input, firsts, lasts, strides)
             inner.result.name_hint = producer.input.name_hint
-            renumbered = type(producer).create(
-                operands=[inner.result],
-                result_types=[op.result.type],
-                properties=dict(producer.properties),
-                attributes=dict(producer.attributes),
-            )
-            renumbered.results[0].name_hint = op.result.name_hint
+            shape = op.result.type.get_shape()
+            renumbered = _rebuilt(producer, [inner.result], shape, op.result.name_hint)
             rewriter.replace(op, [inner, renumbered], [renumbered.results[0]])
             if not producer.results[0].uses:
                 rewriter.erase(producer)
@@ -234,14 +237,7 @@ class HoistSlice(RewritePattern):
                     new_ops.append(sliced)
                     made[o] = sliced.result
             operands.append(made[o])
-        element = fu.element_type(producer.results[0].type)
-        moved = type(producer).create(
-            operands=operands,
-            result_types=[TensorType(element, op.result.type.get_shape())],
-            properties=dict(producer.properties),
-            attributes=dict(producer.attributes),
-        )
-        moved.results[0].name_hint = op.result.name_hint
+        moved = _rebuilt(producer, operands, op.result.type.get_shape(), op.result.name_hint)
         new_ops.append(moved)
         rewriter.replace(op, new_ops, [moved.results[0]])
         if not producer.results[0].uses:

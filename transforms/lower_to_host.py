@@ -433,9 +433,7 @@ class _ProgramBuilder:
         t = op.result.type
         extent: _Extent = t.get_shape()[0]
         length: SSAValue | None = None
-        if op.length is not None:
-            dim = op.length.owner
-            assert isinstance(dim, fu.DimOp), "an iota's length is a fusion.dim"
+        if (dim := op.length_dim()) is not None:
             self.value(dim.input)
             extent = self.syms[dim.input][dim.axis.value.data]
             length = self.index(extent)

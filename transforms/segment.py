@@ -322,10 +322,9 @@ def _sliced(v: SSAValue) -> bool:
 def _iota_length(op: fu.IotaOp, metas: dict[SSAValue, TensorMeta | None]) -> int:
     """The extent of an iota between segments: static, or that of the `fusion.dim` it takes
     (of a tensor whose metadata `metas` holds or can view)."""
-    if op.length is None:
+    dim = op.length_dim()
+    if dim is None:
         return op.result.type.get_shape()[0]
-    dim = op.length.owner
-    assert isinstance(dim, fu.DimOp), "an iota's length is a fusion.dim"
     if dim.input not in metas:
         _view_metas(dim.input, metas)
     meta = metas[dim.input]
@@ -499,10 +498,10 @@ def tensor_sources(v: SSAValue) -> list[SSAValue]:
     an iota, the tensor whose extent its length is (which must be computed first)."""
     root = view_root(v)
     sources = [root]
-    if isinstance(root, OpResult) and isinstance(root.op, fu.IotaOp) and root.op.length:
-        dim = root.op.length.owner
-        assert isinstance(dim, fu.DimOp), "an iota's length is a fusion.dim"
-        sources += tensor_sources(dim.input)
+    if isinstance(root, OpResult) and isinstance(root.op, fu.IotaOp):
+        dim = root.op.length_dim()
+        if dim is not None:
+            sources += tensor_sources(dim.input)
     return sources
 
 
@@ -1281,9 +1280,7 @@ class _Segmenter:
             new: Operation
             if isinstance(op, fu.IotaOp):
                 length: SSAValue | None = None
-                if op.length is not None:
-                    dim = op.length.owner
-                    assert isinstance(dim, fu.DimOp), "an iota's length is a fusion.dim"
+                if (dim := op.length_dim()) is not None:
                     new_dim = fu.DimOp(view(dim.input), dim.axis.value.data)
                     self.block.insert_op_before(new_dim, terminator)
                     new_dim.result.name_hint = dim.result.name_hint

@@ -15,11 +15,15 @@ import numpy as np
 from ir_helpers import context
 from xdsl.parser import Parser
 
+from fuser import DataType
 from fuser.dialects import fusion as fu
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype, round_to_float
 from fuser.validation import host_array
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+
+DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
+"""The float types a GPU test of an op runs in: f32 and the two storage types."""
 
 TOL: dict[np.dtype, tuple[float, float]] = {
     F64: (1e-12, 1e-12),

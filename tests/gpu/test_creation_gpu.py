@@ -11,14 +11,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpu_helpers import check_against_reference, numpy_of, random_of, schedulers, torch_of
+from gpu_helpers import DTYPES, check_against_reference, numpy_of, random_of, schedulers, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.runtime.dtypes import numpy_dtype
 
 pytestmark = pytest.mark.gpu
-
-DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (1,), (3, 127), (4097, 5)], ids=str)

@@ -20,14 +20,12 @@ from typing import Any
 import numpy as np
 import pytest
 from definitions import attention_softmax, back, softmax, to_f32
-from gpu_helpers import TOL, assert_close, numpy_of, schedulers, torch_of
+from gpu_helpers import DTYPES, TOL, assert_close, numpy_of, schedulers, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
 
 pytestmark = pytest.mark.gpu
-
-DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from typing import Any, cast
 import numpy as np
 import pytest
 from definitions import back, to_f32
-from gpu_helpers import TOL, assert_close, numpy_of, parse_fusion, schedulers, torch_of
+from gpu_helpers import DTYPES, TOL, assert_close, numpy_of, parse_fusion, schedulers, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.compiler import compiler_for
@@ -29,7 +29,6 @@ from fuser.transforms.schedulers.persistent import PersistentParams
 
 pytestmark = pytest.mark.gpu
 
-DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 SHAPES = [(0, 64), (1, 7), (3, 127), (16, 1), (127, 1024), (4097, 3), (4097, 4096)]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpu_helpers import (
+    DTYPES,
     assert_close,
     check_against_reference,
     numpy_of,
@@ -35,8 +36,6 @@ from gpu_helpers import (
 from fuser import DataType, FusionDefinition
 
 pytestmark = pytest.mark.gpu
-
-DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 
 
 def gelu_of_permuted(dtype: DataType) -> FusionDefinition:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpu_helpers import (
+    DTYPES,
     check_against_reference,
     numpy_of,
     random_of,
@@ -35,8 +36,6 @@ from fuser import DataType, FusionDefinition
 from fuser.errors import InputError
 
 pytestmark = pytest.mark.gpu
-
-DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 
 
 def heads_split(dtype: DataType, b: int, t: int, h: int, d: int) -> FusionDefinition:

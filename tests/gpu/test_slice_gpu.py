@@ -21,14 +21,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpu_helpers import check_against_reference, random_of, schedulers, torch_of
+from gpu_helpers import DTYPES, check_against_reference, random_of, schedulers, torch_of
 
 from fuser import DataType, FusionDefinition
 from fuser.dialects.views import END
 
 pytestmark = pytest.mark.gpu
-
-DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 
 
 def halves(dtype: DataType) -> FusionDefinition:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpu_helpers import (
+    DTYPES,
     check_against_reference,
     random_of,
     schedulers,
@@ -28,8 +29,6 @@ from fuser import DataType, FusionDefinition
 from fuser.transforms.schedulers.transpose import TransposeParams
 
 pytestmark = pytest.mark.gpu
-
-DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16]
 
 
 def gelu_bias(dtype: DataType, rank: int = 2) -> FusionDefinition:

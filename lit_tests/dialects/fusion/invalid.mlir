@@ -1214,3 +1214,13 @@ fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x2xi64>) -> () {
   %y = fusion.take_along_axis %x, %i[1] : tensor<4x6xf32>, tensor<4x2xi64> -> tensor<4x2xf16>
   fusion.output
 }
+
+// -----
+
+// iota: the length is a fusion.dim (the extent of a tensor)
+fusion.fusion @f(%x: tensor<?xf32>) -> () {
+  %n = "test.op"() : () -> index
+  // expected-error @+1 {{'fusion.iota' length must be a fusion.dim}}
+  %r = fusion.iota(%n) start 0 step 1 : tensor<?xi64>
+  fusion.output
+}
