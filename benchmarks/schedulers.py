@@ -8,7 +8,8 @@ Each case is written once, against the FusionDefinition API that fuser and nvFus
 classes: softmax backward; softmax and logsumexp over large vocabularies (32k-128k); skinny sums
 along both axes (few very long rows, many very short ones); a pointwise op on a transposed
 input and one writing a transposed output (a permute); a causal-masked softmax (the mask from
-iotas) and a cross-entropy forward (a take_along_axis); decode-size norms (1-8 rows). Times are
+iotas) and a cross-entropy forward (a take_along_axis); a rotary embedding (slices and a cat)
+and a split into heads (a reshape and a permute); decode-size norms (1-8 rows). Times are
 CUDA-event medians with the L2 emptied before every run (`run.median_ms`); GB/s counts each
 input read once and each output written once, "% copy" is against a 2 GiB device-to-device copy
 in the same run. nvFuser (`nvfuser_direct`, loaded lazily as `shared/notes/peers.md` says) reads
@@ -181,6 +182,35 @@ def cross_entropy(f: Frontend, inputs: list[Any]) -> None:
     fd.add_output(fd.ops.sub(column, picked))
 
 
+def rope(f: Frontend, inputs: list[Any]) -> None:
+    """A rotary embedding over [tokens, heads, head_dim]: `x * cos + cat(-x2, x1) * sin`, the
+    halves sliced from x and the tables [tokens, head_dim] broadcast over the heads (litGPT's
+    `apply_rope` as Thunder hands it over)."""
+    fd, (x, cos, sin) = f.fd, inputs
+    shape = x.shape()
+    half = f.width // 2
+    xf = f.up(x)
+    x1 = fd.ops.slice(xf, [0, 0, 0], [shape[0], shape[1], half])
+    x2 = fd.ops.slice(xf, [0, 0, half], [shape[0], shape[1], f.width])
+    rotated = fd.ops.cat([fd.ops.neg(x2), x1], dim=-1)
+    c = fd.ops.broadcast_in_dim(f.up(cos), shape=shape, broadcast_dims=[0, 2])
+    s = fd.ops.broadcast_in_dim(f.up(sin), shape=shape, broadcast_dims=[0, 2])
+    fd.add_output(f.down(fd.ops.add(fd.ops.mul(xf, c), fd.ops.mul(rotated, s))))
+
+
+HEADS_SPLIT = (8, 2048, 32)
+"""Batch, sequence and heads of the heads-split row."""
+
+
+def heads_split(f: Frontend, inputs: list[Any]) -> None:
+    """[b, t, heads * head_dim] into [b, heads, t, head_dim]: a reshape and a permute, written
+    out (attention reads its q, k and v so)."""
+    fd, x = f.fd, inputs[0]
+    b, t, heads = HEADS_SPLIT
+    view = fd.ops.reshape(x, new_shape=[b, t, heads, f.width // heads])
+    fd.add_output(fd.ops.permute(view, dims=[0, 2, 1, 3]))
+
+
 def _randn(*shape: int, dtype: str = "float32") -> Any:
     return torch.randn(*shape, device="cuda", dtype=getattr(torch, dtype))
 
@@ -214,6 +244,15 @@ def cases() -> list[Case]:
 
     def t_cross_entropy(x: Any, target: Any) -> Any:
         return f.cross_entropy(x.float(), target[:, 0], reduction="none")[:, None]
+
+    def t_rope(x: Any, cos: Any, sin: Any) -> Any:
+        xf, half = x.float(), x.shape[-1] // 2
+        rotated = torch.cat([-xf[..., half:], xf[..., :half]], dim=-1)
+        return (xf * cos.float()[:, None] + rotated * sin.float()[:, None]).to(x.dtype)
+
+    def t_heads(x: Any) -> Any:
+        b, t, heads = HEADS_SPLIT
+        return x.view(b, t, heads, x.shape[-1] // heads).permute(0, 2, 1, 3).contiguous()
 
     def probs(n: int, h: int, dtype: str) -> list[Any]:
         return [
@@ -330,6 +369,30 @@ def cases() -> list[Case]:
                 ((-1, -1), (-1, 1)),  # the target a column, as Thunder defines it
             )
         )
+    rows.append(
+        Case(
+            "RoPE [16384, 32, 128]",
+            lambda: [
+                _randn(16384, 32, 128, dtype="bfloat16"),
+                _randn(16384, 128, dtype="bfloat16"),
+                _randn(16384, 128, dtype="bfloat16"),
+            ],
+            rope,
+            t_rope,
+            "bfloat16",
+            ((-1, -1, 128), (-1, 128), (-1, 128)),  # head_dim static, as Thunder defines it
+        )
+    )
+    rows.append(
+        Case(
+            "heads split [8, 2048, 4096]",
+            lambda: [_randn(*HEADS_SPLIT[:2], 4096, dtype="bfloat16")],
+            heads_split,
+            t_heads,
+            "bfloat16",
+            ((*HEADS_SPLIT[:2], 4096),),
+        )
+    )
     for n, h in ((1, 4096), (8, 8192)):
         rows.append(
             Case(

@@ -1352,6 +1352,268 @@ VIEW_OPS = (ReshapeOp, SliceOp)
 """Ops whose result is a view of their operand: the segmenter leaves them between segments."""
 
 
+# --------------------------------------------------------------------------------------------
+# Resize ops: pad and cat
+# --------------------------------------------------------------------------------------------
+
+
+class ResizeOp(IRDLOperation, ABC):
+    """An op that places its tensor operands at offsets along some dims of its result (nvFuser's
+    resize ops, `pad` and `cat`): along a placed dim d, result element i is element
+    `i - offset` of an operand where that lies in [0, extent), and the op says what fills the
+    rest. A kernel computes such an operand shifted, reading it under a predicate
+    (`iteration_space.Shifted`), so a pad or cat fuses with what it reads and what reads it.
+
+    Extents along placed dims are static, so the offsets are constants of the kernel: a dynamic
+    one is a verifier error for now.
+    """
+
+    result = result_def(base(TensorType))
+
+    @abstractmethod
+    def placements(self) -> list[tuple[SSAValue, dict[int, int]]]:
+        """Each tensor operand, with its offset along each dim it is placed along."""
+
+    def result_extents(self, shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+        """The result's extents for run-time operand `shapes` (tensor operands in order): the
+        static type along resized dims, the first operand's elsewhere. Raises ValueError where
+        operands disagree on a dim they share."""
+        static = shape_of(self.result.type) or ()
+        placed = {d for _, offsets in self.placements() for d in offsets}
+        for k, shape in enumerate(shapes[1:], 1):
+            for j, (a, b) in enumerate(zip(shapes[0], shape, strict=True)):
+                if j not in placed and a != b:
+                    raise ValueError(
+                        f"operand #{k} has shape {list(shape)}, operand #0 {list(shapes[0])}: "
+                        f"they differ in dim {j}"
+                    )
+        return tuple(static[j] if j in placed else e for j, e in enumerate(shapes[0]))
+
+
+def _static_extent(op: IRDLOperation, what: str, value: SSAValue, dim: int) -> int:
+    extent = (shape_of(value.type) or ())[dim]
+    if extent == DYNAMIC_INDEX:
+        raise VerifyException(
+            f"'{op.name}' {what} has a dynamic extent in dim {dim}, which it resizes: resized "
+            "dims must be static"
+        )
+    return extent
+
+
+def _check_resized_result(op: IRDLOperation, expected: Sequence[int]) -> None:
+    got = shape_of(op.results[0].type) or ()
+    if tuple(got) != tuple(expected):
+        raise VerifyException(
+            f"'{op.name}' result must have shape {format_shape(expected)}, got {format_shape(got)}"
+        )
+
+
+@irdl_op_definition
+class PadOp(ResizeOp):
+    """`input` with `low[d]` elements of `value` before it and `high[d]` after it along each dim
+    d (nvFuser's `pad`, torch's `constant_pad_nd`); a negative width removes elements instead.
+
+    `%y = fusion.pad %x low [0, 2] high [0, 3] value %v : tensor<?x4xf32> -> tensor<?x9xf32>`
+
+    `value` is a scalar of the input's element type. A padded dim is static in the operand and
+    has extent `low + extent + high` (at least 0) in the result; other dims are the operand's.
+    """
+
+    name = "fusion.pad"
+
+    input = operand_def(base(TensorType))
+    value = operand_def()
+    low = prop_def(DenseArrayBase.constr(i64))
+    high = prop_def(DenseArrayBase.constr(i64))
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        input: SSAValue,
+        value: SSAValue,
+        low: Sequence[int],
+        high: Sequence[int],
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            shape = shape_of(input.type) or ()
+            extents = [
+                n if a == b == 0 else n + a + b for n, a, b in zip(shape, low, high, strict=True)
+            ]
+            result_type = TensorType(element_type(input.type), extents)
+        super().__init__(
+            operands=[input, value],
+            properties={
+                "low": DenseArrayBase.from_list(i64, low),
+                "high": DenseArrayBase.from_list(i64, high),
+            },
+            result_types=[result_type],
+        )
+
+    def widths(self) -> list[tuple[int, int]]:
+        """(low, high) per dim."""
+        return list(zip(self.low.get_values(), self.high.get_values(), strict=True))
+
+    def placements(self) -> list[tuple[SSAValue, dict[int, int]]]:
+        return [(self.input, {d: a for d, (a, b) in enumerate(self.widths()) if (a, b) != (0, 0)})]
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_same_element(self, self.result)
+        shape = shape_of(self.input.type) or ()
+        if not shape:
+            raise VerifyException(f"'{self.name}' operand must have rank 1 or more")
+        if self.value.type != element_type(self.input.type):
+            raise VerifyException(
+                f"'{self.name}' value must be a scalar of the operand's element type "
+                f"{element_type(self.input.type)}, got {self.value.type}"
+            )
+        low, high = self.low.get_values(), self.high.get_values()
+        if not len(low) == len(high) == len(shape):
+            raise VerifyException(
+                f"'{self.name}' needs a low and a high width per dim of its rank-{len(shape)} "
+                f"operand: got {len(low)} and {len(high)}"
+            )
+        expected: list[int] = []
+        for d, (n, a, b) in enumerate(zip(shape, low, high, strict=True)):
+            if a == b == 0:
+                expected.append(n)
+                continue
+            extent = _static_extent(self, "operand", self.input, d) + a + b
+            if extent < 0:
+                raise VerifyException(
+                    f"'{self.name}' widths {a} and {b} leave dim {d} of extent {n} with "
+                    f"{extent} elements"
+                )
+            expected.append(extent)
+        _check_resized_result(self, expected)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(f" low {list(self.low.get_values())}")
+        printer.print_string(f" high {list(self.high.get_values())} value ")
+        printer.print_operand(self.value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operand = parser.parse_unresolved_operand()
+
+        def widths(keyword: str) -> list[int]:
+            parser.parse_keyword(keyword)
+            return parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+            )
+
+        low, high = widths("low"), widths("high")
+        parser.parse_keyword("value")
+        value = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source = parser.parse_type()
+        parser.parse_punctuation("->")
+        result = parser.parse_type()
+        op = cls(
+            parser.resolve_operand(operand, source),
+            parser.resolve_operand(value, element_type(source)),
+            low,
+            high,
+            result,
+        )
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class CatOp(ResizeOp):
+    """Its operands one after another along `dim` (nvFuser's and torch's `cat`).
+
+    `%y = fusion.cat %a, %b dim 1 : tensor<?x4xf32>, tensor<?x5xf32> -> tensor<?x9xf32>`
+
+    Operands share the rank and element type, and their extents on every other dim; along `dim`
+    they are static, and the result's extent is their sum. Another dim of the result is static
+    where any operand's is.
+    """
+
+    name = "fusion.cat"
+
+    inputs = var_operand_def(base(TensorType))
+    dim = prop_def(IntegerAttr.constr(i64))
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], dim: int, result_type: Attribute | None = None):
+        if result_type is None:
+            result_type = TensorType(element_type(inputs[0].type), cat_shape(inputs, dim))
+        super().__init__(
+            operands=[inputs], properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type]
+        )
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    def placements(self) -> list[tuple[SSAValue, dict[int, int]]]:
+        placed: list[tuple[SSAValue, dict[int, int]]] = []
+        offset = 0
+        for x in self.inputs:
+            placed.append((x, {self.axis: offset}))
+            offset += (shape_of(x.type) or ())[self.axis]
+        return placed
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException(f"'{self.name}' needs at least one operand")
+        _check_values(self)
+        _check_same_element(self, self.result)
+        first = shape_of(self.inputs[0].type) or ()
+        d = self.axis
+        if not 0 <= d < len(first):
+            raise VerifyException(f"'{self.name}' dim {d} is out of range for rank {len(first)}")
+        for k, x in enumerate(self.inputs):
+            shape = shape_of(x.type) or ()
+            if element_type(x.type) != element_type(self.inputs[0].type):
+                raise VerifyException(
+                    f"'{self.name}' operands must share one element type: #0 is "
+                    f"{element_type(self.inputs[0].type)}, #{k} {element_type(x.type)}"
+                )
+            if len(shape) != len(first):
+                raise VerifyException(
+                    f"'{self.name}' operands must share one rank: #0 has {len(first)}, #{k} "
+                    f"{len(shape)}"
+                )
+            _static_extent(self, f"operand #{k}", x, d)
+            for j, (a, b) in enumerate(zip(first, shape, strict=True)):
+                if j != d and not dims_compatible(a, b):
+                    raise VerifyException(
+                        f"'{self.name}' operand #{k} has extent {b} in dim {j}, operand #0 {a}: "
+                        f"only dim {d} may differ"
+                    )
+        _check_resized_result(self, cat_shape(self.inputs, d))
+
+
+def cat_shape(inputs: Sequence[SSAValue], dim: int) -> tuple[int, ...]:
+    """The shape of `cat(inputs, dim)`: the sum of the (static) extents along `dim`; another dim
+    static where any operand's is."""
+    shapes = [shape_of(x.type) or () for x in inputs]
+    result: list[int] = []
+    for j in range(len(shapes[0])):
+        extents = [s[j] for s in shapes if j < len(s)]
+        if j == dim:
+            result.append(DYNAMIC_INDEX if DYNAMIC_INDEX in extents else sum(extents))
+        else:
+            result.append(next((e for e in extents if e != DYNAMIC_INDEX), DYNAMIC_INDEX))
+    return tuple(result)
+
+
 class IotaLikeOp(IRDLOperation, ABC):
     """`start + i * step` for i in [0, length): the one definition of `fusion.iota` and
     `host.iota` (nvFuser's `iota`, torch's `arange`).
@@ -2073,6 +2335,8 @@ Fusion = Dialect(
         ReshapeOp,
         IotaOp,
         SliceOp,
+        PadOp,
+        CatOp,
         TakeAlongAxisOp,
         SumOp,
         MaxOp,

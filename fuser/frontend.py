@@ -45,6 +45,7 @@ from fuser.dialects.fusion import (
     BinaryOp,
     BroadcastInDimOp,
     CastOp,
+    CatOp,
     ConstantOp,
     CosOp,
     DimOp,
@@ -70,6 +71,7 @@ from fuser.dialects.fusion import (
     NegOp,
     NeOp,
     OutputOp,
+    PadOp,
     PermuteOp,
     PowOp,
     ReciprocalOp,
@@ -1114,6 +1116,95 @@ class FusionOps:
 
         extents = Extents(fd._block.args, list(fd._block.ops))
         return extents.same((extent.tensor._value, extent.axis), (x._value, d))
+
+    @_api
+    def pad(self, arg: Any, pad_widths: Any, value: Any = None) -> Tensor:
+        """`arg` with `value` (default 0) added before and after its dims (nvFuser's `pad`,
+        torch's `constant_pad_nd`): `pad_widths` holds (before, after) pairs from the innermost
+        dim outwards, as torch's `F.pad` takes them, ints or constant Scalars; a negative width
+        removes elements. A padded dim must have a static extent. It fuses: a kernel reads the
+        operand shifted, with no copy."""
+        op = "fd.ops.pad"
+        x = self._tensor(op, "arg", arg)
+        if not isinstance(pad_widths, Sequence) or isinstance(pad_widths, str):
+            _fail(op, f"argument 'pad_widths' must be a list of ints, got {pad_widths!r}")
+        if len(pad_widths) % 2 or len(pad_widths) > 2 * x.ndim:
+            _fail(
+                op,
+                f"argument 'pad_widths' has {len(pad_widths)} entries; it needs (before, after) "
+                f"pairs for at most the operand's {x.ndim} dims",
+            )
+        widths = [
+            _constant_int(op, f"argument 'pad_widths' entry {i}", w, "an int or a constant Scalar")
+            for i, w in enumerate(pad_widths)
+        ]
+        low, high = [0] * x.ndim, [0] * x.ndim
+        for pair in range(len(widths) // 2):
+            d = x.ndim - 1 - pair
+            low[d], high[d] = widths[2 * pair], widths[2 * pair + 1]
+            if (low[d], high[d]) == (0, 0):
+                continue
+            n = x._shape[d]
+            if n == DYNAMIC_INDEX:
+                _fail(
+                    op,
+                    f"pads dim {d}, whose extent is dynamic: fuser pads static extents only "
+                    "(define the tensor with a static shape)",
+                )
+            if n + low[d] + high[d] < 0:
+                _fail(op, f"widths {low[d]} and {high[d]} leave dim {d} of extent {n} below 0")
+        if not any(low) and not any(high):
+            return x
+        fill = self._operand(op, "value", 0 if value is None else value)
+        if isinstance(fill, Tensor):
+            _fail(op, "argument 'value' must be a Scalar or a Python number, got a Tensor")
+        v = self._as(op, "value", fill, x.dtype)
+        return self._definition._wrap_tensor(PadOp(x._value, v, low, high))
+
+    @_api
+    def cat(self, tensors: Any, dim: Any, manual_padding: Any = False) -> Tensor:
+        """`tensors` one after another along `dim` (nvFuser's and torch's `cat`): they share the
+        rank and every other extent; their dtypes promote to one, as torch's do. Extents along
+        `dim` must be static. It fuses: a kernel reads each operand shifted, with no copy.
+        `manual_padding` (inputs already padded to the result) is not supported."""
+        op = "fd.ops.cat"
+        if not isinstance(tensors, Sequence) or isinstance(tensors, str) or not tensors:
+            _fail(op, f"argument 'tensors' must be a non-empty list of Tensors, got {tensors!r}")
+        xs = [self._tensor(op, f"tensors[{k}]", t) for k, t in enumerate(tensors)]
+        if type(manual_padding) is int and manual_padding in (0, 1):
+            manual_padding = bool(manual_padding)  # nvFuser's printed form: 0 or 1
+        if self._bool(op, "manual_padding", manual_padding):
+            _fail(op, "manual_padding=True (inputs already padded) is not supported")
+        rank = xs[0].ndim
+        for k, x in enumerate(xs):
+            if x.ndim != rank:
+                _fail(op, f"tensors[{k}] has rank {x.ndim}, tensors[0] rank {rank}")
+        if rank == 0:
+            _fail(op, "tensors are 0-d; there is no dim to concatenate along")
+        if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+            _fail(op, f"argument 'dim' must be an int, got {dim!r}")
+        d = self._dims(op, [dim], rank, "dim")[0]
+        if len(xs) == 1:
+            return xs[0]
+        for k, x in enumerate(xs):
+            if x._shape[d] == DYNAMIC_INDEX:
+                _fail(
+                    op,
+                    f"tensors[{k}] has a dynamic extent in dim {d}: fuser concatenates static "
+                    "extents only (define the tensor with a static shape)",
+                )
+            for j in range(rank):
+                a, b = xs[0]._shape[j], x._shape[j]
+                if j != d and DYNAMIC_INDEX not in (a, b) and a != b:
+                    _fail(
+                        op,
+                        f"tensors[{k}] has shape {format_shape(x._shape)}, tensors[0] "
+                        f"{format_shape(xs[0]._shape)}: only dim {d} may differ",
+                    )
+        dtype = self._promote(xs)
+        fd = self._definition
+        values = [fd._cast(x._value, dtype) for x in xs]
+        return fd._wrap_tensor(CatOp(values, d))
 
     @_api
     def size(self, arg: Any, dim: Any) -> Extent:

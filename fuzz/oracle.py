@@ -36,6 +36,11 @@ bools as bool. The rules:
   by max(N - correction, 0), so a single element with correction 1 gives NaN (0 / 0), and an
   empty row NaN mean and NaN var.
 - `matmul` of f16/bf16 accumulates in float64 and rounds once.
+- `pad`: widths are (before, after) pairs from the innermost dim outwards (torch's `F.pad`);
+  result element i of a padded dim is operand element i - before where that lies in range,
+  else the value (a number or a Scalar converted to the operand's dtype, default 0), so a
+  negative width removes elements. `cat` converts its operands to their promoted dtype (one
+  priority level: all are tensors) and concatenates them.
 
 Each value also carries what the comparison needs (`Value.loosest`, `Value.scale`): the least
 precise float dtype among the values it depends on, and the largest finite magnitude there, so
@@ -509,6 +514,47 @@ class Oracle:
         bounds = zip(kw["start_indices"], kw["end_indices"], kw["strides"], strict=True)
         index = tuple(slice(a, b, c) for a, b, c in bounds)  # END clamps as Python's None does
         return self._moved(deps[0], lambda a: a[index])
+
+    def op_pad(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        x = deps[0]
+        fill = args[1] if len(args) > 1 else 0
+        widths = op.kw["pad_widths"]
+        rank = x.data.ndim
+        low, high = [0] * rank, [0] * rank
+        for pair in range(len(widths) // 2):
+            low[rank - 1 - pair], high[rank - 1 - pair] = widths[2 * pair], widths[2 * pair + 1]
+        shape = [n + a + b for n, a, b in zip(x.data.shape, low, high, strict=True)]
+        target, source = [], []  # result element i reads operand element i - low
+        for n, m, a in zip(x.data.shape, shape, low, strict=True):
+            first, last = max(a, 0), max(min(a + n, m), max(a, 0))
+            target.append(slice(first, last))
+            source.append(slice(first - a, last - a))
+        value = self.as_type(fill, x.dtype)
+        data = np.full(shape, value, dtype=x.data.dtype)
+        data[tuple(target)] = x.data[tuple(source)]
+        fill_shaky = isinstance(fill, Value) and fill.shaky is not None and bool(np.any(fill.shaky))
+        shaky = None
+        if x.shaky is not None or fill_shaky:
+            shaky = np.full(shape, fill_shaky)
+            if x.shaky is not None:
+                shaky[tuple(target)] = x.shaky[tuple(source)]
+        if isinstance(fill, Value):
+            fill_exact = fill.exact and fill.dtype == x.dtype
+        else:
+            fill_exact = float(number_value(fill, x.dtype)) == float(fill)
+        result = self._value(data, x.dtype, True, deps, shaky, False)
+        return [replace(result, exact=x.exact and fill_exact)]
+
+    def op_cat(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        out = self.promote(deps)
+        d = op.kw["dim"]
+        data = np.concatenate([self.as_type(v, out) for v in deps], axis=d)
+        shaky = None
+        if any(v.shaky is not None for v in deps):
+            masks = [np.zeros(v.data.shape, bool) if v.shaky is None else v.shaky for v in deps]
+            shaky = np.concatenate(masks, axis=d)
+        result = self._value(data, out, True, deps, shaky, False)
+        return [replace(result, exact=all(v.exact and v.dtype == out for v in deps))]
 
     def op_take_along_axis(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool

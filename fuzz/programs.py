@@ -64,6 +64,12 @@ AVOIDED: dict[str, str] = {
     "welford/var_mean of f16/bf16 or integer tensors": "the frontend refuses it (cast first)",
     "matmul of integer/bool or mixed dtypes, or of ranks < 2": "the frontend refuses it",
     "reductions of 0-dim tensors": "the frontend refuses it",
+    "pad of a dim whose declared extent is dynamic, widths leaving an extent below 0, or a "
+    "non-integral number padding an integer tensor": "the frontend refuses it",
+    "cat along a dim whose declared extent is dynamic, of 0-dim tensors, of tensors of other "
+    "ranks or other extents off the cat dim, or with manual_padding=True": (
+        "the frontend refuses it"
+    ),
     "integer pow with a base above 9 or exponents other than inputs or constants 0..3": (
         "an overflowing integer pow saturates in fuser (f64, then cvt.rzi) but wraps in torch"
     ),
@@ -105,7 +111,9 @@ class Input:
 class Op:
     """One `fd.ops` call (or `fd.define_scalar` for `constant`): positional `args` are value
     names (str) or Python numbers; `kwargs` are literal, except `dtype` (a DTYPES key) and
-    `shape` entries `(name, axis)`, the extent `name.size(axis)`."""
+    `shape` entries `(name, axis)`, the extent `name.size(axis)`. Two calls are laid out
+    differently (`_call_parts`): `cat`'s args are its operands, passed as one list, and `pad`'s
+    are its operand and its value (if any), with the `pad_widths` kwarg passed between them."""
 
     op: str
     args: tuple[str | Number, ...]
@@ -161,6 +169,8 @@ ALL_OPS = (
     "squeeze",
     "reshape",
     "slice",
+    "pad",
+    "cat",
     "take_along_axis",
     "full",
     "iota",
@@ -194,6 +204,10 @@ def _call_parts(op: Op) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs["length"] = _Extent(*kwargs["length"])
     if op.op == "constant":
         return "define_scalar", list(op.args), kwargs
+    if op.op == "pad":  # fd.ops.pad(arg, pad_widths, value): the widths go between
+        return "ops.pad", [op.args[0], kwargs.pop("pad_widths"), *op.args[1:]], kwargs
+    if op.op == "cat":  # fd.ops.cat(tensors, dim): the operands as one list
+        return "ops.cat", [list(op.args)], kwargs
     return f"ops.{op.op}", list(op.args), kwargs
 
 
@@ -327,6 +341,28 @@ LONG_LARGE = (65537, 100003)
 FLOAT_CONSTANTS = (0.5, 2.0, -1.5, 0.1, 3.0, -0.25, 1e-3, 0.0, 1.0)
 INT_CONSTANTS = (1, 2, 3, -2, 7, 0)
 MAG_LIMIT = 1e18
+_EXACT_INTS = {"f16": 2.0**11, "bf16": 2.0**8, "f32": 2.0**24, "f64": 2.0**53}
+_WIDER_FLOATS = {"f16": ("f32", "f64"), "bf16": ("f32", "f64"), "f32": ("f64",), "f64": ()}
+
+
+def _lossless(src: str, dst: str, mag: float) -> bool:
+    """Whether a cast from `src` to `dst` keeps every value of magnitude up to `mag` as it is
+    (no rounding, truncation or wrapping)."""
+    if src == dst or src == "bool":
+        return True
+    if src in INTS:
+        return dst == "bool" or (mag < 2.0**31 if dst in INTS else mag <= _EXACT_INTS[dst])
+    return dst in _WIDER_FLOATS[src]
+
+
+def _representable(x: Number, dtype: str) -> bool:
+    """Whether the Python number `x` is a value of `dtype` as it is (0.1 is not, in floats)."""
+    if dtype == "bool":
+        return isinstance(x, bool)
+    if dtype in INTS:
+        return float(x).is_integer()
+    with np.errstate(all="ignore"):
+        return bool(np.asarray(x, np.float64).astype(NUMPY_DTYPES[dtype]) == x)
 
 
 @dataclass
@@ -785,6 +821,147 @@ class _Generator:
         )
         return True
 
+    def static_input(self, rank: int) -> _Value:
+        """A new tensor input of static declared extents (a pad or a cat needs some), shaped
+        like a tensor of the pool or freshly."""
+        base = self.pick(lambda v: v.is_tensor and len(v.shape or ()) == rank)
+        shape = base.shape if base is not None and self.rng.random() < 0.5 else None
+        shape = shape or self.pick_shape(rank)
+        return self.new_input(self.rng.choice(list(DTYPES)), shape, shape)
+
+    def pad_value(self, x: _Value) -> tuple[str | Number | None, float, bool, bool]:
+        """A pad's value for `x` (None: the default 0), of a kind `x`'s dtype takes (a
+        non-integral number for an integer tensor is refused; a float Scalar only when exactly
+        computed, see AVOIDED), with its magnitude and whether it stays exact and nonzero as a
+        value of `x`'s dtype."""
+        r = self.rng.random()
+        if r < 0.25:
+            return None, 0.0, True, False
+        if r < 0.7:
+            value: Number
+            if x.dtype in FLOATS:
+                pool: tuple[Number, ...] = (*FLOAT_CONSTANTS, *INT_CONSTANTS, -math.inf)
+                value = self.rng.choice(pool)
+            elif x.dtype in INTS:
+                value = self.rng.choice(INT_CONSTANTS)
+            else:
+                value = self.rng.random() < 0.5
+            mag = abs(float(value)) if math.isfinite(value) else 0.0
+            return value, mag, _representable(value, x.dtype), value != 0
+        s = self.pick(
+            lambda v: not v.is_tensor and (v.exact or v.dtype not in FLOATS or x.dtype in FLOATS)
+        )
+        if s is None or self.rng.random() < 0.4:
+            s = self.new_input(self.rng.choice(["f32", "f64", "i32", "i64", "bool"]), None)
+        lossless = _lossless(s.dtype, x.dtype, s.mag)
+        return s.name, s.mag, s.exact and lossless, s.nonzero and lossless
+
+    def gen_pad(self) -> bool:
+        """(before, after) widths from the innermost dim outwards (torch's `F.pad` order), for
+        some or all dims: positive, zero or negative (down to an empty dim, or one of only the
+        value where the other width adds back what one removes), on static dims only; the value
+        a number, a Scalar or the default 0."""
+        x = self.pick(lambda v: v.is_tensor and any(d != -1 for d in v.declared or ()))
+        if x is None or self.rng.random() < 0.25:
+            x = self.static_input(self.rng.choice([1, 2, 2, 3]))
+        assert x.shape is not None and x.declared is not None
+        rank = len(x.shape)
+        static = [d for d in range(rank) if x.declared[d] != -1]
+        if not static:
+            return False
+        pairs = self.rng.randint(rank - max(static), rank)  # the innermost `pairs` dims
+        low, high = [0] * rank, [0] * rank
+        for d in range(rank - pairs, rank):
+            n = x.shape[d]
+            if x.declared[d] == -1 or self.rng.random() < 0.2:
+                continue
+            low[d] = self.rng.choice([0, 0, 1, 1, 2, 3, -1, -1, -(n // 2), -n])
+            high[d] = self.rng.choice([0, 0, 1, 1, 2, 5, -1, -1, -(n // 2), -n])
+            if n + low[d] + high[d] < 0:  # an extent of 0 to 2, all or mostly the value
+                high[d] = -n - low[d] + self.rng.choice([0, 1, 2])
+        if not any(low) and not any(high):
+            d = max(static)
+            low[d], high[d] = self.rng.choice([(1, 0), (0, 1), (2, 3)])
+        shape = tuple(n + a + b for n, a, b in zip(x.shape, low, high, strict=True))
+        if math.prod(shape) > BUDGET[self.sizes]:
+            return False
+        declared = tuple(
+            n if a == b == 0 else e for n, a, b, e in zip(x.declared, low, high, shape, strict=True)
+        )
+        widths = [w for d in reversed(range(rank - pairs, rank)) for w in (low[d], high[d])]
+        value, mag, exact, nonzero = self.pad_value(x)
+        self.add_op(
+            "pad",
+            [x.name] if value is None else [x.name, value],
+            [(x.dtype, shape, declared)],
+            max(x.mag, mag),
+            x.exact and exact,
+            x.nonzero and nonzero,
+            pad_widths=widths,
+        )
+        return True
+
+    def gen_cat(self) -> bool:
+        """2 to 4 tensors along a dim static in each (a negative `dim` half the time): the
+        first from the pool, the others of the pool, new inputs of mixed extents along the dim
+        (0 and 1 included, mostly of the first's dtype: others promote), or an operand again."""
+        x = self.pick(lambda v: v.is_tensor and any(d != -1 for d in v.declared or ()))
+        if x is None or self.rng.random() < 0.25:
+            x = self.static_input(self.rng.choice([1, 2, 2, 3]))
+        assert x.shape is not None and x.declared is not None
+        shape, rank = x.shape, len(x.shape)
+        static = [d for d in range(rank) if x.declared[d] != -1]
+        if not static:
+            return False
+        d = self.rng.choice(static)
+
+        def fits(v: _Value) -> bool:
+            return (
+                v.shape is not None
+                and v.declared is not None
+                and len(v.shape) == rank
+                and v.declared[d] != -1
+                and all(e == shape[j] for j, e in enumerate(v.shape) if j != d)
+            )
+
+        operands = [x]
+        for _ in range(self.rng.randint(1, 3)):
+            r = self.rng.random()
+            u = self.rng.choice(operands) if r < 0.2 else None
+            if u is None and r < 0.5:
+                u = self.pick(lambda v: v not in operands and fits(v))
+            if u is None:
+                extent = self.rng.choice([0, 1, 1, 2, 3, 5, 7, 129, shape[d]])
+                new = tuple(extent if j == d else e for j, e in enumerate(shape))
+                declared = tuple(
+                    e if j == d or self.rng.random() < 0.25 else -1 for j, e in enumerate(new)
+                )
+                dtype = x.dtype if self.rng.random() < 0.7 else self.rng.choice(list(DTYPES))
+                u = self.new_input(dtype, new, declared)
+            operands.append(u)
+        total = sum((u.shape or ())[d] for u in operands)
+        out_shape = tuple(total if j == d else e for j, e in enumerate(shape))
+        if math.prod(out_shape) > BUDGET[self.sizes]:
+            return False
+        out_declared = tuple(
+            total
+            if j == d
+            else next((u.declared[j] for u in operands if u.declared and u.declared[j] != -1), -1)
+            for j in range(rank)
+        )
+        names = [u.name for u in operands]
+        out = self.promoted(names)
+        self.add_op(
+            "cat",
+            names,
+            [(out, out_shape, out_declared)],
+            max(u.mag for u in operands),
+            all(u.exact and _lossless(u.dtype, out, u.mag) for u in operands),
+            all(u.nonzero for u in operands),
+            dim=d - rank if self.rng.random() < 0.5 else d,
+        )
+        return True
+
     def gen_take_along_axis(self) -> bool:
         """k of a tensor's elements along a dim, at a new index input (values in [-9, 9]:
         many are clamped)."""
@@ -1063,6 +1240,8 @@ class _Generator:
             "full": self.gen_full,
             "iota": self.gen_iota,
             "slice": self.gen_slice,
+            "pad": self.gen_pad,
+            "cat": self.gen_cat,
             "take_along_axis": self.gen_take_along_axis,
             "welford": self.gen_welford,
             "var_mean": self.gen_var_mean,
@@ -1074,6 +1253,8 @@ class _Generator:
 
 OP_WEIGHTS: dict[str, float] = {op: 1.0 for op in ALL_OPS} | {
     "cast": 2.0,
+    "pad": 2.0,
+    "cat": 2.0,
     "broadcast_in_dim": 2.0,
     "sum": 1.5,
     "matmul": 0.8,

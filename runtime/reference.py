@@ -73,6 +73,7 @@ from fuser.dialects.fusion import (
     BinaryOp,
     BroadcastInDimOp,
     CastOp,
+    CatOp,
     ConstantOp,
     CosOp,
     DimOp,
@@ -98,6 +99,7 @@ from fuser.dialects.fusion import (
     NegOp,
     NeOp,
     OutputOp,
+    PadOp,
     PartialSumOp,
     PermuteOp,
     PowOp,
@@ -106,6 +108,7 @@ from fuser.dialects.fusion import (
     ReluOp,
     RenumberOp,
     ReshapeOp,
+    ResizeOp,
     RsqrtOp,
     SegmentOp,
     SegmentSetOp,
@@ -143,6 +146,33 @@ def _renumbered(op: RenumberOp, x: np.ndarray) -> np.ndarray:
     kept = op.source_dims
     dropped = [d for d in range(np.ndim(x)) if d not in kept]
     return np.transpose(x, (*kept, *dropped)).reshape(op.result_extents(np.shape(x))).copy()
+
+
+def _placed(op: ResizeOp, args: PythonValues) -> np.ndarray:
+    """A pad's or cat's result: each operand copied to its place, the rest the pad's value."""
+    operands = [
+        np.asarray(a)
+        for a, o in zip(args, op.operands, strict=True)
+        if isinstance(o.type, TensorType)
+    ]
+    try:
+        shape = op.result_extents([x.shape for x in operands])
+    except ValueError as e:
+        raise InputError(f"{describe_op(op)}: {e}") from None
+    if isinstance(op, PadOp):
+        out = np.full(shape, args[1], dtype=operands[0].dtype)
+    else:
+        out = np.empty(shape, dtype=operands[0].dtype)
+    for x, (_, offsets) in zip(operands, op.placements(), strict=True):
+        target: list[slice] = []
+        source: list[slice] = []
+        for d, (n, m) in enumerate(zip(x.shape, shape, strict=True)):
+            offset = offsets.get(d, 0)
+            first, last = max(offset, 0), max(min(offset + n, m), max(offset, 0))
+            target.append(slice(first, last))
+            source.append(slice(first - offset, last - offset))
+        out[tuple(target)] = x[tuple(source)]
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,6 +487,14 @@ class FusionFunctions(InterpreterFunctions):
             slice(a, None if b == END else b, c) for a, b, c in zip(*op.bounds(), strict=True)
         )
         return (x[index].copy(),)
+
+    @impl(PadOp)
+    def run_pad(self, interp: Interpreter, op: PadOp, args: PythonValues) -> PythonValues:
+        return (_placed(op, args),)
+
+    @impl(CatOp)
+    def run_cat(self, interp: Interpreter, op: CatOp, args: PythonValues) -> PythonValues:
+        return (_placed(op, args),)
 
     @impl(TakeAlongAxisOp)
     def run_take_along_axis(

@@ -625,7 +625,7 @@ def test_gelu_bias(rng: np.random.Generator, shape: tuple[int, int]) -> None:
     bias = random_values(rng, shape[1:], "f32")
     params = run_kernel(GELU_BIAS, [x, bias])
     assert params.vector_width == (4 if shape[1] % 4 == 0 else 1)
-    assert params.dense_inputs == (True, False)
+    assert params.dense_reads == (True, False)
 
 
 @pytest.mark.parametrize("sm_count, grid_2d", [(1, True), (1, False)])
@@ -728,11 +728,11 @@ def test_strided_and_runtime_broadcast_inputs(rng: np.random.Generator) -> None:
     x = np.ascontiguousarray(random_values(rng, (8, 5), "f32")).T
     assert x.strides == (4, 20)
     params = run_kernel(text, [x, random_values(rng, (1, 8), "f32")])
-    assert params.vector_width == 1 and params.dense_inputs == (False, False)
+    assert params.vector_width == 1 and params.dense_reads == (False, False)
     contiguous = run_kernel(text, [x.copy(), random_values(rng, (1, 8), "f32")])
-    assert contiguous.vector_width == 4 and contiguous.dense_inputs == (True, False)
+    assert contiguous.vector_width == 4 and contiguous.dense_reads == (True, False)
     same = run_kernel(text, [x.copy(), random_values(rng, (5, 8), "f32")])
-    assert same.vector_width == 4 and same.dense_inputs == (True, True)
+    assert same.vector_width == 4 and same.dense_reads == (True, True)
     # broadcast at run time along the innermost dim: no vectors
     static = text.replace("tensor<5x?xf32>", "tensor<5x8xf32>")
     for y_shape in [(5, 1), (1, 1)]:
@@ -1046,7 +1046,7 @@ def test_extent_one_strides_do_not_matter() -> None:
     """numpy gives extent-1 dims arbitrary strides: still dense, still vectorized."""
     odd = TensorMeta((1, 64), (7, 1))
     params = params_for(GELU_BIAS, [odd, TensorMeta.contiguous((64,))])
-    assert params.dense_inputs == (True, False) and params.vector_width == 4
+    assert params.dense_reads == (True, False) and params.vector_width == 4
 
 
 def test_info_that_does_not_describe_the_fusion_is_rejected() -> None:

@@ -18,6 +18,8 @@ KERNELS = {
     "swiglu": ["pointwise"],
     "heads_merge": ["pointwise"],  # writing the output in its merged shape
     "cross_entropy": ["persistent"],
+    "rope": ["pointwise"],  # the halves are views of q; the cat reads them shifted
+    "rope_backward": ["pointwise"],  # the pads read views of g and sin, shifted
 }
 
 

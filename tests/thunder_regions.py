@@ -3,8 +3,8 @@ them to nvFuser, written in the form its nvFuser executor emits (`define_tensor(
 contiguity=, dtype=, is_cpu=, stride_order=)`, constants through `define_scalar(value, dtype=)`,
 keyword arguments, static shapes): RMSNorm, the q/k/v split of a fused projection into heads,
 the causal-masked softmax with its mask from iotas, SwiGLU, the heads merge, and a
-cross-entropy forward through `take_along_axis`. The rotary embedding's slice-rotate-cat is not
-here yet: fuser has no `cat`.
+cross-entropy forward through `take_along_axis`, and the rotary embedding (its slice-rotate-cat
+forward, and its backward through two pads).
 
 Each region is a function of (dtype, sizes) returning the FusionDefinition and a numpy function
 of the same inputs that computes what it must (float64), so the CPU test checks the reference
@@ -166,6 +166,93 @@ def cross_entropy(dtype: DataType, n: int, vocab: int) -> Region:
     return fd, expected
 
 
+def _halves(fd: FusionDefinition, x: Any, shape: list[int]) -> tuple[Any, Any]:
+    """`x[..., :d/2]` and `x[..., d/2:]` as Thunder slices them."""
+    half = shape[-1] // 2
+    lead = [0] * (len(shape) - 1)
+    lo = fd.ops.slice(
+        x,
+        start_indices=[*lead, 0],
+        end_indices=[*shape[:-1], half],
+        strides=[1] * len(shape),
+        manual_normalization=0,
+    )
+    hi = fd.ops.slice(
+        x,
+        start_indices=[*lead, half],
+        end_indices=shape,
+        strides=[1] * len(shape),
+        manual_normalization=0,
+    )
+    return lo, hi
+
+
+def rope(dtype: DataType, b: int, t: int, heads: int, hs: int) -> Region:
+    """litGPT's rotary embedding of q split into heads: `x * cos + cat(-x2, x1) * sin`, the
+    halves x1, x2 sliced from the permuted heads, cos and sin [t, hs] broadcast over b and
+    heads."""
+    shape = [b, heads, t, hs]
+    with FusionDefinition(f"rope_{dtype.name}") as fd:
+        q = _tensor(fd, [b, t, heads * hs], dtype)
+        cos = _tensor(fd, [t, hs], dtype)
+        sin = _tensor(fd, [t, hs], dtype)
+        heads_view = fd.ops.reshape(q, new_shape=[b, t, heads, hs])
+        x = fd.ops.permute(heads_view, dims=[0, 2, 1, 3])
+        x1, x2 = _halves(fd, x, shape)
+        minus_x2 = fd.ops.cast(fd.ops.neg(fd.ops.cast(x2, dtype=DataType.Float)), dtype=dtype)
+        rotated = fd.ops.cat([minus_x2, x1], dim=-1, manual_padding=0)
+        c = fd.ops.broadcast_in_dim(cos, shape=shape, broadcast_dims=[2, 3])
+        s = fd.ops.broadcast_in_dim(sin, shape=shape, broadcast_dims=[2, 3])
+        xc = fd.ops.mul(fd.ops.cast(x, dtype=DataType.Float), fd.ops.cast(c, dtype=DataType.Float))
+        rs = fd.ops.mul(
+            fd.ops.cast(rotated, dtype=DataType.Float), fd.ops.cast(s, dtype=DataType.Float)
+        )
+        fd.add_output(fd.ops.cast(fd.ops.add(xc, rs), dtype=dtype))
+
+    def expected(q: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> list[np.ndarray]:
+        x = _f64(q).reshape(b, t, heads, hs).transpose(0, 2, 1, 3)
+        x1, x2 = np.split(x, 2, axis=-1)
+        rotated = np.concatenate([-x2, x1], axis=-1)
+        return [x * _f64(cos) + rotated * _f64(sin)]
+
+    return fd, expected
+
+
+def rope_backward(dtype: DataType, b: int, t: int, heads: int, hs: int) -> Region:
+    """The rotary embedding's backward as Thunder writes it: the gradient of `cat(-x2, x1)` as
+    two pads, `dx = g * cos + pad(gs[..., d/2:], [0, d/2]) + pad(-gs[..., :d/2], [d/2, 0])`
+    with gs = g * sin, then the heads merged back into [b, t, heads * hs]."""
+    shape = [b, heads, t, hs]
+    half = hs // 2
+    with FusionDefinition(f"rope_backward_{dtype.name}") as fd:
+        g = _tensor(fd, shape, dtype)
+        cos = _tensor(fd, [t, hs], dtype)
+        sin = _tensor(fd, [t, hs], dtype)
+        gf = fd.ops.cast(g, dtype=DataType.Float)
+        c = fd.ops.cast(
+            fd.ops.broadcast_in_dim(cos, shape=shape, broadcast_dims=[2, 3]), DataType.Float
+        )
+        s = fd.ops.cast(
+            fd.ops.broadcast_in_dim(sin, shape=shape, broadcast_dims=[2, 3]), DataType.Float
+        )
+        gs = fd.ops.mul(gf, s)
+        lo, hi = _halves(fd, gs, shape)
+        zero = fd.define_scalar(0.0, dtype=DataType.Double)
+        from_x1 = fd.ops.pad(hi, [0, half, 0, 0, 0, 0, 0, 0], zero)
+        from_x2 = fd.ops.pad(fd.ops.neg(lo), [half, 0, 0, 0, 0, 0, 0, 0], zero)
+        dx = fd.ops.add(fd.ops.add(from_x1, from_x2), fd.ops.mul(gf, c))
+        merged = fd.ops.permute(fd.ops.cast(dx, dtype=dtype), dims=[0, 2, 1, 3])
+        fd.add_output(fd.ops.reshape(merged, new_shape=[b, t, heads * hs]))
+
+    def expected(g: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> list[np.ndarray]:
+        gs = _f64(g) * _f64(sin)
+        lo, hi = np.split(gs, 2, axis=-1)
+        dx = np.concatenate([hi, -lo], axis=-1) + _f64(g) * _f64(cos)
+        return [dx.transpose(0, 2, 1, 3).reshape(b, t, heads * hs)]
+
+    return fd, expected
+
+
 def inputs_of(rng: np.random.Generator, fd: FusionDefinition) -> list[np.ndarray]:
     """Random inputs for a region (its inputs' shapes and dtypes; targets in range)."""
     from fuser.runtime.dtypes import numpy_dtype, round_to_float
@@ -188,5 +275,7 @@ REGIONS: dict[str, Callable[[DataType], Region]] = {
     "swiglu": lambda d: swiglu(d, 2, 127, 1536),
     "heads_merge": lambda d: heads_merge(d, 2, 12, 127, 64),
     "cross_entropy": lambda d: cross_entropy(d, 254, 4097),
+    "rope": lambda d: rope(d, 2, 127, 4, 64),
+    "rope_backward": lambda d: rope_backward(d, 2, 127, 4, 64),
 }
 """Each region at small odd sizes (t = 127), by name."""

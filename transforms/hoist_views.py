@@ -15,8 +15,10 @@ shape: that input would be copied, where the chain's own result can always be vi
 it move one past an op with a stream axis (which names a dim of its shape). It also folds a
 reshape of a reshape into one, and erases a reshape to the operand's own type.
 
-A slice moves the same way: `slice(f(a, b)) == f(slice(a), slice(b))` for such an op, and
-`slice(permute(x)) == permute(slice'(x))` with the bounds renumbered (likewise `squeeze`). A
+A slice moves the same way: `slice(f(a, b)) == f(slice(a), slice(b))` for such an op,
+`slice(permute(x)) == permute(slice'(x))` with the bounds renumbered (likewise `squeeze`), and
+`slice(broadcast(y)) == broadcast(slice'(y))` with the bounds of `y`'s carried dims (a broadcast
+with no run-time `sizes`: a dim it expands takes the slice's static extent). A
 slice is a view of any strides, so every input can take it; it moves only where the chain
 reaches inputs, for the reason above. Unlike a reshape's, a slice's chain is cloned where other
 ops read it too (`q = cast(permute(x))` read whole and as two halves): the clone computes only
@@ -95,6 +97,15 @@ def _slice_reaches_inputs(v: SSAValue, seen: dict[SSAValue, bool] | None = None)
                 seen[v] = _slice_reaches_inputs(op.input, seen)
             elif isinstance(op, fu.RenumberOp):
                 seen[v] = fu.stream_axis(op) is None and _slice_reaches_inputs(op.input, seen)
+            elif isinstance(op, fu.BroadcastInDimOp):
+                seen[v] = (
+                    not op.sizes
+                    and fu.stream_axis(op) is None
+                    and (
+                        not isinstance(op.input.type, TensorType)
+                        or _slice_reaches_inputs(op.input, seen)
+                    )
+                )
             else:
                 seen[v] = _commutes(op) and all(
                     _slice_reaches_inputs(o, seen)
@@ -220,6 +231,11 @@ class HoistSlice(RewritePattern):
             if not producer.results[0].uses:
                 rewriter.erase(producer)
             return
+        if isinstance(producer, fu.BroadcastInDimOp):
+            rewriter.replace(op, *_sliced_broadcast(producer, op))
+            if not producer.results[0].uses:
+                rewriter.erase(producer)
+            return
         new_ops: list[Operation] = []
         operands: list[SSAValue] = []
         made: dict[SSAValue, SSAValue] = {}  # an operand read twice is sliced once
@@ -242,6 +258,31 @@ class HoistSlice(RewritePattern):
         rewriter.replace(op, new_ops, [moved.results[0]])
         if not producer.results[0].uses:
             rewriter.erase(producer)
+
+
+def _sliced_broadcast(
+    producer: fu.BroadcastInDimOp, op: fu.SliceOp
+) -> tuple[list[Operation], list[SSAValue]]:
+    """`slice(broadcast(y))` as `broadcast(slice'(y))`: a carried dim of `y` takes the bounds of
+    its result dim, one of extent 1 stays whole (it is expanded to the sliced extent)."""
+    new_ops: list[Operation] = []
+    source = producer.input
+    shape = fu.shape_of(source.type)
+    if shape is not None and shape:
+        starts, stops, steps = op.bounds()
+        bounds = [
+            (0, END, 1) if e == 1 else (starts[d], stops[d], steps[d])
+            for e, d in zip(shape, producer.dims, strict=True)
+        ]
+        if any(b != (0, END, 1) for b in bounds):
+            firsts, lasts, strides = zip(*bounds, strict=True)
+            sliced = fu.SliceOp(source, firsts, lasts, strides)
+            sliced.result.name_hint = source.name_hint
+            new_ops.append(sliced)
+            source = sliced.result
+    moved = _rebuilt(producer, [source], op.result.type.get_shape(), op.result.name_hint)
+    new_ops.append(moved)
+    return new_ops, [moved.results[0]]
 
 
 def hoist_views(fusion: fu.FusionOp, info: FusionInfo | None = None) -> None:

@@ -282,6 +282,8 @@ def _symbolic_shapes(
             results = [fu.partial_sum_shape(tensor(op.input), op.axis, op.split_count)]
         elif isinstance(op, fu.RenumberOp):
             results = [op.result_extents(tensor(op.input))]
+        elif isinstance(op, fu.ResizeOp):  # resized dims are static: the type gives them below
+            results = [tensor(op.operands[0])]
         elif isinstance(op, fu.MatmulOp):
             a, b = tensor(op.lhs), tensor(op.rhs)
             full = (*a[:-2], a[-2], b[-1])

@@ -444,6 +444,11 @@ class Extents:
                 self.union((op.input, j), (op.result, i))
         elif isinstance(op, fu.VIEW_OPS):
             pass  # a reshape's extents are static or inferred, a slice's follow from its bounds
+        elif isinstance(op, fu.ResizeOp):
+            for operand, offsets in op.placements():  # resized dims are static
+                for axis in range(len(fu.shape_of(operand.type) or ())):
+                    if axis not in offsets:
+                        self.union((operand, axis), (op.result, axis))
         elif isinstance(op, fu.IotaOp):
             if op.length is not None:
                 self.union((op.length, -1), (op.result, 0))

@@ -6,8 +6,10 @@ dim of static extent 1, or a dim that `broadcast_in_dim` expands. The maps are t
 from the outputs through pointwise ops (operands are indexed like their result),
 `broadcast_in_dim` (operand dim i is indexed like result dim `dims[i]`) and the ops that renumber
 dims (`permute`, `squeeze`: operand dim `source_dims[i]` is indexed like result dim i, a squeezed
-dim with 0). A value may be needed under several maps (an input broadcast two ways); it is then
-read, or computed, once per map.
+dim with 0) and the resize ops (`pad`, `cat`: an operand placed at offset o along a dim is indexed
+there by the result's index less o, a `Shifted` entry that also bounds it by the operand's extent).
+A value may be needed under several maps (an input broadcast two ways, or read whole and shifted);
+it is then read, or computed, once per map.
 
 Everything here depends on types only, never on run-time extents, so `emit` derives the same
 accesses as the heuristics that validated them against concrete shapes. A dynamic dim that is 1
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.dialects.builtin import IndexType, TensorType
 from xdsl.ir import Operation, SSAValue
@@ -26,8 +29,53 @@ from xdsl.ir import Operation, SSAValue
 from fuser.dialects import fusion as fu
 from fuser.transforms.schedulers.scalar_lowering import is_pointwise
 
-DimMap = tuple[int | None, ...]
-"""For each dim of a tensor value, the iteration dim that indexes it, or None for index 0."""
+
+@dataclass(frozen=True)
+class Shifted:
+    """A dim indexed by iteration dim `dim` (None: index 0) less `offset`, that exists only
+    where that index lies in [0, `extent`): an operand of a resize op (`fusion.pad`,
+    `fusion.cat`), or what it is computed from. A kernel reads an input under such a dim with
+    a predicate, and the resize op selects where its operand exists."""
+
+    dim: int | None
+    offset: int
+    extent: int
+
+
+MapEntry = int | Shifted | None
+"""How one dim of a value is indexed: by an iteration dim, shifted, or at index 0 (None)."""
+
+DimMap = tuple[MapEntry, ...]
+"""For each dim of a tensor value, how a point of the iteration space indexes it."""
+
+
+def entry_dim(entry: MapEntry) -> int | None:
+    """The iteration dim an entry follows (None: none)."""
+    return entry.dim if isinstance(entry, Shifted) else entry
+
+
+def map_dims(m: DimMap) -> list[int]:
+    """The iteration dims that `m` follows, in its dims' order."""
+    return [d for d in (entry_dim(e) for e in m) if d is not None]
+
+
+def unshifted(m: DimMap) -> tuple[int | None, ...]:
+    """`m`, for a scheduler that takes no resize op (so no entry is `Shifted`)."""
+    assert not shifted(m), f"a shifted map {m} outside the pointwise scheduler"
+    return cast(tuple[int | None, ...], m)
+
+
+def shifted(m: DimMap) -> bool:
+    """Whether `m` reads a resize op's operand (some entry is `Shifted`)."""
+    return any(isinstance(e, Shifted) for e in m)
+
+
+def _shift(entry: MapEntry, offset: int, extent: int) -> Shifted:
+    """`entry` moved by `offset`, for an operand of `extent` along it."""
+    if isinstance(entry, Shifted):
+        return Shifted(entry.dim, entry.offset + offset, extent)
+    return Shifted(entry, offset, extent)
+
 
 Needs = dict[SSAValue, list[DimMap]]
 """The maps under which each value is needed, in a deterministic order."""
@@ -44,7 +92,8 @@ def identity_map(t: TensorType) -> DimMap:
 
 def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
     """The map of each operand of `op` whose result is needed under `result_map` (None for
-    `index` operands). Works for pointwise ops, `broadcast_in_dim`, `permute` and `squeeze`."""
+    `index` operands). Works for pointwise ops, `broadcast_in_dim`, `permute`, `squeeze`, `pad`
+    and `cat`."""
     maps: list[DimMap | None] = []
     for i, operand in enumerate(op.operands):
         t = operand.type
@@ -64,6 +113,10 @@ def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
             maps.append(
                 tuple(None if e == 1 else by_operand_dim.get(j) for j, e in enumerate(shape))
             )
+        elif isinstance(op, fu.ResizeOp):
+            placed, offsets = op.placements()[i]  # tensor operands come first
+            assert placed is operand
+            maps.append(_placed_map(t.get_shape(), offsets, result_map))
         elif is_pointwise(op):
             shape = t.get_shape()
             maps.append(
@@ -72,6 +125,15 @@ def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
         else:
             raise MappingError(f"'{op.name}' is not pointwise: its operands have no dim map")
     return maps
+
+
+def _placed_map(shape: Sequence[int], offsets: Mapping[int, int], result_map: DimMap) -> DimMap:
+    """The map of a resize op's operand of `shape`, placed at `offsets`: a placed dim shifted
+    (even of extent 1: it exists at one index only), another as the result's."""
+    return tuple(
+        _shift(result_map[d], offsets[d], e) if d in offsets else None if e == 1 else result_map[d]
+        for d, e in enumerate(shape)
+    )
 
 
 def expand(ops: Sequence[Operation], roots: Mapping[SSAValue, Sequence[DimMap]]) -> Needs:
@@ -109,7 +171,7 @@ def _infer_forward(value: SSAValue, needs: Needs) -> DimMap | None:
         source = _infer_forward(op.input, needs)
         if source is None:
             return None
-        result: list[int | None] = []
+        result: list[MapEntry] = []
         for d, extent in enumerate(value.type.get_shape()):
             m = source[op.dims.index(d)] if d in op.dims else None
             if m is None and extent != 1:

@@ -31,7 +31,13 @@ from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
-from fuser.transforms.schedulers.iteration_space import DimMap, Needs, operand_maps
+from fuser.transforms.schedulers.iteration_space import (
+    DimMap,
+    MapEntry,
+    Needs,
+    Shifted,
+    operand_maps,
+)
 from fuser.transforms.schedulers.scalar_lowering import lower_pointwise
 
 Index = SSAValue | int
@@ -242,6 +248,24 @@ class KernelBuilder:
             total = self.add(total, self.mul(index, stride))
         return total
 
+    def entry_index(self, entry: MapEntry, index: Callable[[int], Index]) -> Index:
+        """The index along a dim indexed by `entry` of the point whose index along iteration
+        dim x is `index(x)` (negative, or past the extent, outside a `Shifted` dim)."""
+        if isinstance(entry, Shifted):
+            return self.add(0 if entry.dim is None else index(entry.dim), -entry.offset)
+        return 0 if entry is None else index(entry)
+
+    def within(self, m: DimMap, index: Callable[[int], Index]) -> SSAValue | None:
+        """Whether the point lies within every `Shifted` dim of `m` (None: no such dim), one
+        unsigned compare per dim."""
+        return self.all_of(
+            [
+                self.cmp("ult", self.entry_index(e, index), e.extent)
+                for e in m
+                if isinstance(e, Shifted)
+            ]
+        )
+
     def access_offset(
         self,
         tensor: SSAValue,
@@ -259,7 +283,7 @@ class KernelBuilder:
             if x is not None:
                 dynamic = broadcast and static[d] == DYNAMIC_INDEX
                 stride = self.broadcast_stride(tensor, d) if dynamic else self.stride(tensor, d)
-                terms.append((index(x), stride))
+                terms.append((self.entry_index(x, index), stride))
         return self.offset(terms)
 
     def delinearize(self, flat: Index, sizes: Sequence[Index], lowest: int = 0) -> list[Index]:
@@ -319,12 +343,44 @@ def named(x: IndexT, name: str) -> IndexT:
     return x
 
 
+def lower_resize(
+    kb: KernelBuilder,
+    op: fu.ResizeOp,
+    m: DimMap,
+    operands: Sequence[SSAValue],
+    index: Callable[[int], Index],
+) -> SSAValue:
+    """The scalar of a pad or cat under map `m` at the element whose index along iteration dim
+    x is `index(x)`: the operand placed there (its scalar, computed at the shifted point), or
+    the pad's value. `operands` are the op's scalars (the tensor operands', then a pad's
+    value)."""
+    placements = op.placements()
+    if isinstance(op, fu.PadOp):
+        (_, offsets), fill = placements[0], operands[1]
+        n = fu.shape_of(op.input.type) or ()
+        inside = kb.all_of(
+            [
+                kb.cmp("ult", kb.add(kb.entry_index(m[d], index), -a), n[d])
+                for d, a in offsets.items()
+            ]
+        )
+        return operands[0] if inside is None else arith.SelectOp(inside, operands[0], fill).result
+    assert isinstance(op, fu.CatOp)
+    at = kb.entry_index(m[op.axis], index)
+    result = operands[-1]
+    for k in range(len(placements) - 2, -1, -1):
+        before_next = kb.cmp("slt", at, placements[k + 1][1][op.axis])
+        result = arith.SelectOp(before_next, operands[k], result).result
+    return result
+
+
 def compute_element(
     ops: Sequence[Operation],
     needs: Needs,
     read: Callable[[SSAValue, DimMap], SSAValue],
     env: dict[tuple[SSAValue, DimMap], SSAValue] | None = None,
     lower: Callable[[Operation, Sequence[SSAValue]], SSAValue] = lower_pointwise,
+    resize: tuple[KernelBuilder, Callable[[int], Index]] | None = None,
 ) -> dict[tuple[SSAValue, DimMap], SSAValue]:
     """Emits the scalar code of `ops` for one element and returns the scalar of each (value,
     map) computed, extending `env` (values a scheduler computed itself, e.g. a reduction).
@@ -332,7 +388,9 @@ def compute_element(
     Walks `ops` in order and lowers each result under each map that `needs` gives it (ops
     nothing needs are skipped; `fusion.dim` is an extent). An operand that is neither in `env`
     nor computed here (a fusion input) is `read(value, map)`: a load at the current point, or a
-    scalar parameter. `lower` lowers one op (a scheduler may specialize `lower_pointwise`).
+    scalar parameter. `lower` lowers one op (a scheduler may specialize `lower_pointwise`);
+    resize ops need `resize`, the kernel's builder and the element's index along each
+    iteration dim (`lower_resize`).
     """
     env = {} if env is None else env
     comments = comments_enabled()
@@ -356,7 +414,11 @@ def compute_element(
                 for o, om in zip(op.operands, operand_maps(op, m), strict=True)
                 if om is not None
             ]
-            env[result, m] = lower(op, operands)
+            if isinstance(op, fu.ResizeOp):
+                assert resize is not None, f"'{op.name}' needs the element's indices"
+                env[result, m] = lower_resize(resize[0], op, m, operands, resize[1])
+            else:
+                env[result, m] = lower(op, operands)
             if result.name_hint is not None and env[result, m].name_hint is None:
                 env[result, m].name_hint = result.name_hint
     return env

@@ -75,7 +75,13 @@ from fuser.transforms.schedulers.base import (
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
-from fuser.transforms.schedulers.iteration_space import DimMap, Needs, expand, identity_map
+from fuser.transforms.schedulers.iteration_space import (
+    DimMap,
+    Needs,
+    expand,
+    identity_map,
+    unshifted,
+)
 from fuser.transforms.schedulers.kernel_builder import (
     Index,
     KernelBuilder,
@@ -282,7 +288,7 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
         if meta is None:
             continue
         for m in structure.needs.get(arg, []):
-            for d, x in enumerate(m):
+            for d, x in enumerate(unshifted(m)):
                 if x is not None and meta.shape[d] not in (1, shape[x]):
                     return (
                         f"input #{i} has extent {meta.shape[d]} in dim {d}, which cannot be "

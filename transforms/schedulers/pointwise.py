@@ -1,5 +1,6 @@
 """The pointwise scheduler: one kernel for fusions of pointwise ops, casts, broadcasts,
-permutes and squeezes (each input read through the dim map of its path to the output).
+permutes, squeezes, pads and cats (each input read through the dim map of its path to the
+output; under a pad or cat, shifted and predicated: nvFuser's resize scheduler).
 
 The kernel walks the iteration space of the largest output in vectors of `vector_width`
 consecutive elements along the innermost dim; each thread handles `unroll` vectors, `block`
@@ -8,7 +9,10 @@ into local arrays (so that many loads are in flight), then per vector computes t
 element at a time from the arrays (`compute_element`) and stores the results as vectors. Inputs
 broadcast along the innermost dim are read once per vector; outputs that do not span the whole
 space (a value before a broadcast) are written by the points whose extra indices are 0. The
-last block's tail is predicated.
+last block's tail is predicated. An input read under a `Shifted` map (an operand of a pad or cat)
+is loaded where the point lies within it and is 0 elsewhere; the pad or cat selects per element
+(`lower_resize`). A vector of such an input lies wholly within or outside it when the offset and
+extent along the innermost dim divide by the width, which `_vector_width` requires.
 
 The grid is 1-D over the flattened space (the offset of a contiguous tensor of the space's shape
 is the flat index itself; others delinearize it and use their strides), or 2-D when rows are
@@ -23,7 +27,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import cast, overload
 
-from xdsl.dialects.builtin import TensorType, VectorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
@@ -41,9 +45,13 @@ from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
     DimMap,
     MappingError,
+    Shifted,
     Space,
     body_ops,
+    entry_dim,
     iteration_space,
+    map_dims,
+    shifted,
 )
 from fuser.transforms.schedulers.kernel_builder import (
     Index,
@@ -52,7 +60,7 @@ from fuser.transforms.schedulers.kernel_builder import (
     named,
     op_text,
 )
-from fuser.transforms.schedulers.scalar_lowering import is_pointwise
+from fuser.transforms.schedulers.scalar_lowering import constant, is_pointwise
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
 INT32_MAX = 2**31 - 1
@@ -80,8 +88,10 @@ class PointwiseParams(Params):
     """32 or 64: the width of index arithmetic."""
     grid_2d: bool
     """blockIdx.x over tiles of the innermost dim and blockIdx.y over the outer dims."""
-    dense_inputs: tuple[bool, ...]
-    """Per input: contiguous with the space's shape, so its offset is the flat index."""
+    dense_reads: tuple[bool, ...]
+    """Per read of an input (`Space.reads`): of a tensor laid out as a contiguous one of the
+    space's shape and read as one (or a slice of one, shifted under a pad or cat), so its
+    offset is the flat index (less the shift)."""
     dense_outputs: tuple[bool, ...]
     """Per output: of the space's shape (outputs are contiguous), offset = flat index."""
 
@@ -126,7 +136,7 @@ def _ops_problem(fusion: fu.FusionOp) -> str | None:
             return f"{_op_label(op)} is a reduction"
         if isinstance(op, fu.MatmulOp):
             return f"{_op_label(op)} is a matmul"
-        if not (is_pointwise(op) or isinstance(op, fu.DimOp)):
+        if not (is_pointwise(op) or isinstance(op, fu.DimOp | fu.ResizeOp)):
             return f"{_op_label(op)} is not a pointwise op"
     return None
 
@@ -155,12 +165,27 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> PointwiseAnalysis | str:
         (f"input #{i}", m, cast(TensorMeta, info.inputs[i]).shape) for i, m in space.reads(fusion)
     ]
     accesses += [(f"output #{o}", m, outputs[o]) for o, m in enumerate(space.output_maps)]
+    for o, m in enumerate(space.output_maps):
+        if shifted(m):
+            return (
+                f"output #{o} is read by a resize op (pad, cat) at an offset: a kernel writes "
+                "only outputs that the iteration space indexes as they are"
+            )
     for what, m, shape in accesses:
         for d, (e, s) in enumerate(zip(m, shape, strict=True)):
-            if e is not None and s not in (1, extents[e]):
+            if e is None:
+                continue
+            expected = e.extent if isinstance(e, Shifted) else extents[e]
+            if s not in (1, expected):
+                by = (
+                    f"dim {e.dim} of the iteration space {list(extents)} less {e.offset} (a pad "
+                    "or cat operand)"
+                    if isinstance(e, Shifted)
+                    else f"dim {e} of the iteration space {list(extents)}"
+                )
                 return (
-                    f"{what} has extent {s} in dim {d}, which cannot be indexed by dim {e} "
-                    f"(extent {extents[e]}) of the iteration space {list(extents)}"
+                    f"{what} has extent {s} in dim {d}, which cannot be indexed by {by} (extent "
+                    f"{expected})"
                 )
     return PointwiseAnalysis(reference, space, extents, outputs)
 
@@ -172,10 +197,24 @@ def _space(fusion: fu.FusionOp, reference: int) -> Space | str:
         return str(e)
 
 
-def _contiguous(meta: TensorMeta) -> bool:
-    """Row-major without gaps (the stride of an extent-1 dim does not matter)."""
-    expected = TensorMeta.contiguous(meta.shape).strides
-    return all(e == 1 or s == x for e, s, x in zip(meta.shape, meta.strides, expected, strict=True))
+def _dense(meta: TensorMeta, m: DimMap, ref_map: DimMap, ref_shape: tuple[int, ...]) -> bool:
+    """Whether an input read with map `m` has the flat index of the space (less a shift) as its
+    offset: its strides are those of a contiguous tensor of the space's shape (an extent-1 dim's
+    do not matter), and each dim is indexed as the space's own, with its extent, or shifted
+    along it, with the shifted operand's extent."""
+    if len(meta.shape) != len(ref_shape):
+        return False
+    expected = TensorMeta.contiguous(ref_shape).strides
+    for d, (e, stride) in enumerate(zip(meta.shape, meta.strides, strict=True)):
+        entry = m[d]
+        if isinstance(entry, Shifted):
+            if entry.dim is None or entry.dim != ref_map[d] or e != entry.extent:
+                return False
+        elif entry != ref_map[d] or e != ref_shape[d]:
+            return False
+        if e != 1 and stride != expected[d]:
+            return False
+    return True
 
 
 def span(meta: TensorMeta) -> int:
@@ -231,8 +270,14 @@ class PointwiseScheduler(AnalyzedScheduler[PointwiseAnalysis]):
             unroll=unroll,
             index_bits=index_bits,
             grid_2d=grid_2d,
-            dense_inputs=tuple(
-                m is not None and m.shape == ref_shape and _contiguous(m) for m in info.inputs
+            dense_reads=tuple(
+                _dense(
+                    cast(TensorMeta, info.inputs[i]),
+                    m,
+                    analysis.space.output_maps[analysis.reference],
+                    ref_shape,
+                )
+                for i, m in reads
             ),
             dense_outputs=tuple(s == ref_shape for s in analysis.output_shapes),
         )
@@ -259,7 +304,7 @@ class PointwiseScheduler(AnalyzedScheduler[PointwiseAnalysis]):
             shape = analysis.output_shapes[o]
             el = kernel.byte_size(fu.element_type(fusion.output_op.values[o].type))
             spanning.append((el, TensorMeta.contiguous(shape).strides, m, shape, 16))
-        spanning = [a for a in spanning if inner in a[2]]
+        spanning = [a for a in spanning if inner in map_dims(a[2])]
         if not spanning:
             return 1
         widest = min(
@@ -303,36 +348,47 @@ def _vectorizable(
     width: int,
 ) -> bool:
     el, strides, m, shape, alignment = access
-    d = m.index(inner)
+    d = next(j for j, x in enumerate(m) if entry_dim(x) == inner)
     # dims of extent 1 are read with index 0 (or stride 0): their strides do not matter
     others = [strides[e] for e, x in enumerate(m) if x is not None and e != d and shape[e] != 1]
+    # a shifted read is valid for a whole vector or none of it
+    placed = m[d]
+    whole = not isinstance(placed, Shifted) or (
+        placed.offset % width == 0 and placed.extent % width == 0
+    )
     return (
         strides[d] == 1
-        and shape[d] == extent
+        and shape[d] == (placed.extent if isinstance(placed, Shifted) else extent)
+        and whole
         and all(s % width == 0 for s in others)
         and alignment % (width * el) == 0
     )
 
 
-class _Sizes(Sequence[SSAValue]):
-    """The extents of the iteration space (the reference output's), hoisted on first use."""
+class _Sizes(Sequence[Index]):
+    """The extents of the iteration space (the reference output's): a static extent of its
+    type as an int (a division by it is one by a constant, a shift for a power of two), a
+    dynamic one read from the output, hoisted on first use."""
 
-    def __init__(self, kb: KernelBuilder, tensor: SSAValue, rank: int) -> None:
-        self.kb, self.tensor, self.rank = kb, tensor, rank
+    def __init__(self, kb: KernelBuilder, tensor: SSAValue, static: Sequence[int]) -> None:
+        self.kb, self.tensor, self.static = kb, tensor, tuple(static)
 
     def __len__(self) -> int:
-        return self.rank
+        return len(self.static)
 
     @overload
-    def __getitem__(self, d: int) -> SSAValue: ...
+    def __getitem__(self, d: int) -> Index: ...
 
     @overload
-    def __getitem__(self, d: slice) -> list[SSAValue]: ...
+    def __getitem__(self, d: slice) -> list[Index]: ...
 
-    def __getitem__(self, d: int | slice) -> SSAValue | list[SSAValue]:
+    def __getitem__(self, d: int | slice) -> Index | list[Index]:
         if isinstance(d, slice):
-            return [self[i] for i in range(self.rank)[d]]
-        return self.kb.size(self.tensor, range(self.rank)[d])
+            return [self[i] for i in range(len(self.static))[d]]
+        axis = range(len(self.static))[d]
+        if self.static[axis] != DYNAMIC_INDEX:
+            return self.static[axis]
+        return self.kb.size(self.tensor, axis)
 
 
 class _Point:
@@ -341,7 +397,7 @@ class _Point:
     Indices are created on first use, at the insertion point of that use.
     """
 
-    def __init__(self, kb: KernelBuilder, p: PointwiseParams, sizes: Sequence[SSAValue], k: Index):
+    def __init__(self, kb: KernelBuilder, p: PointwiseParams, sizes: Sequence[Index], k: Index):
         self.kb, self.sizes = kb, sizes
         x, y = kernel.Dimension.X, kernel.Dimension.Y
         tid = kb.geometry(kernel.ThreadIdOp, x)
@@ -421,14 +477,25 @@ class _PointwiseKernel:
         self.kb = KernelBuilder(fusion, name, fu.I64 if p.index_bits == 64 else fu.I32, p.threads)
         self.rank = self.space.rank
         self.ref_map = self.space.output_maps[p.reference]
-        self.sizes = _Sizes(self.kb, self.kb.outputs[p.reference], self.rank)
+        ref_type = cast(TensorType, fusion.output_op.values[p.reference].type)
+        self.sizes = _Sizes(self.kb, self.kb.outputs[p.reference], ref_type.get_shape())
         self.reads = self.space.reads(fusion)
         self.arrays: dict[tuple[int, DimMap], SSAValue] = {}
         self.out_arrays: list[SSAValue] = []
+        self.resized_dims = sorted(
+            {
+                x
+                for op in body_ops(fusion)
+                if isinstance(op, fu.ResizeOp)
+                for m in self.space.needs.get(op.result, [])
+                for x in map_dims(m)
+            }
+        )
+        """The iteration dims along which resize ops select (their indices are needed)."""
 
     def width(self, m: DimMap) -> int:
         """Elements per vector of an access with map `m` (1 if it is broadcast innermost)."""
-        return self.p.vector_width if self.rank and self.rank - 1 in m else 1
+        return self.p.vector_width if self.rank and self.rank - 1 in map_dims(m) else 1
 
     def build(self) -> kernel.FuncOp:
         kb, p = self.kb, self.p
@@ -468,25 +535,50 @@ class _PointwiseKernel:
     ) -> Index:
         """The element offset of `point` in `tensor`, accessed with map `m`."""
         kb = self.kb
-        if dense and m == self.ref_map:
-            return point.flat
-        lowest = min((x for x in m if x is not None), default=0)
+        if dense:  # the flat index, less each shift times the space's stride along it
+            shift: Index = 0
+            for d, e in enumerate(m):
+                if isinstance(e, Shifted):
+                    stride: Index = 1
+                    for size in self.sizes[d + 1 :]:
+                        stride = kb.mul(stride, size)
+                    shift = kb.add(shift, kb.mul(e.offset, stride))
+            return (
+                point.flat
+                if shift == 0
+                else named(kb.add(point.flat, kb.mul(shift, -1)), f"{tensor.name_hint}_off")
+            )
+        lowest = min(map_dims(m), default=0)
         offset = kb.access_offset(tensor, m, static, lambda x: point.index(x, lowest))
         return named(offset, f"{tensor.name_hint}_off")
 
     def load(self, point: _Point, k: Index) -> None:
+        """Loads the thread's vector `k` of each input. An input read by a resize op's operand
+        is loaded where the point lies within it, and is 0 elsewhere (the op selects its
+        fill there)."""
         kb = self.kb
-        for i, m in self.reads:
+        for (i, m), dense in zip(self.reads, self.p.dense_reads, strict=True):
             tensor, t = kb.inputs[i], cast(TensorType, self.fusion.inputs[i].type)
-            off = self.offset(point, tensor, m, self.p.dense_inputs[i], t.get_shape())
+            off = self.offset(point, tensor, m, dense, t.get_shape())
             w = self.width(m)
-            loaded = kernel.LoadOp(tensor, kb.value(off), _vector(t.element_type, w)).result
-            kernel.ArrayStoreOp(loaded, self.arrays[i, m], kb.value(kb.mul(k, w)))
+            within = kb.within(m, lambda x: point.index(x, 0))
+            if within is not None:
+                zero, at = constant(0, t.element_type), kb.mul(k, w)
+                for e in range(w):
+                    kernel.ArrayStoreOp(zero, self.arrays[i, m], kb.value(kb.add(at, e)))
+            with kb.if_(within):
+                loaded = kernel.LoadOp(tensor, kb.value(off), _vector(t.element_type, w)).result
+                kernel.ArrayStoreOp(loaded, self.arrays[i, m], kb.value(kb.mul(k, w)))
 
-    def compute(self, k: Index, j: Index) -> list[SSAValue]:
+    def compute(self, point: _Point, k: Index, j: Index) -> list[SSAValue]:
         """The scalar code of the fusion for element `j` of vector `k`; the outputs' values."""
         kb = self.kb
         position = {arg: i for i, arg in enumerate(self.fusion.inputs)}
+        inner = self.rank - 1
+
+        def index(x: int) -> Index:
+            """The element's index along iteration dim x (for resize ops)."""
+            return kb.add(point.index(x, 0), j) if x == inner else point.index(x, 0)
 
         def read(value: SSAValue, m: DimMap) -> SSAValue:
             i = position[value]
@@ -496,25 +588,27 @@ class _PointwiseKernel:
             index = kb.add(kb.mul(k, w), j) if w > 1 else k
             return kernel.ArrayLoadOp(self.arrays[i, m], kb.value(index)).result
 
-        env = compute_element(body_ops(self.fusion), self.space.needs, read)
+        env = compute_element(body_ops(self.fusion), self.space.needs, read, resize=(kb, index))
         outputs = zip(self.fusion.output_op.values, self.space.output_maps, strict=True)
         return [env[v, m] if (v, m) in env else read(v, m) for v, m in outputs]
 
     def compute_and_store(self, point: _Point, k: Index) -> None:
         kb, p = self.kb, self.p
+        for x in self.resized_dims:  # before the loop: stores use these indices too
+            point.index(x, 0)
         if p.vector_width > 1:
             with kb.loop(0, p.vector_width, unroll=True, name="j") as j:
-                for array, value in zip(self.out_arrays, self.compute(k, j), strict=True):
+                for array, value in zip(self.out_arrays, self.compute(point, k, j), strict=True):
                     kernel.ArrayStoreOp(value, array, j)
             values: list[SSAValue] = []
         else:
-            values = self.compute(k, 0)
+            values = self.compute(point, k, 0)
         # Offsets and predicates first, in this block: indices must dominate every store.
         plans: list[tuple[SSAValue | None, SSAValue]] = []
         for o, m in enumerate(self.space.output_maps):
             t = cast(TensorType, self.fusion.output_op.values[o].type)
-            missing = [d for d in self.ref_map if d is not None and d not in m]
-            lowest = min([*missing, *(x for x in m if x is not None)], default=0)
+            missing = [d for d in map_dims(self.ref_map) if d not in map_dims(m)]
+            lowest = min([*missing, *map_dims(m)], default=0)
             only_first = [kb.cmp("eq", point.index(d, lowest), 0) for d in missing]
             off = self.offset(point, kb.outputs[o], m, p.dense_outputs[o], t.get_shape())
             plans.append((kb.all_of(only_first), kb.value(off)))

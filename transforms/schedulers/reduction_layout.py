@@ -30,7 +30,7 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import active, memoized
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
-from fuser.transforms.schedulers.iteration_space import DimMap
+from fuser.transforms.schedulers.iteration_space import DimMap, unshifted
 from fuser.transforms.schedulers.kernel_builder import value_name
 from fuser.transforms.schedulers.reduction_structure import (
     INT32_MAX,
@@ -281,7 +281,7 @@ def _plan_layout(structure: Structure, info: FusionInfo, max_vector_width: int) 
         extent 1), or why it cannot be indexed. An output broadcasts nowhere: each element is
         stored once, so an output of extent 1 where the space has 0 or several is refused."""
         dims: list[int | None] = []
-        for j, (d, e) in enumerate(zip(m, shape, strict=True)):
+        for j, (d, e) in enumerate(zip(unshifted(m), shape, strict=True)):
             if d is not None and output and e != space[d]:
                 return (
                     f"{what} has extent {e} in dim {j} where the reduced tensor {list(space)} "

@@ -101,6 +101,12 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
             raise ShapeMismatch(f"'{op.name}' {e}") from None
     if isinstance(op, fu.SliceOp):
         return [slice_extents(*op.bounds(), _shape(env, op.input))]
+    if isinstance(op, fu.ResizeOp):
+        shapes = [_shape(env, o) for o in op.operands if isinstance(env[o], tuple)]
+        try:
+            return [op.result_extents(shapes)]
+        except ValueError as e:
+            raise ShapeMismatch(f"'{op.name}' {e}") from None
     if isinstance(op, fu.TakeAlongAxisOp):
         index = _shape(env, op.index)
         problem = fu.take_mismatch(_shape(env, op.input), index, op.axis)
@@ -192,6 +198,7 @@ class _ShapeSteps:
                     | fu.ReshapeOp
                     | fu.IotaOp
                     | fu.SliceOp
+                    | fu.ResizeOp
                     | fu.TakeAlongAxisOp,
                 )
                 or len(op.results) != 1

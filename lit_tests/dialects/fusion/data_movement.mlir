@@ -1,5 +1,6 @@
 // Data movement: cast, set, segment_set, broadcast_in_dim (with and without `sizes`), a scalar
-// broadcast to a tensor (fill), the ops that renumber dims (permute, squeeze), slice, and iota.
+// broadcast to a tensor (fill), the ops that renumber dims (permute, squeeze), slice, iota, pad
+// and cat.
 // These take the storage types f16/bf16.
 // RUN: FUSER_ROUNDTRIP
 // RUN: FUSER_GENERIC_ROUNDTRIP
@@ -145,3 +146,18 @@ fusion.fusion @take(%x: tensor<?x50257xbf16>, %t: tensor<?x1xi64>, %k: tensor<8x
 // CHECK-LABEL: fusion.fusion @take
 // CHECK-NEXT:    %a = fusion.take_along_axis %x, %t[1] : tensor<?x50257xbf16>, tensor<?x1xi64> -> tensor<?x1xbf16>
 // CHECK-NEXT:    %b = fusion.take_along_axis %y, %k[1] : tensor<8x?xf32>, tensor<8x3xi32> -> tensor<8x3xf32>
+
+// pad: widths per dim (negative ones crop), a scalar fill; cat: operands along a dim.
+fusion.fusion @resize(%x: tensor<?x4xbf16>, %y: tensor<?x5xbf16>, %v: bf16) -> (tensor<?x7xbf16>, tensor<?x13xbf16>) {
+  %p = fusion.pad %x low [0, -1] high [0, 4] value %v : tensor<?x4xbf16> -> tensor<?x7xbf16>
+  %c = fusion.cat %x, %y, %x dim 1 : tensor<?x4xbf16>, tensor<?x5xbf16>, tensor<?x4xbf16> -> tensor<?x13xbf16>
+  fusion.output %p, %c : tensor<?x7xbf16>, tensor<?x13xbf16>
+}
+
+// CHECK-LABEL: fusion.fusion @resize
+// CHECK-NEXT:    %p = fusion.pad %x low [0, -1] high [0, 4] value %v : tensor<?x4xbf16> -> tensor<?x7xbf16>
+// CHECK-NEXT:    %c = fusion.cat %x, %y, %x dim 1 : tensor<?x4xbf16>, tensor<?x5xbf16>, tensor<?x4xbf16> -> tensor<?x13xbf16>
+
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "resize"
+// CHECK-GENERIC:         %p = "fusion.pad"(%x, %v) <{low = array<i64: 0, -1>, high = array<i64: 0, 4>}> : (tensor<?x4xbf16>, bf16) -> tensor<?x7xbf16>
+// CHECK-GENERIC-NEXT:    %c = "fusion.cat"(%x, %y, %x) <{dim = 1 : i64}> : (tensor<?x4xbf16>, tensor<?x5xbf16>, tensor<?x4xbf16>) -> tensor<?x13xbf16>

@@ -1224,3 +1224,120 @@ fusion.fusion @f(%x: tensor<?xf32>) -> () {
   %r = fusion.iota(%n) start 0 step 1 : tensor<?xi64>
   fusion.output
 }
+
+// -----
+
+// pad: the value has the operand's element type
+fusion.fusion @f(%x: tensor<4x6xf32>, %v: f64) -> () {
+  // expected-error @+1 {{'fusion.pad' value must be a scalar of the operand's element type f32, got f64}}
+  %y = "fusion.pad"(%x, %v) <{low = array<i64: 0, 1>, high = array<i64: 0, 1>}> : (tensor<4x6xf32>, f64) -> tensor<4x8xf32>
+  fusion.output
+}
+
+// -----
+
+// pad: a low and a high width per dim
+fusion.fusion @f(%x: tensor<4x6xf32>, %v: f32) -> () {
+  // expected-error @+1 {{'fusion.pad' needs a low and a high width per dim of its rank-2 operand: got 1 and 1}}
+  %y = fusion.pad %x low [1] high [1] value %v : tensor<4x6xf32> -> tensor<6x6xf32>
+  fusion.output
+}
+
+// -----
+
+// pad: a padded dim is static
+fusion.fusion @f(%x: tensor<4x?xf32>, %v: f32) -> () {
+  // expected-error @+1 {{'fusion.pad' operand has a dynamic extent in dim 1, which it resizes: resized dims must be static}}
+  %y = fusion.pad %x low [0, 1] high [0, 1] value %v : tensor<4x?xf32> -> tensor<4x?xf32>
+  fusion.output
+}
+
+// -----
+
+// pad: widths leave at least 0 elements
+fusion.fusion @f(%x: tensor<4x6xf32>, %v: f32) -> () {
+  // expected-error @+1 {{'fusion.pad' widths -4 and -3 leave dim 1 of extent 6 with -1 elements}}
+  %y = fusion.pad %x low [0, -4] high [0, -3] value %v : tensor<4x6xf32> -> tensor<4x0xf32>
+  fusion.output
+}
+
+// -----
+
+// pad: the result's extents
+fusion.fusion @f(%x: tensor<4x6xf32>, %v: f32) -> () {
+  // expected-error @+1 {{'fusion.pad' result must have shape [4, 9], got [4, 8]}}
+  %y = fusion.pad %x low [0, 1] high [0, 2] value %v : tensor<4x6xf32> -> tensor<4x8xf32>
+  fusion.output
+}
+
+// -----
+
+// pad: rank 1 or more
+fusion.fusion @f(%x: tensor<f32>, %v: f32) -> () {
+  // expected-error @+1 {{'fusion.pad' operand must have rank 1 or more}}
+  %y = fusion.pad %x low [] high [] value %v : tensor<f32> -> tensor<f32>
+  fusion.output
+}
+
+// -----
+
+// cat: dim in range
+fusion.fusion @f(%x: tensor<4x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.cat' dim 2 is out of range for rank 2}}
+  %y = fusion.cat %x, %x dim 2 : tensor<4x6xf32>, tensor<4x6xf32> -> tensor<4x12xf32>
+  fusion.output
+}
+
+// -----
+
+// cat: one element type
+fusion.fusion @f(%x: tensor<4x6xf32>, %z: tensor<4x6xf64>) -> () {
+  // expected-error @+1 {{'fusion.cat' operands must share one element type: #0 is f32, #1 f64}}
+  %y = fusion.cat %x, %z dim 1 : tensor<4x6xf32>, tensor<4x6xf64> -> tensor<4x12xf32>
+  fusion.output
+}
+
+// -----
+
+// cat: one rank
+fusion.fusion @f(%x: tensor<4x6xf32>, %z: tensor<6xf32>) -> () {
+  // expected-error @+1 {{'fusion.cat' operands must share one rank: #0 has 2, #1 1}}
+  %y = fusion.cat %x, %z dim 1 : tensor<4x6xf32>, tensor<6xf32> -> tensor<4x12xf32>
+  fusion.output
+}
+
+// -----
+
+// cat: static extents along dim
+fusion.fusion @f(%x: tensor<4x6xf32>, %z: tensor<4x?xf32>) -> () {
+  // expected-error @+1 {{'fusion.cat' operand #1 has a dynamic extent in dim 1, which it resizes: resized dims must be static}}
+  %y = fusion.cat %x, %z dim 1 : tensor<4x6xf32>, tensor<4x?xf32> -> tensor<4x?xf32>
+  fusion.output
+}
+
+// -----
+
+// cat: only dim may differ
+fusion.fusion @f(%x: tensor<4x6xf32>, %z: tensor<3x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.cat' operand #1 has extent 3 in dim 0, operand #0 4: only dim 1 may differ}}
+  %y = fusion.cat %x, %z dim 1 : tensor<4x6xf32>, tensor<3x6xf32> -> tensor<4x12xf32>
+  fusion.output
+}
+
+// -----
+
+// cat: the result's shape
+fusion.fusion @f(%x: tensor<4x6xf32>, %z: tensor<?x2xf32>) -> () {
+  // expected-error @+1 {{'fusion.cat' result must have shape [4, 8], got [?, 8]}}
+  %y = fusion.cat %z, %x dim 1 : tensor<?x2xf32>, tensor<4x6xf32> -> tensor<?x8xf32>
+  fusion.output
+}
+
+// -----
+
+// cat: at least one operand
+fusion.fusion @f() -> () {
+  // expected-error @+1 {{'fusion.cat' needs at least one operand}}
+  %y = "fusion.cat"() <{dim = 0 : i64}> : () -> tensor<4xf32>
+  fusion.output
+}

@@ -12,7 +12,7 @@ fusion.fusion @scale(%s: tensor<f32>, %x: tensor<?x?xf32>) -> (tensor<?x?xf32>) 
 
 // CHECK:      kernel.func @scale_pointwise(%s: !kernel.tensor<f32, 0>, %x: !kernel.tensor<f32, 2>, %y: !kernel.tensor<f32, 2>)
 // CHECK-SAME:   vector_width=4
-// CHECK-SAME:   dense_inputs=(False, True)
+// CHECK-SAME:   dense_reads=(False, True)
 // CHECK:        %[[ZERO:.*]] = arith.constant 0 : i32
 // CHECK:        %s_buf = kernel.alloc : !kernel.array<1xf32, local>
 // CHECK-NEXT:   %x_buf = kernel.alloc : !kernel.array<4xf32, local>

@@ -17,7 +17,7 @@ fusion.fusion @gelu_bias(%x: tensor<?x?xf32>, %bias: tensor<?xf32>) -> (tensor<?
 // CHECK:        fusion.output %y
 // CHECK:      kernel.func @gelu_bias_pointwise(%x: !kernel.tensor<f32, 2>, %bias: !kernel.tensor<f32, 1>, %y: !kernel.tensor<f32, 2>)
 // CHECK-SAME:   fuser.scheduler = "pointwise"
-// CHECK-SAME:   fuser.params = "PointwiseParams(block=(128, 1, 1), reference=0, vector_width=4, unroll=2, index_bits=32, grid_2d=True, dense_inputs=(True, False), dense_outputs=(True,))"
+// CHECK-SAME:   fuser.params = "PointwiseParams(block=(128, 1, 1), reference=0, vector_width=4, unroll=2, index_bits=32, grid_2d=True, dense_reads=(True, False), dense_outputs=(True,))"
 // CHECK-SAME:   fuser.launch = "grid=[4, 16384, 1] block=[128, 1, 1] smem=0"
 // CHECK-SAME:   max_threads = 128 : i64
 

@@ -12,7 +12,7 @@ fusion.fusion @two(%x: tensor<?xf32>, %w: tensor<?x?xf32>) -> (tensor<?xf32>, te
 
 // CHECK:      kernel.func @two_pointwise(%x: !kernel.tensor<f32, 1>, %w: !kernel.tensor<f32, 2>, %e: !kernel.tensor<f32, 1>, %y: !kernel.tensor<f32, 2>)
 // CHECK-SAME:   reference=1, vector_width=4
-// CHECK-SAME:   dense_inputs=(False, True), dense_outputs=(False, True)
+// CHECK-SAME:   dense_reads=(False, True), dense_outputs=(False, True)
 // CHECK:        %e_1 = math.exp
 // CHECK:        %y_1 = arith.addf %{{.*}}, %e_1 : f32
 // CHECK:        %outer = arith.divsi %elem_1, %y_size1 : i32

@@ -9,7 +9,7 @@ fusion.fusion @axpy(%a: f64, %x: tensor<?xf64>, %y: tensor<?xf64>) -> (tensor<?x
 }
 
 // CHECK:      kernel.func @axpy_pointwise(%a: f64, %x: !kernel.tensor<f64, 1>, %y: !kernel.tensor<f64, 1>, %z: !kernel.tensor<f64, 1>)
-// CHECK-SAME:   vector_width=2, unroll=1, index_bits=32, grid_2d=False, dense_inputs=(False, True, True)
+// CHECK-SAME:   vector_width=2, unroll=1, index_bits=32, grid_2d=False, dense_reads=(True, True)
 // CHECK-SAME:   fuser.launch = "grid=[4, 1, 1] block=[128, 1, 1] smem=0"
 // CHECK-NOT:    kernel.load %a
 // CHECK:        kernel.comment "fusion.mul %ax"
