@@ -8,9 +8,10 @@ Typing rules (checked by the verifiers, documented in the README):
 - Element types are f16, bf16, f32, f64, i32, i64 and i1. Tensors carry no encoding; the only
   other type is `index`, for extents (`fusion.dim`, the `sizes` of `broadcast_in_dim`).
 - f16 and bf16 are *storage* types: only data movement (`cast`, `set`, `segment_set`,
-  `broadcast_in_dim`, `where`) and `matmul` take them. Arithmetic, comparisons and reductions
-  need f32/f64 (or i32/i64 where integers make sense; comparisons also take i1); the frontend
-  casts half inputs to f32, as nvFuser does. Comparisons produce i1, which `where` selects on.
+  `broadcast_in_dim`, the view and resize ops, `where`) and `matmul` take them. Arithmetic,
+  comparisons and reductions need f32/f64 (or i32/i64 where integers make sense; comparisons
+  also take i1); the frontend casts half inputs to f32, as nvFuser does. Comparisons produce
+  i1, which `where` selects on.
 - Operands of one op share one element type: there is no implicit promotion. A scalar operand
   must have the element type of the tensor operands.
 - There is no implicit broadcasting: tensor operands of a pointwise op have compatible shapes
@@ -1302,11 +1303,7 @@ class SliceLikeOp(IRDLOperation, ABC):
         printer.print_operand(self.input)
         entries = (_slice_text(a, b, c) for a, b, c in zip(*self.bounds(), strict=True))
         printer.print_string(f" [{', '.join(entries)}]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        _print_attrs_and_types(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -1322,15 +1319,29 @@ class SliceLikeOp(IRDLOperation, ABC):
             return (0 if start is None else start, END if stop is None else stop, step)
 
         entries = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, entry)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source = parser.parse_type()
-        parser.parse_punctuation("->")
-        result = parser.parse_type()
+        attrs, source, result = _parse_attrs_and_types(parser)
         starts, stops, steps = ([e[i] for e in entries] for i in range(3))
         op = cls(parser.resolve_operand(operand, source), starts, stops, steps, result)
         op.attributes |= attrs
         return op
+
+
+def _print_attrs_and_types(printer: Printer, op: IRDLOperation) -> None:
+    """The end of a custom format with one tensor operand: `{attrs} : <operand> -> <result>`."""
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.operands[0].type)
+    printer.print_string(" -> ")
+    printer.print_attribute(op.results[0].type)
+
+
+def _parse_attrs_and_types(parser: Parser) -> tuple[dict[str, Attribute], Attribute, Attribute]:
+    """What `_print_attrs_and_types` prints: (attributes, operand type, result type)."""
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    source = parser.parse_type()
+    parser.parse_punctuation("->")
+    return attrs, source, parser.parse_type()
 
 
 def _slice_text(start: int, stop: int, step: int) -> str:
@@ -1495,11 +1506,7 @@ class PadOp(ResizeOp):
         printer.print_string(f" low {list(self.low.get_values())}")
         printer.print_string(f" high {list(self.high.get_values())} value ")
         printer.print_operand(self.value)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        _print_attrs_and_types(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -1514,11 +1521,7 @@ class PadOp(ResizeOp):
         low, high = widths("low"), widths("high")
         parser.parse_keyword("value")
         value = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source = parser.parse_type()
-        parser.parse_punctuation("->")
-        result = parser.parse_type()
+        attrs, source, result = _parse_attrs_and_types(parser)
         op = cls(
             parser.resolve_operand(operand, source),
             parser.resolve_operand(value, element_type(source)),
@@ -1591,11 +1594,17 @@ class CatOp(ResizeOp):
                     f"{len(shape)}"
                 )
             _static_extent(self, f"operand #{k}", x, d)
-            for j, (a, b) in enumerate(zip(first, shape, strict=True)):
-                if j != d and not dims_compatible(a, b):
+        for j in range(len(first)):
+            static = [
+                (k, e)
+                for k, x in enumerate(self.inputs)
+                if j != d and (e := (shape_of(x.type) or ())[j]) != DYNAMIC_INDEX
+            ]
+            for k, e in static[1:]:
+                if e != static[0][1]:
                     raise VerifyException(
-                        f"'{self.name}' operand #{k} has extent {b} in dim {j}, operand #0 {a}: "
-                        f"only dim {d} may differ"
+                        f"'{self.name}' operand #{k} has extent {e} in dim {j}, operand "
+                        f"#{static[0][0]} {static[0][1]}: only dim {d} may differ"
                     )
         _check_resized_result(self, cat_shape(self.inputs, d))
 

@@ -1153,6 +1153,8 @@ class FusionOps:
                 )
             if n + low[d] + high[d] < 0:
                 _fail(op, f"widths {low[d]} and {high[d]} leave dim {d} of extent {n} below 0")
+            if n + low[d] + high[d] >= 2**63:
+                _fail(op, f"widths {low[d]} and {high[d]} make dim {d} longer than int64 counts")
         if not any(low) and not any(high):
             return x
         fill = self._operand(op, "value", 0 if value is None else value)
@@ -1193,13 +1195,15 @@ class FusionOps:
                     f"tensors[{k}] has a dynamic extent in dim {d}: fuser concatenates static "
                     "extents only (define the tensor with a static shape)",
                 )
-            for j in range(rank):
-                a, b = xs[0]._shape[j], x._shape[j]
-                if j != d and DYNAMIC_INDEX not in (a, b) and a != b:
+        for j in range(rank):
+            static = [(k, x) for k, x in enumerate(xs) if j != d and x._shape[j] != DYNAMIC_INDEX]
+            for k, x in static[1:]:
+                first, y = static[0]
+                if x._shape[j] != y._shape[j]:
                     _fail(
                         op,
-                        f"tensors[{k}] has shape {format_shape(x._shape)}, tensors[0] "
-                        f"{format_shape(xs[0]._shape)}: only dim {d} may differ",
+                        f"tensors[{k}] has shape {format_shape(x._shape)}, tensors[{first}] "
+                        f"{format_shape(y._shape)}: only dim {d} may differ",
                     )
         dtype = self._promote(xs)
         fd = self._definition

@@ -523,21 +523,30 @@ class Oracle:
         low, high = [0] * rank, [0] * rank
         for pair in range(len(widths) // 2):
             low[rank - 1 - pair], high[rank - 1 - pair] = widths[2 * pair], widths[2 * pair + 1]
-        shape = [n + a + b for n, a, b in zip(x.data.shape, low, high, strict=True)]
-        target, source = [], []  # result element i reads operand element i - low
-        for n, m, a in zip(x.data.shape, shape, low, strict=True):
-            first, last = max(a, 0), max(min(a + n, m), max(a, 0))
-            target.append(slice(first, last))
-            source.append(slice(first - a, last - a))
         value = self.as_type(fill, x.dtype)
-        data = np.full(shape, value, dtype=x.data.dtype)
-        data[tuple(target)] = x.data[tuple(source)]
         fill_shaky = isinstance(fill, Value) and fill.shaky is not None and bool(np.any(fill.shaky))
-        shaky = None
-        if x.shaky is not None or fill_shaky:
-            shaky = np.full(shape, fill_shaky)
-            if x.shaky is not None:
-                shaky[tuple(target)] = x.shaky[tuple(source)]
+        # dim by dim, result element i is operand element i - low where that exists, else the fill
+        data = x.data
+        shaky = None if x.shaky is None else x.shaky
+        for d, (a, b) in enumerate(zip(low, high, strict=True)):
+            n = data.shape[d]
+            at = np.arange(n + a + b) - a
+            inside = (at >= 0) & (at < n)
+            where = [1] * rank
+            where[d] = len(at)
+            inside = inside.reshape(where)
+            picked = np.take(data, np.clip(at, 0, max(n - 1, 0)), axis=d) if n else None
+            grown = list(data.shape)
+            grown[d] = len(at)
+            if picked is None:
+                picked = np.zeros(grown, data.dtype)
+            data = np.where(inside, picked, np.asarray(value, data.dtype))
+            if shaky is not None or fill_shaky:
+                old = np.zeros(grown, bool)
+                if shaky is not None and n:
+                    old = np.take(shaky, np.clip(at, 0, n - 1), axis=d)
+                shaky = np.where(inside, old, fill_shaky)
+        data = np.asarray(data, x.data.dtype)
         if isinstance(fill, Value):
             fill_exact = fill.exact and fill.dtype == x.dtype
         else:

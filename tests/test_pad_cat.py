@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from fuser import DataType, FusionDefinition
+from fuser.dialects.common import op_text
 from fuser.errors import DefinitionError
 from fuser.transforms.pipeline import Compilation, run_pipeline
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
@@ -100,6 +101,13 @@ Bad = Callable[[FusionDefinition, Any], Any]
             lambda fd, x: fd.ops.cat([x, fd.define_tensor([6], F32)], 1),
             "tensors[1] has rank 1, tensors[0] rank 2",
         ),
+        (
+            lambda fd, x: fd.ops.cat(
+                [x, fd.define_tensor([3, 6], F32), fd.define_tensor([4, 6], F32)], 1
+            ),
+            "tensors[2] has shape [4, 6], tensors[1] [3, 6]: only dim 1 may differ",
+        ),
+        (lambda fd, x: fd.ops.pad(x, [2**62, 2**62]), "longer than int64 counts"),
         (
             lambda fd, x: fd.ops.cat(
                 [fd.define_tensor([2, 6], F32), fd.define_tensor([3, 6], F32)], 1
@@ -213,3 +221,54 @@ def test_nested_resizes_compile_in_every_dtype(rng: np.random.Generator, dtype: 
     inner_np = np.concatenate([a, np.pad(b, ((0, 0), (1, 1)), constant_values=1)], 1)
     expected = np.pad(inner_np, ((2, 0), (0, 1)), constant_values=0)
     np.testing.assert_array_equal(np.asarray(fd.reference(arrays)[0]), expected)
+
+
+def _hoisted(fd: FusionDefinition) -> Any:
+    """The fusion after `fuser-hoist-views`."""
+    from fuser.transforms.hoist_views import hoist_views
+
+    fusion = fd.fusion.clone()
+    hoist_views(fusion)
+    return fusion
+
+
+def test_a_slice_moves_through_a_broadcast_only_where_no_run_time_broadcast_is_cut(
+    rng: np.random.Generator,
+) -> None:
+    """slice(broadcast(w)) is broadcast(slice(w)) for w's static dims; a `?` dim of x made a
+    static dim may be 1 at run time (broadcast), which the slice's bounds must not cut: that
+    slice stays where it is."""
+    with FusionDefinition("through_broadcast") as fd:
+        x = fd.define_tensor([-1], F32)
+        w = fd.define_tensor([8], F32)
+        y = fd.define_tensor([4, 4], F32)
+        for t in (x, w):
+            b = fd.ops.broadcast_in_dim(t, [4, 8], [1])
+            fd.add_output(fd.ops.add(fd.ops.slice(b, [0, 2], [4, 6]), y))
+    hoisted = op_text(_hoisted(fd))
+    assert "fusion.slice %t1 [2:6]" in hoisted and "fusion.slice %t0" not in hoisted
+    w_values = np.arange(8, dtype=np.float32)
+    for n in (1, 8):
+        a = rng.standard_normal(n).astype(np.float32)
+        c = rng.standard_normal((4, 4)).astype(np.float32)
+        first, second = fd.reference([a, w_values, c])
+        np.testing.assert_allclose(first, (a if n == 1 else a[2:6])[None, :] + c, rtol=1e-6)
+        np.testing.assert_allclose(second, w_values[2:6][None, :] + c, rtol=1e-6)
+        fd.compile([a, w_values, c], arch="sm_90")
+
+
+def test_a_permuted_output_beside_its_source_is_not_stored_at_the_flat_index() -> None:
+    """Both outputs have the space's shape; only the unpermuted one is stored at the flat index
+    (a regression: the dense offset once ignored the output's map)."""
+    with FusionDefinition("perm") as fd:
+        x = fd.define_tensor([-1, -1], F32)
+        w = fd.ops.exp(x)
+        fd.add_output(fd.ops.permute(w, [1, 0]))
+        fd.add_output(w)
+    fd.compile([np.ones((4, 4), np.float32)], arch="sm_90")
+    stores = [
+        line.split("] =")[0].split(".data[")[1]
+        for line in fd.last_cuda_code().splitlines()
+        if ".data[" in line and "] =" in line
+    ]
+    assert len(stores) == 2 and stores[0] != stores[1], stores

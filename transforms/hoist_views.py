@@ -18,7 +18,8 @@ reshape of a reshape into one, and erases a reshape to the operand's own type.
 A slice moves the same way: `slice(f(a, b)) == f(slice(a), slice(b))` for such an op,
 `slice(permute(x)) == permute(slice'(x))` with the bounds renumbered (likewise `squeeze`), and
 `slice(broadcast(y)) == broadcast(slice'(y))` with the bounds of `y`'s carried dims (a broadcast
-with no run-time `sizes`: a dim it expands takes the slice's static extent). A
+with no run-time `sizes`, and none of `y`'s dynamic dims made static, which may be 1 at run time:
+a dim it expands takes the slice's static extent). A
 slice is a view of any strides, so every input can take it; it moves only where the chain
 reaches inputs, for the reason above. Unlike a reshape's, a slice's chain is cloned where other
 ops read it too (`q = cast(permute(x))` read whole and as two halves): the clone computes only
@@ -38,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -99,7 +100,7 @@ def _slice_reaches_inputs(v: SSAValue, seen: dict[SSAValue, bool] | None = None)
                 seen[v] = fu.stream_axis(op) is None and _slice_reaches_inputs(op.input, seen)
             elif isinstance(op, fu.BroadcastInDimOp):
                 seen[v] = (
-                    not op.sizes
+                    _sliceable_broadcast(op)
                     and fu.stream_axis(op) is None
                     and (
                         not isinstance(op.input.type, TensorType)
@@ -258,6 +259,18 @@ class HoistSlice(RewritePattern):
         rewriter.replace(op, new_ops, [moved.results[0]])
         if not producer.results[0].uses:
             rewriter.erase(producer)
+
+
+def _sliceable_broadcast(op: fu.BroadcastInDimOp) -> bool:
+    """Whether a slice moves through `op`: it has no run-time `sizes`, and no operand dim of
+    dynamic extent meets a static result dim (that one may be 1 at run time, broadcast, where
+    the slice's bounds would cut it)."""
+    operand = fu.shape_of(op.input.type) or ()
+    result = fu.shape_of(op.result.type) or ()
+    return not op.sizes and not any(
+        e == DYNAMIC_INDEX and result[d] != DYNAMIC_INDEX
+        for e, d in zip(operand, op.dims, strict=True)
+    )
 
 
 def _sliced_broadcast(

@@ -9,7 +9,8 @@ them. Covered:
   broadcast to the others', and the same operand twice;
 - the rotation of a rotary embedding at head sizes whose halves take 8-wide, 2-wide and no
   vectors;
-- a pad of a reduction's result (a second kernel) and nested resizes over integers and bools.
+- a pad of a reduction's result (a second kernel) and nested resizes over integers and bools;
+- a permuted output beside its source (each stored at its own offsets).
 The transformer regions (tests/gpu/test_thunder_regions_gpu.py) add the rotary embedding's
 forward and backward in Thunder's form.
 
@@ -142,3 +143,16 @@ def test_nested_resizes_of_integers_and_bools(
 
     a, b = draw((3, 4)), draw((3, 2))
     check_against_reference(fd, torch, [torch_of(torch, a), torch_of(torch, b)], [a, b])
+
+
+def test_a_permuted_output_beside_its_source(rng: np.random.Generator, torch: Any) -> None:
+    """Two outputs of the space's shape, one a permute of the other: each at its own offsets
+    (a regression: the dense offset once ignored an output's map)."""
+    with FusionDefinition("perm") as fd:
+        x = fd.define_tensor([-1, -1], F32)
+        w = fd.ops.exp(x)
+        fd.add_output(fd.ops.permute(w, [1, 0]))
+        fd.add_output(w)
+    for n in (4, 17):
+        a = random_of(rng, (n, n), F32)
+        check_against_reference(fd, torch, [torch_of(torch, a)], [a])

@@ -197,20 +197,25 @@ def _space(fusion: fu.FusionOp, reference: int) -> Space | str:
         return str(e)
 
 
+def _indexed_as_space(m: DimMap, ref_map: DimMap) -> bool:
+    """Whether map `m` indexes each dim as the space's own dim there (or shifted along it)."""
+    return len(m) == len(ref_map) and all(
+        e == r or (isinstance(e, Shifted) and e.dim is not None and e.dim == r)
+        for e, r in zip(m, ref_map, strict=True)
+    )
+
+
 def _dense(meta: TensorMeta, m: DimMap, ref_map: DimMap, ref_shape: tuple[int, ...]) -> bool:
     """Whether an input read with map `m` has the flat index of the space (less a shift) as its
-    offset: its strides are those of a contiguous tensor of the space's shape (an extent-1 dim's
-    do not matter), and each dim is indexed as the space's own, with its extent, or shifted
-    along it, with the shifted operand's extent."""
-    if len(meta.shape) != len(ref_shape):
+    offset: each dim is indexed as the space's own (`_indexed_as_space`) with the space's
+    extent, or shifted along it with the shifted operand's, and its strides are those of a
+    contiguous tensor of the space's shape (an extent-1 dim's do not matter)."""
+    if len(meta.shape) != len(ref_shape) or not _indexed_as_space(m, ref_map):
         return False
     expected = TensorMeta.contiguous(ref_shape).strides
     for d, (e, stride) in enumerate(zip(meta.shape, meta.strides, strict=True)):
         entry = m[d]
-        if isinstance(entry, Shifted):
-            if entry.dim is None or entry.dim != ref_map[d] or e != entry.extent:
-                return False
-        elif entry != ref_map[d] or e != ref_shape[d]:
+        if e != (entry.extent if isinstance(entry, Shifted) else ref_shape[d]):
             return False
         if e != 1 and stride != expected[d]:
             return False
@@ -533,9 +538,11 @@ class _PointwiseKernel:
     def offset(
         self, point: _Point, tensor: SSAValue, m: DimMap, dense: bool, static: Sequence[int]
     ) -> Index:
-        """The element offset of `point` in `tensor`, accessed with map `m`."""
+        """The element offset of `point` in `tensor`, accessed with map `m`; `dense`: the
+        tensor is laid out as the space (`dense_reads`, `dense_outputs`)."""
         kb = self.kb
-        if dense:  # the flat index, less each shift times the space's stride along it
+        if dense and _indexed_as_space(m, self.ref_map):
+            # the flat index, less each shift times the space's stride along it
             shift: Index = 0
             for d, e in enumerate(m):
                 if isinstance(e, Shifted):
@@ -561,7 +568,8 @@ class _PointwiseKernel:
             tensor, t = kb.inputs[i], cast(TensorType, self.fusion.inputs[i].type)
             off = self.offset(point, tensor, m, dense, t.get_shape())
             w = self.width(m)
-            within = kb.within(m, lambda x: point.index(x, 0))
+            lowest = min(map_dims(m), default=0)
+            within = kb.within(m, lambda x, lowest=lowest: point.index(x, lowest))
             if within is not None:
                 zero, at = constant(0, t.element_type), kb.mul(k, w)
                 for e in range(w):

@@ -1341,3 +1341,12 @@ fusion.fusion @f() -> () {
   %y = "fusion.cat"() <{dim = 0 : i64}> : () -> tensor<4xf32>
   fusion.output
 }
+
+// -----
+
+// cat: static extents off the dim agree across every operand, not only with the first
+fusion.fusion @f(%x: tensor<?x2xf32>, %y: tensor<3x2xf32>, %z: tensor<4x2xf32>) -> () {
+  // expected-error @+1 {{'fusion.cat' operand #2 has extent 4 in dim 0, operand #1 3: only dim 1 may differ}}
+  %c = fusion.cat %x, %y, %z dim 1 : tensor<?x2xf32>, tensor<3x2xf32>, tensor<4x2xf32> -> tensor<3x6xf32>
+  fusion.output
+}
