@@ -4,6 +4,8 @@
 first time anything is dumped. Each stage is printed when it happens, under a header line
 `===== FUSER_DUMP <stage>: <what> =====`:
 
+- `python_definition`: a FusionDefinition as the Python that defines it, when its `with` block
+  ends (`fd.python_definition()`);
 - `fusion_ir`: the fusion as defined, when a new signature needs compiling;
 - `segmenter_log`: the segmenter's log (each candidate merge, which scheduler accepted or
   rejected it and why, and whether each segment's Welford ops become two passes and why; for a
@@ -26,6 +28,7 @@ import sys
 from collections.abc import Callable
 
 STAGES: tuple[str, ...] = (
+    "python_definition",
     "fusion_ir",
     "segmenter_log",
     "segments",

@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 if TYPE_CHECKING:
     from fuser.compiler import CompiledFusion, FusionCompiler, SegmentSummary
 
+from fuser import dump
 from fuser.dialects.common import op_text
 from fuser.dialects.fusion import (
     I1,
@@ -111,6 +112,7 @@ from fuser.dtypes import (
 )
 from fuser.errors import DefinitionError, InputError, ValidationError, VerificationError
 from fuser.options import DEFAULT_STREAMS, check_options
+from fuser.python_definition import Call, definition_text
 
 Number = bool | int | float
 
@@ -302,13 +304,17 @@ def _signature_text(fn: Callable[..., Any]) -> tuple[inspect.Signature, str]:
 
 
 def _api(fn: _F) -> _F:
-    """Checks that the definition is open and turns a bad call into a DefinitionError."""
+    """Checks that the definition is open, turns a bad call into a DefinitionError, and
+    records a user's call for `python_definition` (not the calls an entry point makes itself;
+    one marked `_records_inner` is recorded as the calls it makes)."""
     sig, shown = _signature_text(fn)
+    transparent = getattr(fn, "_records_inner", False)
 
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         qual = f"{self._prefix}{fn.__name__}"
-        self._definition._check_open(qual)
+        fd = self._definition
+        fd._check_open(qual)
         try:
             sig.bind(self, *args, **kwargs)
         except TypeError as e:
@@ -320,9 +326,25 @@ def _api(fn: _F) -> _F:
             raise DefinitionError(
                 f"{qual} takes {shown}, got {n} argument{'' if n == 1 else 's'}"
             ) from None
-        return fn(self, *args, **kwargs)
+        if transparent:
+            return fn(self, *args, **kwargs)
+        fd._depth += 1
+        try:
+            result = fn(self, *args, **kwargs)
+        finally:
+            fd._depth -= 1
+        if fd._depth == 0:
+            fd._calls.append(Call(qual, args, tuple(kwargs.items()), result))
+        return result
 
     return wrapper  # type: ignore[return-value]
+
+
+def _records_inner(fn: _F) -> _F:
+    """Marks an entry point that `python_definition` prints as the entry points it calls
+    (`from_pytorch` as its `define_tensor`: the text then runs without the torch tensor)."""
+    fn._records_inner = True  # type: ignore[attr-defined]
+    return fn
 
 
 def _fail(op: str, message: str) -> NoReturn:
@@ -1551,6 +1573,10 @@ class FusionDefinition:
         self._extents: dict[tuple[SSAValue, int], SSAValue] = {}
         self._casts: dict[tuple[SSAValue, DataType], SSAValue] = {}
         self._state = _State.NEW
+        self._calls: list[Call] = []
+        """The user's calls, for `python_definition`."""
+        self._depth = 0
+        """How many entry points are running (a call is recorded at depth 0)."""
         self._fusion: FusionOp | None = None
         self._module: ModuleOp | None = None
         self._compiler: FusionCompiler | None = None
@@ -1594,6 +1620,7 @@ class FusionDefinition:
             raise VerificationError(f"fusion '{self.name}' does not verify: {e}") from e
         self._fusion, self._module = fusion, module
         self._state = _State.DONE
+        dump.dump("python_definition", f"@{self.name}", self.python_definition)
 
     def _check_open(self, what: str) -> None:
         if self._state == _State.OPEN:
@@ -1790,6 +1817,7 @@ class FusionDefinition:
         return [int(n) if static or n == 1 else -1 for n in sizes]
 
     @_api
+    @_records_inner
     def from_pytorch(self, tensor: Any, static_sizes: Any = False) -> Tensor:
         """A tensor input like `tensor` (a torch tensor): its dtype, rank and broadcast
         (extent 1) dims, every other extent dynamic, or all static with `static_sizes`."""
@@ -2062,7 +2090,24 @@ class FusionDefinition:
         heuristics unchanged), `signatures`, `kernels` compiled and host `programs` built."""
         return self._fusion_compiler().cache_info()
 
+    def python_definition(self) -> str:
+        """The definition as Python that re-runs to the same fusion (nvFuser's printed
+        definitions; see `fuser.python_definition`): `exec` it and its `fd` has this IR."""
+        self._check_done("python_definition()")
+        options = [
+            (k, v)
+            for k, v, default in (
+                ("streams", self.streams, DEFAULT_STREAMS),
+                ("welford", self.welford, "auto"),
+            )
+            if v != default
+        ]
+        return definition_text(self.name, options, self._calls)
+
     def __repr__(self) -> str:
+        """The Python definition once the `with` block has ended; before, name and state."""
+        if self._state == _State.DONE:
+            return self.python_definition()
         return f"FusionDefinition({self.name!r}, {self._state.name.lower()})"
 
 

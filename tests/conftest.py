@@ -34,3 +34,32 @@ def _no_kernel_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     if os.environ.get("FUSER_TEST_KERNEL_CACHE") != "1":
         monkeypatch.setenv("FUSER_KERNEL_CACHE", "0")
     monkeypatch.setenv("FUSER_RUNNABLE_STORE", "0")
+
+
+@pytest.fixture(autouse=True)
+def _python_definitions_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every FusionDefinition a test completes is printed as Python (`python_definition`) and
+    the text re-run: it must define the same IR. So the printed form round-trips over the whole
+    test suite's definitions."""
+    from fuser.frontend import FusionDefinition
+
+    original = FusionDefinition.__exit__
+    checking = False
+
+    def exit_and_check(fd: FusionDefinition, exc_type: object, exc: object, tb: object) -> None:
+        nonlocal checking
+        original(fd, exc_type, exc, tb)
+        if exc_type is not None or checking:
+            return
+        checking = True
+        try:
+            text = fd.python_definition()
+            namespace: dict[str, object] = {}
+            exec(compile(text, f"<python_definition of {fd.name}>", "exec"), namespace)
+            again = namespace["fd"]
+            assert isinstance(again, FusionDefinition)
+            assert again.fusion_ir() == fd.fusion_ir(), f"not the same IR when re-run:\n{text}"
+        finally:
+            checking = False
+
+    monkeypatch.setattr(FusionDefinition, "__exit__", exit_and_check)

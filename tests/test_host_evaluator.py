@@ -1250,7 +1250,7 @@ def test_dump_reads_the_environment_once() -> None:
     )
     assert done.returncode == 0, done.stderr
     err = done.stderr
-    assert "fuser: FUSER_DUMP: unknown stage(s) nonsense (known: all, fusion_ir," in err
+    assert "fuser: FUSER_DUMP: unknown stage(s) nonsense (known: all, python_definition," in err
     assert "===== FUSER_DUMP host_ir: @f =====" in err and "host.launch" in err
     assert "FUSER_DUMP segments" not in err and "FUSER_DUMP cuda" not in err
 

@@ -1,0 +1,98 @@
+"""A FusionDefinition printed as the Python that defines it: `fd.python_definition()`,
+`repr(fd)` and `FUSER_DUMP=python_definition`, as nvFuser prints its definitions.
+
+The frontend records each call a user makes (every `fd.*` and `fd.ops.*` entry point, Python
+operators included, as the `fd.ops` call they make; not the calls those make themselves) as a
+`Call`: the entry point's name, its arguments as given and what it returned. Printing turns each
+into one line, `T3 = fd.ops.add(T0, S1)`, naming a tensor or scalar by its name in the IR
+(`t3` is `T3`) and an extent by `T0.size(1)`. Queries that return extents or plain values
+(`fd.ops.size`, `fd.ops.shape`, `fd.define_vector`) print nothing: their values print where they
+are used. `fd.from_pytorch` prints as the `fd.define_tensor` it makes, so the text re-runs
+without the torch tensor. Running the text defines a FusionDefinition `fd` with the same IR.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from fuser.errors import DefinitionError
+
+HEADER = "from fuser import DataType, FusionDefinition, ParallelType\n\n"
+"""What the printed definition imports (the names its lines use)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One entry point a user called: `fd.ops.add`, its arguments as given, its result."""
+
+    name: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+    result: Any
+
+
+def printed(call: Call) -> str | None:
+    """The line of `call`, or None for a query (its result is an extent or plain values)."""
+    arguments = [python_text(a) for a in call.args]
+    arguments += [f"{k}={python_text(v)}" for k, v in call.kwargs]
+    text = f"{call.name}({', '.join(arguments)})"
+    result = call.result
+    if result is None:
+        return text
+    if _is_handle(result):
+        return f"{python_text(result)} = {text}"
+    if isinstance(result, tuple | list) and result and all(_is_handle(r) for r in result):
+        return f"{', '.join(python_text(r) for r in result)} = {text}"
+    return None
+
+
+def definition_text(name: str, options: Sequence[tuple[str, Any]], calls: Sequence[Call]) -> str:
+    """The whole definition: the import, the `with` line (the non-default `options` of the
+    FusionDefinition as keywords) and one line per recorded call."""
+    given = "".join(f", {k}={python_text(v)}" for k, v in options)
+    lines = [f"with FusionDefinition({name!r}{given}) as fd:"]
+    lines += [f"    {line}" for call in calls if (line := printed(call)) is not None]
+    return HEADER + "\n".join(lines) + "\n"
+
+
+def python_text(x: Any) -> str:
+    """`x` as Python source: a handle by its IR name in capitals, an extent as `T0.size(1)`,
+    numbers exactly (`float("inf")`), enums by member, sequences element by element."""
+    from fuser.frontend import Extent  # the frontend imports this module
+
+    if _is_handle(x):
+        return x.name.upper()
+    if isinstance(x, Extent):
+        return f"{python_text(x.tensor)}.size({x.axis})"
+    if isinstance(x, Enum):
+        return f"{type(x).__name__}.{x.name}"
+    if x is None or isinstance(x, bool | str):
+        return repr(x)
+    if isinstance(x, numbers.Integral):
+        return str(int(x))
+    if isinstance(x, numbers.Real):
+        value = float(x)
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else 'float("-inf")'
+        return repr(value)
+    if isinstance(x, list):
+        return f"[{', '.join(python_text(e) for e in x)}]"
+    if isinstance(x, tuple):
+        inner = ", ".join(python_text(e) for e in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    raise DefinitionError(
+        f"fd.python_definition: cannot print an argument of type {type(x).__name__} ({x!r})"
+    )
+
+
+def _is_handle(x: Any) -> bool:
+    from fuser.frontend import Scalar, Tensor
+
+    return isinstance(x, Tensor | Scalar)
