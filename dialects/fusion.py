@@ -202,6 +202,18 @@ def _check_axes(op_name: str, axes: Sequence[int], rank: int) -> None:
         raise VerifyException(f"'{op_name}' axes {list(axes)} must be sorted ascending")
 
 
+def reduction_identity(kind: str, element: Attribute) -> float | int:
+    """The identity of a `sum`, `max` or `min` (`kind`) over the scalar type `element`: 0, or
+    the lowest or highest value (an infinity for a float, the integer type's extreme)."""
+    if kind == "sum":
+        return 0
+    high = kind == "min"
+    if isinstance(element, AnyFloat):
+        return math.inf if high else -math.inf
+    bits = cast(IntegerType, element).width.data
+    return (1 << (bits - 1)) - 1 if high else -(1 << (bits - 1))
+
+
 def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdim: bool) -> tuple[int, ...]:
     """The shape a reduction over `axes` leaves."""
     if keepdim:

@@ -13,6 +13,9 @@ first time anything is dumped. Each stage is printed when it happens, under a he
 - `segments`: the segmented fusion (or, for a fusion one kernel holds, its scheduler);
 - `kernel_ir`: each kernel as `kernel` dialect IR;
 - `cuda`: each kernel's CUDA source;
+- `ptx`, `sass`, `ptxas_verbose`: when NVRTC compiles a kernel (not one the kernel cache holds:
+  `FUSER_KERNEL_CACHE=0` recompiles), its PTX, its SASS (through nvdisasm), and ptxas's report
+  of registers, spills and stack (the compile then passes `--ptxas-options=-v`);
 - `host_ir`: the host program of a segmented fusion;
 - `launch_params`: each kernel's grid, block and dynamic shared memory for a new signature;
 - `fast_path`: the Python the runtime generates for its hot path (`fuser.runtime.generated`):
@@ -34,6 +37,9 @@ STAGES: tuple[str, ...] = (
     "segments",
     "kernel_ir",
     "cuda",
+    "ptx",
+    "sass",
+    "ptxas_verbose",
     "host_ir",
     "launch_params",
     "multi_kernel",

@@ -29,6 +29,7 @@ import importlib.util
 import os
 import re
 import struct
+import subprocess
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from fuser import dump
 from fuser.errors import CompilationError
 
 from . import driver, kernel_cache
@@ -274,8 +276,39 @@ def compile_options(
     ]
     if max_registers is not None:
         options.append(f"--maxrregcount={max_registers}")
+    if dump.enabled("ptxas_verbose"):  # registers, spills and stack in the log; same cubin
+        options.append("--ptxas-options=-v")
     options.extend(extra)
     return options
+
+
+def _dump_machine_code(what: str, log: str, ptx: str | None, cubin: bytes) -> None:
+    """`FUSER_DUMP` stages `ptxas_verbose` (ptxas's lines of the NVRTC log), `ptx` and `sass`
+    (the cubin through nvdisasm) of a kernel NVRTC just compiled."""
+    dump.dump(
+        "ptxas_verbose",
+        what,
+        lambda: "\n".join(line for line in log.splitlines() if line.startswith("ptxas")),
+    )
+    dump.dump("ptx", what, lambda: ptx or "(NVRTC gave no PTX)")
+    dump.dump("sass", what, lambda: sass_text(cubin))
+
+
+def sass_text(cubin: bytes) -> str:
+    """The SASS of a cubin, as nvdisasm prints it (found by `cuda.pathfinder`), or a line
+    saying why there is none."""
+    from cuda.pathfinder import find_nvidia_binary_utility
+
+    tool = find_nvidia_binary_utility("nvdisasm")
+    if tool is None:
+        return "nvdisasm not found (the nvidia-cuda-nvdisasm wheel provides it): no SASS"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        done = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return f"nvdisasm failed (exit status {done.returncode}): {done.stderr.strip()}"
+    return done.stdout
 
 
 def _write_failed_source(source: str, name: str) -> str:
@@ -325,8 +358,9 @@ def _write_pch(prefix: str, options: list[str], path: Path) -> bool:
 
 def _run_nvrtc(
     source: str, names: Sequence[str], opts: Sequence[str], pch: PchUse | None
-) -> tuple[Any, str, bytes | None, list[str]]:
-    """One NVRTC compile: (result, log, cubin or None when it failed, lowered names)."""
+) -> tuple[Any, str, bytes | None, list[str], str | None]:
+    """One NVRTC compile: (result, log, cubin or None when it failed, lowered names, the PTX
+    where `FUSER_DUMP` shows it)."""
     nvrtc = _nvrtc()
     options = [o.encode() for o in (*opts, *(pch.options if pch else ()))]
     try:
@@ -338,7 +372,7 @@ def _run_nvrtc(
         if pch is not None:
             PCH.done(pch)
         raise
-    log, cubin, lowered = "", None, []
+    log, cubin, lowered, ptx = "", None, [], None
     try:
         for name in names:
             _nvrtc_check(
@@ -356,12 +390,16 @@ def _run_nvrtc(
             size = _nvrtc_check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
             cubin = b" " * size
             _nvrtc_check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+            if dump.enabled("ptx"):
+                text = b" " * _nvrtc_check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+                _nvrtc_check(nvrtc.nvrtcGetPTX(prog, text), "nvrtcGetPTX")
+                ptx = text.rstrip(b"\0").decode()
     finally:
         destroyed = nvrtc.nvrtcDestroyProgram(prog)
         if pch is not None:
             PCH.done(pch)
     _nvrtc_check(destroyed, "nvrtcDestroyProgram")
-    return err, log, cubin, lowered
+    return err, log, cubin, lowered, ptx
 
 
 def nvrtc_compile(
@@ -380,7 +418,7 @@ def nvrtc_compile(
     names = [name] if isinstance(name, str) else list(name)
     opts = compile_options(arch, extra=options)
     pch = PCH.use(source, opts, _pch_salt())
-    err, log, cubin, lowered = _run_nvrtc(source, names, opts, pch)
+    err, log, cubin, lowered, ptx = _run_nvrtc(source, names, opts, pch)
     if pch is not None and (cubin is None or "precompiled header" in log):
         # NVRTC refused the PCH (its log says why) or the compile failed with it: never
         # again in this process, and never a failure for its sake
@@ -388,7 +426,7 @@ def nvrtc_compile(
         if retry[2] is not None:
             PCH.refuse(pch.key)
         if retry[2] is not None or cubin is None:  # both failed: the plain compile's error
-            err, log, cubin, lowered = retry
+            err, log, cubin, lowered, ptx = retry
     what = f"kernel {names[0]!r}" if len(names) == 1 else f"kernels {', '.join(names)}"
     if cubin is not None and pch is None:
         PCH.start_writing(source, opts, _pch_salt(), _write_pch)
@@ -406,6 +444,7 @@ def nvrtc_compile(
                 f'kernel {n!r} must be declared extern "C" __global__ (its symbol is '
                 f"{symbol!r}); source written to {path}"
             )
+    _dump_machine_code(what, log, ptx, cubin)
     return cubin, log
 
 

@@ -515,3 +515,29 @@ def test_a_bad_cache_cap_warns_and_keeps_the_default(
     monkeypatch.setenv("FUSER_CACHE_MAX_MB", value)
     with pytest.warns(UserWarning, match="FUSER_CACHE_MAX_MB=.* is not a positive number"):
         assert kernel_cache.max_bytes() == int(kernel_cache.DEFAULT_MAX_MB * 1024 * 1024)
+
+
+def test_fuser_dump_prints_ptx_sass_and_the_ptxas_report() -> None:
+    """`FUSER_DUMP=ptx,sass,ptxas_verbose` prints, for a kernel NVRTC compiles, its PTX, its
+    SASS (nvdisasm, from the `test` extra) and ptxas's registers and spills."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from fuser import DataType, FusionDefinition\n"
+        "with FusionDefinition('machine') as fd:\n"
+        "    fd.add_output(fd.ops.exp(fd.define_tensor([-1], DataType.Float)))\n"
+        "fd.compile([np.ones(4, np.float32)], arch='sm_90')\n"
+    )
+    env = dict(os.environ, FUSER_DUMP="ptx,sass,ptxas_verbose", FUSER_KERNEL_CACHE="0")
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    err = done.stderr
+    for stage in ("ptxas_verbose", "ptx", "sass"):
+        assert f"===== FUSER_DUMP {stage}: kernel 'fuser_machine_pointwise_0' =====" in err
+    assert re.search(r"ptxas info\s+: Used \d+ registers", err)
+    assert "spill stores" in err
+    assert ".visible .entry fuser_machine_pointwise_0(" in err
+    assert "MUFU.EX2" in err and "EXIT" in err  # the exponential, in SASS

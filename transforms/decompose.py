@@ -89,13 +89,6 @@ class _Ops:
         return self.add(fu.CastOp(value, new), role)
 
 
-def _lowest(el: Attribute) -> float | int:
-    """The value no element is below: -inf, or an integer type's minimum."""
-    if el in (fu.F32, fu.F64):
-        return float("-inf")
-    return -(2 ** (31 if el == fu.I32 else 63))
-
-
 class DecomposeTakeAlongAxis(RewritePattern):
     """`take_along_axis` as an iota compare and a max reduction (see the module docstring)."""
 
@@ -150,7 +143,7 @@ class DecomposeTakeAlongAxis(RewritePattern):
         positions = b.broadcast(iota, shape, [candidates], extent, "each")
         chosen = b.broadcast(clamped, shape, index_dims, extent, "chosen")
         hit = b.add(fu.EqOp(positions, chosen, TensorType(fu.I1, shape)), "hit")
-        lowest = b.add(fu.ConstantOp.of(_lowest(compute), compute), "lowest")
+        lowest = b.add(fu.ConstantOp.of(fu.reduction_identity("max", compute), compute), "lowest")
         picked = b.add(fu.WhereOp(hit, values, lowest, TensorType(compute, shape)), "picked")
         reduced_type = TensorType(compute, result_shape)
         result = b.add(fu.MaxOp(picked, [candidates], k == 1, reduced_type), "taken")

@@ -27,7 +27,7 @@ from typing import cast
 from xdsl.builder import ImplicitBuilder
 from xdsl.dialects import arith, scf
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType, VectorType
+from xdsl.dialects.builtin import AnyFloat, TensorType, VectorType
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
@@ -75,13 +75,7 @@ def _is_float(t: Attribute) -> bool:
 
 def neutral(kind: kernel.ReduceKind, t: Attribute) -> SSAValue:
     """The identity of a combining function in the scalar type `t`."""
-    if kind == kernel.ReduceKind.SUM:
-        return constant(0, t)
-    high = kind == kernel.ReduceKind.MIN
-    if _is_float(t):
-        return constant(math.inf if high else -math.inf, t)
-    bits = cast(IntegerType, t).width.data
-    return constant((1 << (bits - 1)) - 1 if high else -(1 << (bits - 1)), t)
+    return constant(fu.reduction_identity(kind.value, t), t)
 
 
 def combine(kind: kernel.ReduceKind, a: SSAValue, b: SSAValue) -> SSAValue:
