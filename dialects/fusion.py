@@ -205,6 +205,7 @@ def _check_axes(op_name: str, axes: Sequence[int], rank: int) -> None:
 def reduction_identity(kind: str, element: Attribute) -> float | int:
     """The identity of a `sum`, `max` or `min` (`kind`) over the scalar type `element`: 0, or
     the lowest or highest value (an infinity for a float, the integer type's extreme)."""
+    assert kind in ("sum", "max", "min"), f"no identity for a {kind!r} reduction"
     if kind == "sum":
         return 0
     high = kind == "min"

@@ -13,9 +13,10 @@ first time anything is dumped. Each stage is printed when it happens, under a he
 - `segments`: the segmented fusion (or, for a fusion one kernel holds, its scheduler);
 - `kernel_ir`: each kernel as `kernel` dialect IR;
 - `cuda`: each kernel's CUDA source;
-- `ptx`, `sass`, `ptxas_verbose`: when NVRTC compiles a kernel (not one the kernel cache holds:
-  `FUSER_KERNEL_CACHE=0` recompiles), its PTX, its SASS (through nvdisasm), and ptxas's report
-  of registers, spills and stack (the compile then passes `--ptxas-options=-v`);
+- `ptx`, `sass`, `ptxas_verbose`: when NVRTC compiles a kernel (not one the kernel cache or the
+  runnable store holds: `FUSER_KERNEL_CACHE=0` recompiles), its PTX, its SASS (through nvdisasm),
+  and ptxas's report of registers, spills and stack (the compile then passes
+  `--ptxas-options=-v`, part of the cache key: the first run with it compiles again);
 - `host_ir`: the host program of a segmented fusion;
 - `launch_params`: each kernel's grid, block and dynamic shared memory for a new signature;
 - `fast_path`: the Python the runtime generates for its hot path (`fuser.runtime.generated`):
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable
 
 STAGES: tuple[str, ...] = (
@@ -48,6 +50,7 @@ STAGES: tuple[str, ...] = (
 """Every stage `FUSER_DUMP` may name, in the order a compilation reaches them."""
 
 _stages: frozenset[str] | None = None
+_WRITING = threading.Lock()
 
 
 def configure(value: str | None) -> frozenset[str]:
@@ -82,5 +85,6 @@ def dump(stage: str, what: str, text: str | Callable[[], str]) -> None:
     if not enabled(stage):
         return
     body = text() if callable(text) else text
-    sys.stderr.write(f"===== FUSER_DUMP {stage}: {what} =====\n{body.rstrip()}\n")
-    sys.stderr.flush()
+    with _WRITING:  # kernels compile on a thread pool: one dump at a time
+        sys.stderr.write(f"===== FUSER_DUMP {stage}: {what} =====\n{body.rstrip()}\n")
+        sys.stderr.flush()

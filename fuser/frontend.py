@@ -112,7 +112,7 @@ from fuser.dtypes import (
 )
 from fuser.errors import DefinitionError, InputError, ValidationError, VerificationError
 from fuser.options import DEFAULT_STREAMS, check_options
-from fuser.python_definition import Call, definition_text
+from fuser.python_definition import Call, definition_text, recorded
 
 Number = bool | int | float
 
@@ -316,7 +316,7 @@ def _api(fn: _F) -> _F:
         fd = self._definition
         fd._check_open(qual)
         try:
-            sig.bind(self, *args, **kwargs)
+            bound = sig.bind(self, *args, **kwargs)
         except TypeError as e:
             text = str(e)
             if "unexpected keyword" in text or "multiple values" in text:
@@ -326,18 +326,39 @@ def _api(fn: _F) -> _F:
             raise DefinitionError(
                 f"{qual} takes {shown}, got {n} argument{'' if n == 1 else 's'}"
             ) from None
+        for arg, value in list(bound.arguments.items())[1:]:
+            if (foreign := _foreign(fd, value)) is not None:
+                _fail(qual, f"argument '{arg}' ({foreign!r}) is of another FusionDefinition")
         if transparent:
             return fn(self, *args, **kwargs)
+        if fd._depth:
+            return fn(self, *args, **kwargs)
+        before = fd._mark()
         fd._depth += 1
         try:
             result = fn(self, *args, **kwargs)
+        except BaseException:
+            fd._undo(before)  # a call the user catches leaves nothing behind
+            raise
         finally:
             fd._depth -= 1
-        if fd._depth == 0:
-            fd._calls.append(Call(qual, args, tuple(kwargs.items()), result))
+        fd._calls.append(Call(qual, recorded(args), recorded(tuple(kwargs.items())), result))
         return result
 
     return wrapper  # type: ignore[return-value]
+
+
+def _foreign(fd: FusionDefinition, x: object) -> object | None:
+    """A handle or extent of another FusionDefinition within an entry point's arguments."""
+    if isinstance(x, _Value):
+        return x if x._fd is not fd else None
+    if isinstance(x, Extent):
+        return x if x.tensor._fd is not fd else None
+    if isinstance(x, dict):
+        x = list(x.values())
+    if isinstance(x, list | tuple):
+        return next((f for e in x if (f := _foreign(fd, e)) is not None), None)
+    return None
 
 
 def _records_inner(fn: _F) -> _F:
@@ -1620,7 +1641,31 @@ class FusionDefinition:
             raise VerificationError(f"fusion '{self.name}' does not verify: {e}") from e
         self._fusion, self._module = fusion, module
         self._state = _State.DONE
-        dump.dump("python_definition", f"@{self.name}", self.python_definition)
+        dump.dump("python_definition", f"@{self.name}", lambda: repr(self))
+
+    def _mark(self) -> tuple[Any, ...]:
+        """Where the definition stands, for `_undo`: its last op, its arguments, its names and
+        caches."""
+        return (
+            self._block.last_op,
+            len(self._block.args),
+            len(self._inputs),
+            len(self._outputs),
+            dict(self._counters),
+            dict(self._casts),
+            dict(self._extents),
+        )
+
+    def _undo(self, mark: tuple[Any, ...]) -> None:
+        """Erases what a failed entry point built since `mark` (the ops, in reverse; the
+        arguments; the names and cached casts and extents, which may name erased values)."""
+        last, n_args, n_inputs, n_outputs, counters, casts, extents = mark
+        while (op := self._block.last_op) is not None and op is not last:
+            self._block.erase_op(op, safe_erase=False)
+        while len(self._block.args) > n_args:
+            self._block.erase_arg(self._block.args[-1], safe_erase=False)
+        del self._inputs[n_inputs:], self._outputs[n_outputs:]
+        self._counters, self._casts, self._extents = counters, casts, extents
 
     def _check_open(self, what: str) -> None:
         if self._state == _State.OPEN:
@@ -2107,7 +2152,8 @@ class FusionDefinition:
     def __repr__(self) -> str:
         """The Python definition once the `with` block has ended; before, name and state."""
         if self._state == _State.DONE:
-            return self.python_definition()
+            with contextlib.suppress(DefinitionError):
+                return self.python_definition()
         return f"FusionDefinition({self.name!r}, {self._state.name.lower()})"
 
 

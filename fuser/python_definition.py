@@ -17,9 +17,9 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
+from fuser.dtypes import DataType, ParallelType
 from fuser.errors import DefinitionError
 
 HEADER = "from fuser import DataType, FusionDefinition, ParallelType\n\n"
@@ -34,6 +34,16 @@ class Call:
     args: tuple[Any, ...]
     kwargs: tuple[tuple[str, Any], ...]
     result: Any
+
+
+def recorded(x: Any) -> Any:
+    """An argument as it is when recorded: sequences copied (a list the caller changes later,
+    or a `range`, prints as it was passed), element by element."""
+    if isinstance(x, tuple):
+        return tuple(recorded(e) for e in x)
+    if isinstance(x, Sequence) and not isinstance(x, str):
+        return [recorded(e) for e in x]
+    return x
 
 
 def printed(call: Call) -> str | None:
@@ -62,14 +72,15 @@ def definition_text(name: str, options: Sequence[tuple[str, Any]], calls: Sequen
 
 def python_text(x: Any) -> str:
     """`x` as Python source: a handle by its IR name in capitals, an extent as `T0.size(1)`,
-    numbers exactly (`float("inf")`), enums by member, sequences element by element."""
+    numbers exactly (`float("inf")`, other enums as their ints), DataType and ParallelType by
+    member, sequences element by element."""
     from fuser.frontend import Extent  # the frontend imports this module
 
     if _is_handle(x):
         return x.name.upper()
     if isinstance(x, Extent):
         return f"{python_text(x.tensor)}.size({x.axis})"
-    if isinstance(x, Enum):
+    if isinstance(x, DataType | ParallelType):
         return f"{type(x).__name__}.{x.name}"
     if x is None or isinstance(x, bool | str):
         return repr(x)
@@ -77,8 +88,8 @@ def python_text(x: Any) -> str:
         return str(int(x))
     if isinstance(x, numbers.Real):
         value = float(x)
-        if math.isnan(value):
-            return 'float("nan")'
+        if math.isnan(value):  # the sign of a NaN is kept (a constant holds its bits)
+            return '-float("nan")' if math.copysign(1.0, value) < 0 else 'float("nan")'
         if math.isinf(value):
             return 'float("inf")' if value > 0 else 'float("-inf")'
         return repr(value)

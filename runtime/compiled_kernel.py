@@ -301,11 +301,14 @@ def sass_text(cubin: bytes) -> str:
 
     tool = find_nvidia_binary_utility("nvdisasm")
     if tool is None:
-        return "nvdisasm not found (the nvidia-cuda-nvdisasm wheel provides it): no SASS"
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        done = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, check=False)
+        return "nvdisasm not found (pip install 'fuser[dump]' provides it): no SASS"
+    try:
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(cubin)
+            f.flush()
+            done = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, check=False)
+    except OSError as e:
+        return f"nvdisasm ({tool}) did not run: {e}"
     if done.returncode != 0:
         return f"nvdisasm failed (exit status {done.returncode}): {done.stderr.strip()}"
     return done.stdout

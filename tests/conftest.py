@@ -59,6 +59,7 @@ def _python_definitions_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
             again = namespace["fd"]
             assert isinstance(again, FusionDefinition)
             assert again.fusion_ir() == fd.fusion_ir(), f"not the same IR when re-run:\n{text}"
+            assert (again.streams, again.welford) == (fd.streams, fd.welford), text
         finally:
             checking = False
 

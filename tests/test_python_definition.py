@@ -81,3 +81,68 @@ def test_fuser_dump_prints_the_definition_when_its_with_block_ends() -> None:
     )
     assert "===== FUSER_DUMP python_definition: @dumped =====" in done.stderr
     assert "    T1 = fd.ops.exp(T0)\n    fd.add_output(T1)" in done.stderr
+
+
+def test_a_call_the_user_catches_leaves_nothing_behind() -> None:
+    """A failing call erases what it built (ops, names, cached casts) before raising, so the
+    definition and its printed form hold only the calls that succeeded."""
+    with FusionDefinition("caught") as fd:
+        b = fd.define_tensor([4, 3], DataType.Bool)
+        c = fd.define_tensor([1, 3], DataType.Bool)
+        with pytest.raises(DefinitionError, match="does not take Bool operands"):
+            fd.ops.sub(b, c)  # after it broadcast c
+        with pytest.raises(DefinitionError, match="does not fit"):
+            fd.ops.where(c, b, 2**64)  # after it cast b
+        fd.add_output(fd.ops.add(b, c))
+    with FusionDefinition("caught") as clean:
+        b = clean.define_tensor([4, 3], DataType.Bool)
+        c = clean.define_tensor([1, 3], DataType.Bool)
+        clean.add_output(clean.ops.add(b, c))
+    assert fd.fusion_ir() == clean.fusion_ir()
+
+
+def test_arguments_print_as_they_were_passed() -> None:
+    """A list the caller changes afterwards, a `range`, a negative NaN and an IntEnum print as
+    they were when passed."""
+    import enum
+    import math
+
+    class Axis(enum.IntEnum):
+        LAST = 1
+
+    with FusionDefinition("passed") as fd:
+        t = fd.define_tensor([2, 3], DataType.Float)
+        shape = [2, 3]
+        first = fd.ops.full(shape, 1.0, DataType.Float)
+        shape[0] = 4
+        fd.add_output(fd.ops.add(fd.ops.permute(t, range(1, -1, -1)), -math.nan))
+        fd.add_output(fd.ops.sum(fd.ops.add(t, first), Axis.LAST))
+    text = fd.python_definition()
+    assert "fd.ops.full([2, 3], 1.0, DataType.Float)" in text
+    assert "fd.ops.permute(T0, [1, 0])" in text and '-float("nan")' in text
+    assert "fd.ops.sum(T4, 1)" in text
+
+
+def test_a_handle_of_another_definition_is_a_named_error() -> None:
+    with FusionDefinition("other") as other:
+        o = other.define_tensor([2, 3], DataType.Float)
+        other.add_output(o)
+    with (
+        pytest.raises(
+            DefinitionError, match=r"argument .new_shape. .* is of another FusionDefinition"
+        ),
+        FusionDefinition("mixed") as fd,
+    ):
+        t = fd.define_tensor([6], DataType.Float)
+        fd.add_output(fd.ops.reshape(t, [o.size(0), o.size(1)]))
+
+
+def test_sass_says_why_when_nvdisasm_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cuda.pathfinder
+
+    from fuser.runtime.compiled_kernel import sass_text
+
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
+    assert "nvdisasm not found" in sass_text(b"")
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: "/no/nvdisasm")
+    assert "did not run" in sass_text(b"")
