@@ -1369,7 +1369,8 @@ class FusionOps:
 
     @staticmethod
     def _static_extent(op: str, arg: str, d: int, entry: object) -> int:
-        """An int, or the value of a static Extent, from a shape argument."""
+        """An int, a constant Int Scalar (`define_scalar(4, dtype=DataType.Int)`, as Thunder
+        writes shapes) or a static Extent, from a shape argument, as an int."""
         if isinstance(entry, Extent):
             if entry.static is None:
                 _fail(
@@ -1378,9 +1379,8 @@ class FusionOps:
                     "fuser's reshape takes ints and one -1, the extent it infers",
                 )
             return entry.static
-        if isinstance(entry, numbers.Integral) and not isinstance(entry, bool):
-            return int(entry)
-        _fail(op, f"argument '{arg}' entry {d} must be an int, got {entry!r}")
+        expected = "an int or a constant Int Scalar"
+        return _constant_int(op, f"argument '{arg}' entry {d}", entry, expected)
 
     def _broadcast_in_dim(self, op: str, t: Any, shape: Any, broadcast_dims: Any) -> Tensor:
         fd = self._definition

@@ -63,7 +63,14 @@ Bad = Callable[[FusionDefinition, Any], Any]
         (lambda fd, x: fd.ops.reshape(x, [5, -1]), "24 is not a multiple of 5"),
         (lambda fd, x: fd.ops.reshape(x, [-2, 12]), "entry 0 is -2; use -1 or an extent"),
         (lambda fd, x: fd.ops.reshape(x, 24), "argument 'new_shape' must be a list of ints"),
-        (lambda fd, x: fd.ops.reshape(x, [2.0, 12]), "entry 0 must be an int, got 2.0"),
+        (
+            lambda fd, x: fd.ops.reshape(x, [2.0, 12]),
+            "entry 0 must be an int or a constant Int Scalar, got 2.0",
+        ),
+        (
+            lambda fd, x: fd.ops.reshape(x, [fd.define_scalar(DataType.Int), 12]),
+            "entry 0 must be an int or a constant Int Scalar, got Scalar(s0",
+        ),
         (lambda fd, x: fd.ops.reshape(x, [4, 7], [24]), "'original_shape' entry 1 is 7"),
         (lambda fd, x: fd.ops.reshape(x, [4], [24]), "'original_shape' has 1 entries"),
     ],
@@ -73,6 +80,16 @@ def test_reshape_mistakes_name_the_op_and_argument(call: Bad, message: str) -> N
         x = fd.define_tensor([4, 6], F32)
         call(fd, x)
     assert "fd.ops.reshape" in str(e.value) and message in str(e.value)
+
+
+def test_a_shape_of_constant_int_scalars_as_thunder_writes_it(rng: np.random.Generator) -> None:
+    """`new_shape=[S0, S1, S2]` with each `define_scalar(n, dtype=DataType.Int)`."""
+    with FusionDefinition("scalars") as fd:
+        x = fd.define_tensor([4, 6], F32)
+        sizes = [fd.define_scalar(n, dtype=DataType.Int) for n in (2, 2, 6)]
+        fd.add_output(fd.ops.reshape(x, new_shape=sizes))
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_array_equal(fd.reference([a])[0], a.reshape(2, 2, 6))
 
 
 def test_the_legacy_form_takes_the_operands_own_extents(rng: np.random.Generator) -> None:
