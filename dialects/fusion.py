@@ -1607,19 +1607,25 @@ class CatOp(ResizeOp):
                     f"{len(shape)}"
                 )
             _static_extent(self, f"operand #{k}", x, d)
-        for j in range(len(first)):
-            static = [
-                (k, e)
-                for k, x in enumerate(self.inputs)
-                if j != d and (e := (shape_of(x.type) or ())[j]) != DYNAMIC_INDEX
-            ]
-            for k, e in static[1:]:
-                if e != static[0][1]:
-                    raise VerifyException(
-                        f"'{self.name}' operand #{k} has extent {e} in dim {j}, operand "
-                        f"#{static[0][0]} {static[0][1]}: only dim {d} may differ"
-                    )
+        shapes = [shape_of(x.type) or () for x in self.inputs]
+        if (clash := cat_clash(shapes, d)) is not None:
+            k, other, j = clash
+            raise VerifyException(
+                f"'{self.name}' operand #{k} has extent {shapes[k][j]} in dim {j}, operand "
+                f"#{other} {shapes[other][j]}: only dim {d} may differ"
+            )
         _check_resized_result(self, cat_shape(self.inputs, d))
+
+
+def cat_clash(shapes: Sequence[Sequence[int]], dim: int) -> tuple[int, int, int] | None:
+    """Two of a cat's operand shapes whose static extents differ on a dim other than `dim`, as
+    (operand, the first operand static there, that dim), or None."""
+    for j in range(len(shapes[0])):
+        static = [k for k, shape in enumerate(shapes) if j != dim and shape[j] != DYNAMIC_INDEX]
+        for k in static[1:]:
+            if shapes[k][j] != shapes[static[0]][j]:
+                return k, static[0], j
+    return None
 
 
 def cat_shape(inputs: Sequence[SSAValue], dim: int) -> tuple[int, ...]:

@@ -95,6 +95,7 @@ from fuser.dialects.fusion import (
     VarMeanOp,
     WelfordOp,
     WhereOp,
+    cat_clash,
     dims_compatible,
     element_type,
     format_shape,
@@ -326,13 +327,11 @@ def _api(fn: _F) -> _F:
             raise DefinitionError(
                 f"{qual} takes {shown}, got {n} argument{'' if n == 1 else 's'}"
             ) from None
+        if transparent or fd._depth:  # a call an entry point makes: checked and recorded there
+            return fn(self, *args, **kwargs)
         for arg, value in list(bound.arguments.items())[1:]:
             if (foreign := _foreign(fd, value)) is not None:
                 _fail(qual, f"argument '{arg}' ({foreign!r}) is of another FusionDefinition")
-        if transparent:
-            return fn(self, *args, **kwargs)
-        if fd._depth:
-            return fn(self, *args, **kwargs)
         before = fd._mark()
         fd._depth += 1
         try:
@@ -441,10 +440,7 @@ class FusionOps:
     def _operand(
         self, op: str, arg: str, x: object, *, numbers_ok: bool = True, scalars_ok: bool = True
     ) -> _Operand:
-        fd = self._definition
-        if isinstance(x, Tensor | Scalar):
-            if x._fd is not fd:
-                _fail(op, f"argument '{arg}' is a {type(x).__name__} of another FusionDefinition")
+        if isinstance(x, Tensor | Scalar):  # of this definition: `_api` checked
             if isinstance(x, Scalar) and not scalars_ok:
                 _fail(op, f"argument '{arg}' must be a Tensor, got a Scalar")
             return x
@@ -1036,8 +1032,6 @@ class FusionOps:
             _fail(op, f"argument 'dtype' must be an integer or float DataType, got {out}")
         size: SSAValue | None = None
         if isinstance(length, Extent):
-            if length.tensor._fd is not fd:
-                _fail(op, "argument 'length' is an extent of another FusionDefinition")
             extent = length.static
             if extent is None:
                 size = length._ssa()
@@ -1238,16 +1232,13 @@ class FusionOps:
                     f"tensors[{k}] has a dynamic extent in dim {d}: fuser concatenates static "
                     "extents only (define the tensor with a static shape)",
                 )
-        for j in range(rank):
-            static = [(k, x) for k, x in enumerate(xs) if j != d and x._shape[j] != DYNAMIC_INDEX]
-            for k, x in static[1:]:
-                first, y = static[0]
-                if x._shape[j] != y._shape[j]:
-                    _fail(
-                        op,
-                        f"tensors[{k}] has shape {format_shape(x._shape)}, tensors[{first}] "
-                        f"{format_shape(y._shape)}: only dim {d} may differ",
-                    )
+        if (clash := cat_clash([x._shape for x in xs], d)) is not None:
+            k, other, _ = clash
+            _fail(
+                op,
+                f"tensors[{k}] has shape {format_shape(xs[k]._shape)}, tensors[{other}] "
+                f"{format_shape(xs[other]._shape)}: only dim {d} may differ",
+            )
         dtype = self._promote(xs)
         fd = self._definition
         values = [fd._cast(x._value, dtype) for x in xs]
@@ -1410,10 +1401,6 @@ class FusionOps:
             src = source.get(d, 1)
             carried = src != 1
             if isinstance(entry, Extent):
-                if entry.tensor._fd is not fd:
-                    _fail(
-                        op, f"argument 'shape' entry {d} is an extent of another FusionDefinition"
-                    )
                 static = entry.static
                 if static is None:
                     if carried:
@@ -1652,20 +1639,25 @@ class FusionDefinition:
             len(self._inputs),
             len(self._outputs),
             dict(self._counters),
-            dict(self._casts),
-            dict(self._extents),
+            len(self._casts),
+            len(self._extents),
         )
 
     def _undo(self, mark: tuple[Any, ...]) -> None:
         """Erases what a failed entry point built since `mark` (the ops, in reverse; the
         arguments; the names and cached casts and extents, which may name erased values)."""
-        last, n_args, n_inputs, n_outputs, counters, casts, extents = mark
+        last, n_args, n_inputs, n_outputs, counters, n_casts, n_extents = mark
         while (op := self._block.last_op) is not None and op is not last:
             self._block.erase_op(op, safe_erase=False)
         while len(self._block.args) > n_args:
             self._block.erase_arg(self._block.args[-1], safe_erase=False)
         del self._inputs[n_inputs:], self._outputs[n_outputs:]
-        self._counters, self._casts, self._extents = counters, casts, extents
+        self._counters = counters
+        # the caches are only ever inserted into: the newest keys come last
+        for cast_key in list(self._casts)[n_casts:]:
+            del self._casts[cast_key]
+        for extent_key in list(self._extents)[n_extents:]:
+            del self._extents[extent_key]
 
     def _check_open(self, what: str) -> None:
         if self._state == _State.OPEN:
@@ -2139,13 +2131,11 @@ class FusionDefinition:
         """The definition as Python that re-runs to the same fusion (nvFuser's printed
         definitions; see `fuser.python_definition`): `exec` it and its `fd` has this IR."""
         self._check_done("python_definition()")
+        defaults = inspect.signature(FusionDefinition.__init__).parameters
         options = [
-            (k, v)
-            for k, v, default in (
-                ("streams", self.streams, DEFAULT_STREAMS),
-                ("welford", self.welford, "auto"),
-            )
-            if v != default
+            (k, getattr(self, k))
+            for k, p in defaults.items()
+            if p.kind == inspect.Parameter.KEYWORD_ONLY and getattr(self, k) != p.default
         ]
         return definition_text(self.name, options, self._calls)
 

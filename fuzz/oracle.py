@@ -527,7 +527,7 @@ class Oracle:
         fill_shaky = isinstance(fill, Value) and fill.shaky is not None and bool(np.any(fill.shaky))
         # dim by dim, result element i is operand element i - low where that exists, else the fill
         data = x.data
-        shaky = None if x.shaky is None else x.shaky
+        shaky = x.shaky
         for d, (a, b) in enumerate(zip(low, high, strict=True)):
             n = data.shape[d]
             at = np.arange(n + a + b) - a
@@ -535,11 +535,11 @@ class Oracle:
             where = [1] * rank
             where[d] = len(at)
             inside = inside.reshape(where)
-            picked = np.take(data, np.clip(at, 0, max(n - 1, 0)), axis=d) if n else None
             grown = list(data.shape)
             grown[d] = len(at)
-            if picked is None:
-                picked = np.zeros(grown, data.dtype)
+            picked = (
+                np.take(data, np.clip(at, 0, n - 1), axis=d) if n else np.zeros(grown, data.dtype)
+            )
             data = np.where(inside, picked, np.asarray(value, data.dtype))
             if shaky is not None or fill_shaky:
                 old = np.zeros(grown, bool)

@@ -71,3 +71,33 @@ def row_sum(
         if squared:
             fd.add_output(fd.ops.mul(x, x))
     return fd
+
+
+def rotate(dtype: DataType, d: int) -> FusionDefinition:
+    """`x * c + cat(-x[..., d/2:], x[..., :d/2]) * s`, a rotary embedding's core, c and s
+    broadcast over the rows (the pad/cat tests, CPU and GPU)."""
+    f32 = DataType.Float
+    with FusionDefinition(f"rotate_{dtype.name}_{d}") as fd:
+        x = fd.define_tensor([-1, -1, d], dtype)
+        c = fd.define_tensor([-1, d], dtype)
+        s = fd.define_tensor([-1, d], dtype)
+        shape = [x.size(0), x.size(1), d]
+        xf = fd.ops.cast(x, f32)
+        lo = fd.ops.slice(xf, [0, 0, 0], [x.size(0), x.size(1), d // 2])
+        hi = fd.ops.slice(xf, [0, 0, d // 2], [x.size(0), x.size(1), d])
+        rotated = fd.ops.cat([fd.ops.neg(hi), lo], -1)
+        cf = fd.ops.cast(fd.ops.broadcast_in_dim(c, shape=shape, broadcast_dims=[1, 2]), f32)
+        sf = fd.ops.cast(fd.ops.broadcast_in_dim(s, shape=shape, broadcast_dims=[1, 2]), f32)
+        fd.add_output(fd.ops.cast(fd.ops.add(fd.ops.mul(xf, cf), fd.ops.mul(rotated, sf)), dtype))
+    return fd
+
+
+def permuted_beside_source() -> FusionDefinition:
+    """Two outputs of the space's shape, `exp(x).T` and `exp(x)`: each stored at its own
+    offsets (a regression: the pointwise kernel's dense offset once ignored an output's map)."""
+    with FusionDefinition("perm") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Float)
+        w = fd.ops.exp(x)
+        fd.add_output(fd.ops.permute(w, [1, 0]))
+        fd.add_output(w)
+    return fd

@@ -541,3 +541,14 @@ def test_fuser_dump_prints_ptx_sass_and_the_ptxas_report() -> None:
     assert "spill stores" in err
     assert ".visible .entry fuser_machine_pointwise_0(" in err
     assert "MUFU.EX2" in err and "EXIT" in err  # the exponential, in SASS
+
+
+def test_sass_says_why_when_nvdisasm_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cuda.pathfinder
+
+    from fuser.runtime.compiled_kernel import sass_text
+
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
+    assert "nvdisasm not found" in sass_text(b"")
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: "/no/nvdisasm")
+    assert "did not run" in sass_text(b"")

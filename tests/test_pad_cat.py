@@ -12,6 +12,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from definitions import permuted_beside_source, rotate
 
 from fuser import DataType, FusionDefinition
 from fuser.dialects.common import op_text
@@ -129,30 +130,14 @@ def _kernels(fd: FusionDefinition, shapes: list[tuple[int, ...]]) -> list[str]:
     return [s.scheduler.name for s in lowering.segments]
 
 
-def rotate(dtype: DataType, d: int) -> FusionDefinition:
-    """`x * c + cat(-x[..., d/2:], x[..., :d/2]) * s`: a rotary embedding's core."""
-    with FusionDefinition(f"rotate_{d}") as fd:
-        x = fd.define_tensor([-1, d], dtype)
-        c = fd.define_tensor([-1, d], dtype)
-        s = fd.define_tensor([-1, d], dtype)
-        xf = fd.ops.cast(x, F32)
-        lo = fd.ops.slice(xf, [0, 0], [x.size(0), d // 2])
-        hi = fd.ops.slice(xf, [0, d // 2], [x.size(0), d])
-        rotated = fd.ops.cat([fd.ops.neg(hi), lo], -1)
-        out = fd.ops.add(
-            fd.ops.mul(xf, fd.ops.cast(c, F32)), fd.ops.mul(rotated, fd.ops.cast(s, F32))
-        )
-        fd.add_output(fd.ops.cast(out, dtype))
-    return fd
-
-
 @pytest.mark.parametrize(("d", "width"), [(64, 8), (12, 2), (10, 1)])
 def test_a_rotation_is_one_kernel_with_vectors_where_the_halves_allow(
     rng: np.random.Generator, d: int, width: int
 ) -> None:
     """bf16 halves of 32 elements take 8-wide vectors; of 6, 2-wide; of 5, none."""
     fd = rotate(DataType.BFloat16, d)
-    arrays = [rng.standard_normal((3, d)).astype(ml_dtypes.bfloat16) for _ in range(3)]
+    shapes = [(3, 5, d), (5, d), (5, d)]
+    arrays = [rng.standard_normal(shape).astype(ml_dtypes.bfloat16) for shape in shapes]
     compiled = fd.compile(arrays, arch="sm_90")
     assert [k.scheduler for k in compiled.kernels] == ["pointwise"]
     code = fd.last_cuda_code()
@@ -258,13 +243,9 @@ def test_a_slice_moves_through_a_broadcast_only_where_no_run_time_broadcast_is_c
 
 
 def test_a_permuted_output_beside_its_source_is_not_stored_at_the_flat_index() -> None:
-    """Both outputs have the space's shape; only the unpermuted one is stored at the flat index
-    (a regression: the dense offset once ignored the output's map)."""
-    with FusionDefinition("perm") as fd:
-        x = fd.define_tensor([-1, -1], F32)
-        w = fd.ops.exp(x)
-        fd.add_output(fd.ops.permute(w, [1, 0]))
-        fd.add_output(w)
+    """Both outputs have the space's shape; only the unpermuted one is stored at the flat
+    index."""
+    fd = permuted_beside_source()
     fd.compile([np.ones((4, 4), np.float32)], arch="sm_90")
     stores = [
         line.split("] =")[0].split(".data[")[1]

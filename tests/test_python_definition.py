@@ -135,14 +135,3 @@ def test_a_handle_of_another_definition_is_a_named_error() -> None:
     ):
         t = fd.define_tensor([6], DataType.Float)
         fd.add_output(fd.ops.reshape(t, [o.size(0), o.size(1)]))
-
-
-def test_sass_says_why_when_nvdisasm_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cuda.pathfinder
-
-    from fuser.runtime.compiled_kernel import sass_text
-
-    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
-    assert "nvdisasm not found" in sass_text(b"")
-    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: "/no/nvdisasm")
-    assert "did not run" in sass_text(b"")

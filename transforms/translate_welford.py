@@ -200,15 +200,6 @@ class _Builder:
         return False
 
 
-def _sized_dims(
-    in_shape: Sequence[int], dims: Sequence[int], out_shape: Sequence[int]
-) -> list[int]:
-    """The result dims of a broadcast whose extent comes from `sizes` (as
-    `BroadcastInDimOp.sized_dims`)."""
-    source = {d: in_shape[i] for i, d in enumerate(dims)}
-    return [d for d, e in enumerate(out_shape) if e == DYNAMIC_INDEX and source.get(d, 1) == 1]
-
-
 def _element_count(
     b: _Builder, axes: Sequence[int], keep: bool, reduced: Sequence[int], t: Attribute
 ) -> tuple[SSAValue, SSAValue | None]:
@@ -265,7 +256,7 @@ def _mean_broadcast(
         return existing.result
     x_type = cast(TensorType, b.x.type)
     mean_shape = cast(TensorType, mean.type).get_shape()
-    sizes = [b.dim(d) for d in _sized_dims(mean_shape, dims, x_type.get_shape())]
+    sizes = [b.dim(d) for d in fu.broadcast_sized_dims(mean_shape, dims, x_type.get_shape())]
     return b.add(fu.BroadcastInDimOp(mean, dims, x_type, sizes), _hint(mean.name_hint, "b"))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from definitions import permuted_beside_source, rotate
 from gpu_helpers import DTYPES, check_against_reference, random_of, schedulers, torch_of
 
 from fuser import DataType, FusionDefinition
@@ -69,23 +70,6 @@ def test_a_cat_of_strided_and_broadcast_operands(
     views = [torch_of(torch, a.T).t(), torch_of(torch, c), torch_of(torch, d)]
     check_against_reference(fd, torch, views, [a, c, d])
     assert len(schedulers(fd, views)) == 1
-
-
-def rotate(dtype: DataType, d: int) -> FusionDefinition:
-    """`x * c + cat(-x[..., d/2:], x[..., :d/2]) * s`, c and s broadcast over the rows."""
-    with FusionDefinition(f"rotate_{dtype.name}_{d}") as fd:
-        x = fd.define_tensor([-1, -1, d], dtype)
-        c = fd.define_tensor([-1, d], dtype)
-        s = fd.define_tensor([-1, d], dtype)
-        shape = [x.size(0), x.size(1), d]
-        xf = fd.ops.cast(x, F32)
-        lo = fd.ops.slice(xf, [0, 0, 0], [x.size(0), x.size(1), d // 2])
-        hi = fd.ops.slice(xf, [0, 0, d // 2], [x.size(0), x.size(1), d])
-        rotated = fd.ops.cat([fd.ops.neg(hi), lo], -1)
-        cf = fd.ops.cast(fd.ops.broadcast_in_dim(c, shape=shape, broadcast_dims=[1, 2]), F32)
-        sf = fd.ops.cast(fd.ops.broadcast_in_dim(s, shape=shape, broadcast_dims=[1, 2]), F32)
-        fd.add_output(fd.ops.cast(fd.ops.add(fd.ops.mul(xf, cf), fd.ops.mul(rotated, sf)), dtype))
-    return fd
 
 
 @pytest.mark.parametrize("d", [128, 12, 10])
@@ -146,13 +130,8 @@ def test_nested_resizes_of_integers_and_bools(
 
 
 def test_a_permuted_output_beside_its_source(rng: np.random.Generator, torch: Any) -> None:
-    """Two outputs of the space's shape, one a permute of the other: each at its own offsets
-    (a regression: the dense offset once ignored an output's map)."""
-    with FusionDefinition("perm") as fd:
-        x = fd.define_tensor([-1, -1], F32)
-        w = fd.ops.exp(x)
-        fd.add_output(fd.ops.permute(w, [1, 0]))
-        fd.add_output(w)
+    """Two outputs of the space's shape, one a permute of the other: each at its own offsets."""
+    fd = permuted_beside_source()
     for n in (4, 17):
         a = random_of(rng, (n, n), F32)
         check_against_reference(fd, torch, [torch_of(torch, a)], [a])

@@ -1,7 +1,8 @@
 """The transformer block's fusible regions in Thunder's form (tests/thunder_regions.py) on the
 GPU, in f32 and bf16, against the float64 reference: RMSNorm, the q/k/v split into heads, the
 causal-masked softmax (its mask from iotas), SwiGLU, the heads merge and a cross-entropy forward
-(take_along_axis), each one kernel. The rotary embedding's region waits for `cat`.
+(take_along_axis), and the rotary embedding forward (slice, cat) and backward (pads), each one
+kernel.
 
 Every test here is marked `gpu` and skipped (see conftest.py) where no device is present.
 """
