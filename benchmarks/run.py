@@ -152,18 +152,19 @@ def peer_row(
     copy_gbs: float,
     use_compile: bool,
     make_nvfuser: Callable[[], Any] | None,
+    read_bytes: int | None = None,
 ) -> dict[str, Any]:
     """A row of `peer_markdown`: fuser's definition `fd` against torch eager (`torch_fn`, also
     the reference every result is checked against), `torch.compile` and nvFuser (defined by
     `make_nvfuser()`; a failure or a wrong result is recorded, fuser's row stays) on `args`:
-    each a median time, in GB/s over the bytes read and written and % of copy, and the best
-    peer's time over fuser's."""
+    each a median time, in GB/s over the bytes read (`read_bytes`, default every input whole)
+    and written, and % of copy, and the best peer's time over fuser's."""
     outs = fd.execute(args)
     refs = torch_fn(*args)
     refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
     row: dict[str, Any] = {
         "case": case,
-        "bytes": nbytes(args) + nbytes(refs),
+        "bytes": (nbytes(args) if read_bytes is None else read_bytes) + nbytes(refs),
         "rel_error_vs_torch": check(outs, refs, dtype),
         "kernels": [k.scheduler for k in fd.compile(args).kernels],
     }

@@ -9,7 +9,8 @@ classes: softmax backward; softmax and logsumexp over large vocabularies (32k-12
 along both axes (few very long rows, many very short ones); a pointwise op on a transposed
 input and one writing a transposed output (a permute); a causal-masked softmax (the mask from
 iotas) and a cross-entropy forward (a take_along_axis); a rotary embedding (slices and a cat)
-and a split into heads (a reshape and a permute); decode-size norms (1-8 rows). Times are
+and a split into heads (a reshape and a permute); embeddings (a table's rows at token ids,
+counted as the rows read); decode-size norms (1-8 rows). Times are
 CUDA-event medians with the L2 emptied before every run (`run.median_ms`); GB/s counts each
 input read once and each output written once, "% copy" is against a 2 GiB device-to-device copy
 in the same run. nvFuser (`nvfuser_direct`, loaded lazily as `shared/notes/peers.md` says) reads
@@ -73,6 +74,9 @@ class Case:
     dtype: str
     shapes: tuple[tuple[int, ...], ...] | None = None
     """The inputs' shapes as fuser defines them (-1 dynamic), where not all dims are dynamic."""
+    read_bytes: Callable[[list[Any]], int] | None = None
+    """The bytes the case reads of its inputs, where it does not read them whole (an
+    embedding reads the table's rows at its ids)."""
 
 
 def softmax_backward(f: Frontend, inputs: list[Any]) -> None:
@@ -211,6 +215,18 @@ def heads_split(f: Frontend, inputs: list[Any]) -> None:
     fd.add_output(fd.ops.permute(view, dims=[0, 2, 1, 3]))
 
 
+def embedding(f: Frontend, inputs: list[Any]) -> None:
+    """The rows of a [vocabulary, hidden] table at each token id (`embedding_fwd`)."""
+    ids, table = inputs
+    f.fd.add_output(f.fd.ops.embedding_fwd(ids, table, None, None, None, None, None))
+
+
+def _rows_read(args: list[Any]) -> int:
+    """An embedding's ids and the table rows at them."""
+    ids, table = args
+    return ids.numel() * (ids.element_size() + table.shape[1] * table.element_size())
+
+
 def _randn(*shape: int, dtype: str = "float32") -> Any:
     return torch.randn(*shape, device="cuda", dtype=getattr(torch, dtype))
 
@@ -249,6 +265,9 @@ def cases() -> list[Case]:
         xf, half = x.float(), x.shape[-1] // 2
         rotated = torch.cat([-xf[..., half:], xf[..., :half]], dim=-1)
         return (xf * cos.float()[:, None] + rotated * sin.float()[:, None]).to(x.dtype)
+
+    def t_embedding(ids: Any, table: Any) -> Any:
+        return f.embedding(ids, table)
 
     def t_heads(x: Any) -> Any:
         b, t, heads = HEADS_SPLIT
@@ -393,6 +412,21 @@ def cases() -> list[Case]:
             ((*HEADS_SPLIT[:2], 4096),),
         )
     )
+    for tokens, vocab, hidden in ((8192, 128256, 4096), (2048, 32064, 3072)):
+        rows.append(
+            Case(
+                f"embedding [{tokens}] of [{vocab}, {hidden}]",
+                lambda t=tokens, v=vocab, h=hidden: [
+                    torch.randint(0, v, (t,), device="cuda"),
+                    _randn(v, h, dtype="bfloat16"),
+                ],
+                embedding,
+                t_embedding,
+                "bfloat16",
+                ((-1,), (-1, hidden)),
+                _rows_read,
+            )
+        )
     for n, h in ((1, 4096), (8, 8192)):
         rows.append(
             Case(
@@ -463,6 +497,7 @@ def run_case(case: Case, copy_gbs: float, use_compile: bool, nvfuser: bool) -> d
         copy_gbs,
         use_compile,
         (lambda: define_nvfuser(case, args)) if nvfuser else None,
+        None if case.read_bytes is None else case.read_bytes(args),
     )
 
 

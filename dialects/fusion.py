@@ -1856,6 +1856,87 @@ def gathered_shape(input: SSAValue, index: SSAValue, dim: int) -> tuple[int, ...
     )
 
 
+@irdl_op_definition
+class TakeOp(IRDLOperation):
+    """`input` indexed along `dim` by each element of `index` (numpy's `take`; nvFuser's
+    `index_select`, `select` and `embedding_fwd`): the result's shape is the input's with dim
+    `dim` replaced by the index's shape, and
+    `result[a..., i..., b...] = input[a..., index[i...], b...]`.
+
+    `%y = fusion.take %w, %i dim 0 : tensor<?x64xf32>, tensor<?x?xi64> -> tensor<?x?x64xf32>`
+
+    `index` is a tensor (an embedding's token ids, an `index_select`'s 1-D list) or a scalar (a
+    `select`: the dim is dropped), of i32 or i64. An index in [-extent, 0) counts from the end
+    (torch's `select`); one outside [-extent, extent) is clamped into [0, extent) (fuser's
+    choice, as `take_along_axis` clamps: torch raises, and no kernel may read outside `input`).
+    The pointwise kernel loads the input at the index it computed (an `iteration_space.Indexed`
+    dim), so a row of an embedding table is one coalesced read.
+    """
+
+    name = "fusion.take"
+
+    input = operand_def(base(TensorType))
+    index = operand_def()
+    dim = prop_def(IntegerAttr.constr(i64))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$input `,` $index `dim` $dim attr-dict `:` type($input) `,` type($index) "
+        "`->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, index: SSAValue, dim: int):
+        super().__init__(
+            operands=[input, index],
+            properties={"dim": IntegerAttr(dim, i64)},
+            result_types=[
+                TensorType(
+                    element_type(input.type),
+                    taken_shape(shape_of(input.type) or (), shape_of(index.type) or (), dim),
+                )
+            ],
+        )
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    @property
+    def index_rank(self) -> int:
+        """The number of result dims the index gives (0 for a scalar index)."""
+        return len(shape_of(self.index.type) or ())
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_same_element(self, self.result)
+        _check_element(self.name, "index", self.index.type, (I32, I64))
+        shape = shape_of(self.input.type) or ()
+        if not 0 <= self.axis < len(shape):
+            raise VerifyException(
+                f"'{self.name}' dim {self.axis} is out of range for rank {len(shape)}"
+            )
+        expected = taken_shape(shape, shape_of(self.index.type) or (), self.axis)
+        _check_resized_result(self, expected)
+
+
+def taken_shape(
+    shape: Sequence[_Extent], index: Sequence[_Extent], dim: int
+) -> tuple[_Extent, ...]:
+    """The shape of `take(input, index, dim)` for an input of `shape` and an index of shape
+    `index` (() for a scalar index): the input's, dim `dim` replaced by the index's."""
+    return (*shape[:dim], *index, *shape[dim + 1 :])
+
+
+def take_from_empty(shape: Sequence[int], index: Sequence[int], dim: int) -> str | None:
+    """Why a `take` along `dim` of run-time `shape` at an index of run-time shape `index`
+    cannot run (there is nothing to take from), or None."""
+    if shape[dim] == 0 and 0 not in index:
+        return f"cannot take {list(index) or 'a scalar'} indices from dim {dim} of extent 0"
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # Reductions
 # --------------------------------------------------------------------------------------------
@@ -2366,6 +2447,7 @@ Fusion = Dialect(
         PadOp,
         CatOp,
         TakeAlongAxisOp,
+        TakeOp,
         SumOp,
         MaxOp,
         MinOp,

@@ -91,6 +91,7 @@ from fuser.dialects.fusion import (
     SubOp,
     SumOp,
     TakeAlongAxisOp,
+    TakeOp,
     TanhOp,
     VarMeanOp,
     WelfordOp,
@@ -1299,6 +1300,160 @@ class FusionOps:
         if any(e != END for e in ends):
             x = self.slice(x, [0] * x.ndim, ends)
         return self._definition._wrap_tensor(TakeAlongAxisOp(x._value, i._value, d))
+
+    @_api
+    def index_select(self, arg: Any, index: Any, dim: Any) -> Tensor:
+        """The entries of `arg` along `dim` at each element of `index` (a 1-D, or 0-d, Int or
+        Int32 tensor), as torch's and nvFuser's `index_select`: dim `dim` of the result has the
+        index's length. A negative index counts from the end and one outside [-extent, extent)
+        is clamped (torch raises; no kernel reads outside `arg`). It fuses: a kernel loads
+        `arg` at the index, a row at a time along the other dims."""
+        op = "fd.ops.index_select"
+        x, i, d = self._take_operands(op, arg, index, dim)
+        if i.ndim > 1:
+            _fail(op, f"argument 'index' has rank {i.ndim}; it must be 1-D (or 0-d)")
+        if i.ndim == 0:  # torch keeps the dim, of extent 1
+            i = self._broadcast_in_dim(op, i, [1], [])
+        return self._definition._wrap_tensor(TakeOp(x._value, i._value, d))
+
+    @_api
+    def select(self, arg: Any, index: Any, dim: Any) -> Tensor:
+        """`arg` at position `index` (an Int or Int32 Scalar, or an int) along `dim`, which the
+        result drops, as torch's and nvFuser's `select`. A negative index counts from the end;
+        an int outside [-extent, extent) of a static dim is an error, a run-time one is
+        clamped."""
+        op = "fd.ops.select"
+        x = self._tensor(op, "arg", arg)
+        if x.ndim == 0:
+            _fail(op, "argument 'arg' is a 0-d tensor; there is no dim to select along")
+        d = self._dims(op, [dim], x.ndim, "dim")[0]
+        position = self._operand(op, "index", index)
+        if isinstance(position, Tensor):
+            _fail(op, "argument 'index' must be a Scalar or an int, got a Tensor")
+        known = _constant_number(position)
+        n = x._shape[d]
+        if (
+            isinstance(known, int)
+            and not isinstance(known, bool)
+            and n != DYNAMIC_INDEX
+            and not -n <= known < n
+        ):
+            _fail(op, f"index {known} is out of range for dim {d} of extent {n}")
+        if isinstance(position, Scalar):
+            if position.dtype not in (DataType.Int, DataType.Int32):
+                _fail(op, f"argument 'index' must be an Int or Int32 Scalar, got {position.dtype}")
+            value = position._value
+        else:
+            if not isinstance(position, int) or isinstance(position, bool):
+                _fail(op, f"argument 'index' must be an int, got {position!r}")
+            value = self._as(op, "index", position, DataType.Int)
+        if n == 0:
+            _fail(op, f"argument 'arg' has extent 0 on dim {d}; there is nothing to select")
+        return self._definition._wrap_tensor(TakeOp(x._value, value, d))
+
+    @_api
+    def embedding_fwd(
+        self,
+        input: Any,
+        weight: Any,
+        padding_idx: Any = None,
+        max_norm: Any = None,
+        norm_type: Any = None,
+        scale_grad_by_freq: Any = None,
+        sparse: Any = None,
+    ) -> Tensor:
+        """The rows of `weight` ([num_embeddings, embedding_dim]) at each element of `input`
+        (Int or Int32 indices of any shape), as torch's `F.embedding` and nvFuser's
+        `embedding_fwd`: the result has shape `[*input.shape, embedding_dim]`. The scalars are
+        ints, floats, bools or constant Scalars (None: torch's default).
+
+        - `max_norm`: a row whose `norm_type`-norm (default 2) exceeds it is scaled to
+          `max_norm / (norm + 1e-7)` of itself, as torch renormalizes. torch also writes the
+          renormalized rows back into `weight`; fuser does not modify an input (its result is
+          the same).
+        - `padding_idx` (in [-num_embeddings, num_embeddings)), `scale_grad_by_freq` and
+          `sparse` change only the gradient: checked, then unused.
+
+        An index outside [0, num_embeddings) is clamped (a negative one counts from the end),
+        where torch raises. It fuses: a kernel loads each row at its index."""
+        op = "fd.ops.embedding_fwd"
+        ids = self._tensor(op, "input", input)
+        table = self._tensor(op, "weight", weight)
+        if ids.dtype not in (DataType.Int, DataType.Int32):
+            _fail(op, f"argument 'input' must be an Int or Int32 tensor, got {ids.dtype}")
+        if table.ndim != 2:
+            _fail(op, f"argument 'weight' has rank {table.ndim}; it must be 2-D")
+        if not table.dtype.is_floating_point:
+            _fail(op, f"argument 'weight' must be a floating-point tensor, got {table.dtype}")
+        rows = table._shape[0]
+        if rows == 0:
+            _fail(op, "argument 'weight' has no rows; there is nothing to take")
+        if padding_idx is not None:
+            p = _constant_int(op, "argument 'padding_idx'", padding_idx, "an int or None")
+            if rows != DYNAMIC_INDEX and not -rows <= p < rows:
+                _fail(op, f"padding_idx {p} must be within num_embeddings ({rows})")
+        for name, flag in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
+            constant_bool = isinstance(flag, Scalar) and flag.dtype == DataType.Bool
+            if not (flag is None or isinstance(flag, bool) or constant_bool):
+                _fail(op, f"argument '{name}' must be a bool, a Bool Scalar or None, got {flag!r}")
+        fd = self._definition
+        rows_taken = fd._wrap_tensor(TakeOp(table._value, ids._value, 0))
+        if max_norm is None:
+            if norm_type is not None:
+                self._norm_order(op, norm_type)  # checked, as torch checks it
+            return rows_taken
+        return self._renormalized(op, rows_taken, max_norm, norm_type)
+
+    @staticmethod
+    def _norm_order(op: str, norm_type: object) -> float:
+        p = _constant_number(norm_type)
+        if p is None or isinstance(p, bool):
+            _fail(
+                op, f"argument 'norm_type' must be a number or a constant Scalar, got {norm_type!r}"
+            )
+        if not p >= 0:
+            _fail(op, f"argument 'norm_type' is {p}; a p-norm needs p >= 0")
+        return float(p)
+
+    def _renormalized(self, op: str, rows: Tensor, max_norm: object, norm_type: object) -> Tensor:
+        """`rows` each scaled as torch's `embedding_renorm_` scales a row whose
+        `norm_type`-norm exceeds `max_norm`: by `max_norm / (norm + 1e-7)`."""
+        p = 2.0 if norm_type is None else self._norm_order(op, norm_type)
+        limit = self._operand(op, "max_norm", max_norm)
+        if isinstance(limit, Tensor | bool):
+            _fail(op, f"argument 'max_norm' must be a number or a Scalar, got {max_norm!r}")
+        compute = compute_dtype(rows.dtype)
+        x = self.cast(rows, compute)
+        last = rows.ndim - 1
+        if p == 2:
+            norm = self.sqrt(self.sum(x * x, [last], keepdim=True))
+        elif p == 1:
+            norm = self.sum(self.abs(x), [last], keepdim=True)
+        elif math.isinf(p):
+            norm = self.max(self.abs(x), [last], keepdim=True)
+        elif p == 0:
+            norm = self.sum(self.cast(self.ne(x, 0), compute), [last], keepdim=True)
+        else:
+            norm = self.pow(self.sum(self.pow(self.abs(x), p), [last], keepdim=True), 1 / p)
+        scale = self.where(norm > limit, self.div(limit, norm + 1e-7), 1.0)
+        result = self.cast(x * scale, rows.dtype)
+        assert isinstance(result, Tensor)
+        return result
+
+    def _take_operands(
+        self, op: str, arg: object, index: object, dim: object
+    ) -> tuple[Tensor, Tensor, int]:
+        """`arg`, an Int or Int32 `index` tensor and `dim` of a take, checked."""
+        x = self._tensor(op, "arg", arg)
+        i = self._tensor(op, "index", index)
+        if i.dtype not in (DataType.Int, DataType.Int32):
+            _fail(op, f"argument 'index' must be an Int or Int32 tensor, got {i.dtype}")
+        if x.ndim == 0:
+            _fail(op, "argument 'arg' is a 0-d tensor; there is no dim to take along")
+        d = self._dims(op, [dim], x.ndim, "dim")[0]
+        if x._shape[d] == 0 and 0 not in i._shape:
+            _fail(op, f"argument 'arg' has extent 0 on dim {d}; there is nothing to take")
+        return x, i, d
 
     @_api
     def reshape(self, t: Any, new_shape: Any, legacy_new_shape: Any = None) -> Tensor:

@@ -573,6 +573,33 @@ class Oracle:
         at = np.clip(index.data, 0, x.data.shape[d] - 1).astype(np.int64)  # clamped
         return self._moved(x, lambda a: np.take_along_axis(a, at, axis=d))
 
+    @staticmethod
+    def _taken(index: np.ndarray, extent: int) -> np.ndarray:
+        """Where a take reads for `index`: a negative one counts from the end, then clamped."""
+        at = index.astype(np.int64)
+        return np.clip(np.where(at < 0, at + extent, at), 0, extent - 1)
+
+    def op_index_select(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        x, index = deps
+        d = op.kw["dim"] % x.data.ndim
+        at = self._taken(index.data, x.data.shape[d])
+        return self._moved(x, lambda a: np.take(a, at, axis=d))
+
+    def op_select(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        x, position = args[0], args[1]
+        d = op.kw["dim"]
+        at = int(self._taken(np.asarray(getattr(position, "data", position)), x.data.shape[d]))
+        return self._moved(x, lambda a: np.take(a, at, axis=d))
+
+    def op_embedding_fwd(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        ids, w = deps
+        at = self._taken(ids.data, w.data.shape[0])
+        return self._moved(w, lambda a: np.take(a, at, axis=0))
+
     def op_reshape(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:

@@ -172,6 +172,9 @@ ALL_OPS = (
     "pad",
     "cat",
     "take_along_axis",
+    "index_select",
+    "select",
+    "embedding_fwd",
     "full",
     "iota",
     "set",
@@ -992,6 +995,92 @@ class _Generator:
         )
         return True
 
+    def _take_source(self) -> tuple[_Value, int] | None:
+        """A tensor and a dim of it with elements to take."""
+        x = self.pick(lambda v: v.is_tensor and any(e > 0 for e in v.shape or ()))
+        if x is None:
+            return None
+        assert x.shape is not None
+        return x, self.rng.choice([j for j, e in enumerate(x.shape) if e > 0])
+
+    def gen_index_select(self) -> bool:
+        """A tensor's entries along a dim at a new 1-D index input (values in [-9, 9]: negative
+        ones count from the end, others are clamped)."""
+        picked = self._take_source()
+        if picked is None:
+            return False
+        x, d = picked
+        assert x.shape is not None and x.declared is not None
+        k = self.rng.choice(
+            [1, 2, 5, self.pick_dim(BUDGET[self.sizes] // max(1, math.prod(x.shape)))]
+        )
+        index = self.new_input(self.rng.choice(INTS), (k,))
+        assert index.declared is not None
+        self.add_op(
+            "index_select",
+            [x.name, index.name],
+            [
+                (
+                    x.dtype,
+                    (*x.shape[:d], k, *x.shape[d + 1 :]),
+                    (*x.declared[:d], index.declared[0], *x.declared[d + 1 :]),
+                )
+            ],
+            x.mag,
+            x.exact,
+            x.nonzero,
+            dim=d - len(x.shape) if self.rng.random() < 0.3 else d,
+        )
+        return True
+
+    def gen_select(self) -> bool:
+        """A tensor at one position along a dim, which goes: an int within the dim, or a new
+        scalar input (negative, or past the end: clamped)."""
+        picked = self._take_source()
+        if picked is None:
+            return False
+        x, d = picked
+        assert x.shape is not None and x.declared is not None
+        position: str | int
+        if self.rng.random() < 0.5:
+            position = self.rng.randrange(-x.shape[d], x.shape[d])
+        else:
+            position = self.new_input(self.rng.choice(INTS), None).name
+        self.add_op(
+            "select",
+            [x.name, position],
+            [(x.dtype, (*x.shape[:d], *x.shape[d + 1 :]), (*x.declared[:d], *x.declared[d + 1 :]))],
+            x.mag,
+            x.exact,
+            x.nonzero,
+            dim=d,
+        )
+        return True
+
+    def gen_embedding_fwd(self) -> bool:
+        """The rows of a 2-D float tensor at a new index input of rank 1 or 2."""
+        w = self.pick(
+            lambda v: v.dtype in FLOATS and len(v.shape or ()) == 2 and (v.shape or (0,))[0] > 0
+        )
+        if w is None:
+            return False
+        assert w.shape is not None and w.declared is not None
+        room = BUDGET[self.sizes] // max(1, w.shape[1])
+        shape: list[int] = []
+        for _ in range(self.rng.randint(1, 2)):
+            shape.append(self.pick_dim(room // max(1, math.prod(shape))))
+        ids = self.new_input(self.rng.choice(INTS), tuple(shape))
+        assert ids.shape is not None and ids.declared is not None
+        self.add_op(
+            "embedding_fwd",
+            [ids.name, w.name],
+            [(w.dtype, (*ids.shape, w.shape[1]), (*ids.declared, w.declared[1]))],
+            w.mag,
+            w.exact,
+            w.nonzero,
+        )
+        return True
+
     def gen_reshape(self) -> bool:
         """Merges two adjacent dims, splits one, or flattens; one entry may be -1 (inferred)."""
         x = self.pick(lambda v: v.is_tensor and len(v.shape or ()) >= 1)
@@ -1243,6 +1332,9 @@ class _Generator:
             "pad": self.gen_pad,
             "cat": self.gen_cat,
             "take_along_axis": self.gen_take_along_axis,
+            "index_select": self.gen_index_select,
+            "select": self.gen_select,
+            "embedding_fwd": self.gen_embedding_fwd,
             "welford": self.gen_welford,
             "var_mean": self.gen_var_mean,
             "matmul": self.gen_matmul,

@@ -396,11 +396,7 @@ class DeviceConstant:
     def __del__(self) -> None:
         ptr, self.ptr = getattr(self, "ptr", 0), 0
         if ptr:
-            try:
-                check(cu.cuMemFree(ptr), "cuMemFree")
-            except Exception:
-                if not sys.is_finalizing():
-                    raise
+            _release(cu.cuMemFree, ptr, "cuMemFree")
 
 
 def pool_used_bytes(device: Device | None = None) -> int:

@@ -122,6 +122,7 @@ from fuser.dialects.fusion import (
     SubOp,
     SumOp,
     TakeAlongAxisOp,
+    TakeOp,
     TanhOp,
     UnaryOp,
     VarMeanOp,
@@ -130,6 +131,7 @@ from fuser.dialects.fusion import (
     YieldOp,
     element_type,
     format_shape,
+    take_from_empty,
     take_mismatch,
 )
 from fuser.dialects.views import END, ReshapeError, reshape_extents
@@ -507,6 +509,18 @@ class FusionFunctions(InterpreterFunctions):
             raise InputError(f"{describe_op(op)}: {problem}")
         clamped = np.clip(index, 0, max(x.shape[d] - 1, 0))  # as the kernels clamp
         return (np.take_along_axis(x, clamped.astype(np.int64), axis=d),)
+
+    @impl(TakeOp)
+    def run_take(self, interp: Interpreter, op: TakeOp, args: PythonValues) -> PythonValues:
+        x, index = np.asarray(args[0]), np.asarray(args[1])
+        d = op.axis
+        problem = take_from_empty(x.shape, index.shape, d)
+        if problem is not None:
+            raise InputError(f"{describe_op(op)}: {problem}")
+        n = x.shape[d]
+        # as the kernels do: a negative index counts from the end, then clamped into [0, n)
+        wrapped = np.where(index < 0, index.astype(np.int64) + n, index.astype(np.int64))
+        return (np.asarray(np.take(x, np.clip(wrapped, 0, max(n - 1, 0)), axis=d)),)
 
     @impl(IotaOp)
     def run_iota(self, interp: Interpreter, op: IotaOp, args: PythonValues) -> PythonValues:

@@ -101,3 +101,28 @@ def permuted_beside_source() -> FusionDefinition:
         fd.add_output(fd.ops.permute(w, [1, 0]))
         fd.add_output(w)
     return fd
+
+
+def embedding(dtype: DataType, ids_rank: int = 2, **options: Any) -> FusionDefinition:
+    """`embedding_fwd(ids, weight, **options)`: ids Int of `ids_rank` dims, weight
+    [num_embeddings, embedding_dim] of `dtype`."""
+    with FusionDefinition(f"embedding_{dtype.name}_{ids_rank}") as fd:
+        ids = fd.define_tensor([-1] * ids_rank, DataType.Int)
+        weight = fd.define_tensor([-1, -1], dtype)
+        fd.add_output(fd.ops.embedding_fwd(ids, weight, **options))
+    return fd
+
+
+def taken_through_computations(dtype: DataType) -> FusionDefinition:
+    """Takes that fuse with what they read and what reads them: rows of exp(w) at i + 1, a
+    take at an index itself taken (w[i[j]]), padded; a select at a run-time position."""
+    with FusionDefinition(f"computed_takes_{dtype.name}") as fd:
+        w = fd.define_tensor([-1, 16], dtype)
+        i = fd.define_tensor([-1], DataType.Int32)
+        j = fd.define_tensor([-1], DataType.Int)
+        s = fd.define_scalar(DataType.Int)
+        rows = fd.ops.index_select(fd.ops.exp(to_f32(fd, w)), fd.ops.add(i, 1), 0)
+        nested = to_f32(fd, fd.ops.index_select(w, fd.ops.index_select(i, j, 0), 0))
+        fd.add_output(back(fd, fd.ops.pad(fd.ops.add(rows, nested), [2, 1]), dtype))
+        fd.add_output(fd.ops.select(w, s, 0))
+    return fd

@@ -284,6 +284,9 @@ def _symbolic_shapes(
             results = [op.result_extents(tensor(op.input))]
         elif isinstance(op, fu.ResizeOp):  # resized dims are static: the type gives them below
             results = [tensor(op.operands[0])]
+        elif isinstance(op, fu.TakeOp):
+            index = tensor(op.index) if isinstance(op.index.type, TensorType) else ()
+            results = [fu.taken_shape(tensor(op.input), index, op.axis)]
         elif isinstance(op, fu.MatmulOp):
             a, b = tensor(op.lhs), tensor(op.rhs)
             full = (*a[:-2], a[-2], b[-1])

@@ -452,6 +452,13 @@ class Extents:
         elif isinstance(op, fu.IotaOp):
             if op.length is not None:
                 self.union((op.length, -1), (op.result, 0))
+        elif isinstance(op, fu.TakeOp):
+            d, r = op.axis, op.index_rank
+            for axis in range(len(fu.shape_of(op.input.type) or ())):
+                if axis != d:
+                    self.union((op.input, axis), (op.result, axis if axis < d else axis - 1 + r))
+            for k in range(r):
+                self.union((op.index, k), (op.result, d + k))
         elif isinstance(op, fu.PartialSumOp):
             rank = len(fu.shape_of(op.input.type) or ())
             for i in range(rank):

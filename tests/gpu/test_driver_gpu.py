@@ -255,6 +255,34 @@ def test_pool_usage_returns_to_start(device: driver.Device, stream: driver.Strea
 # kernels
 
 
+def test_a_device_constant_freed_on_a_thread_without_a_context(device: driver.Device) -> None:
+    """The collector may free a `DeviceConstant` (an iota's upload) on any thread: its
+    `cuMemFree` makes the primary context current there first, so it neither fails nor
+    leaks."""
+    data = np.arange(1 << 20, dtype=np.int64)
+    constant = driver.DeviceConstant(data.ctypes.data, data.nbytes)
+    before = _free_bytes()
+    errors: list[BaseException] = []
+
+    def free() -> None:
+        try:
+            constant.__del__()
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    thread = threading.Thread(target=free)
+    thread.start()
+    thread.join()
+    assert not errors and constant.ptr == 0
+    assert _free_bytes() >= before + data.nbytes
+
+
+def _free_bytes() -> int:
+    """The device's free memory (`cuMemGetInfo`)."""
+    free, _ = driver.check(cu.cuMemGetInfo(), "cuMemGetInfo")
+    return int(free)
+
+
 def test_add_through_tensor_structs_on_strided_inputs(
     rng: np.random.Generator, stream: driver.Stream
 ) -> None:

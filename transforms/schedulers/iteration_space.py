@@ -7,7 +7,9 @@ from the outputs through pointwise ops (operands are indexed like their result),
 `broadcast_in_dim` (operand dim i is indexed like result dim `dims[i]`) and the ops that renumber
 dims (`permute`, `squeeze`: operand dim `source_dims[i]` is indexed like result dim i, a squeezed
 dim with 0) and the resize ops (`pad`, `cat`: an operand placed at offset o along a dim is indexed
-there by the result's index less o, a `Shifted` entry that also bounds it by the operand's extent).
+there by the result's index less o, a `Shifted` entry that also bounds it by the operand's extent)
+and `take` (the input's taken dim is indexed by the value of the index there, an `Indexed`
+entry).
 A value may be needed under several maps (an input broadcast two ways, or read whole and shifted);
 it is then read, or computed, once per map.
 
@@ -42,15 +44,29 @@ class Shifted:
     extent: int
 
 
-MapEntry = int | Shifted | None
-"""How one dim of a value is indexed: by an iteration dim, shifted, or at index 0 (None)."""
+@dataclass(frozen=True)
+class Indexed:
+    """A dim indexed by the value of `index` (a `fusion.take`'s index: a tensor, or a scalar)
+    at the point, read under map `index_map`, clamped into the dim: the operand of a take, or
+    what it is computed from. A kernel computes the index before it loads such an input."""
+
+    index: SSAValue
+    index_map: DimMap
+
+
+MapEntry = int | Shifted | Indexed | None
+"""How one dim of a value is indexed: by an iteration dim, shifted, by an index value, or at
+index 0 (None)."""
 
 DimMap = tuple[MapEntry, ...]
 """For each dim of a tensor value, how a point of the iteration space indexes it."""
 
 
 def entry_dim(entry: MapEntry) -> int | None:
-    """The iteration dim an entry follows (None: none)."""
+    """The iteration dim an entry follows (None: none; an `Indexed` entry follows its index's
+    value, see `indexed_dims`)."""
+    if isinstance(entry, Indexed):
+        return None
     return entry.dim if isinstance(entry, Shifted) else entry
 
 
@@ -60,8 +76,9 @@ def map_dims(m: DimMap) -> list[int]:
 
 
 def unshifted(m: DimMap) -> tuple[int | None, ...]:
-    """`m`, for a scheduler that takes no resize op (so no entry is `Shifted`)."""
-    assert not shifted(m), f"a shifted map {m} outside the pointwise scheduler"
+    """`m`, for a scheduler that takes no resize op or take (so every entry is a dim or
+    None)."""
+    assert not shifted(m) and not indexed(m), f"a map {m} outside the pointwise scheduler"
     return cast(tuple[int | None, ...], m)
 
 
@@ -70,8 +87,28 @@ def shifted(m: DimMap) -> bool:
     return any(isinstance(e, Shifted) for e in m)
 
 
+def indexed(m: DimMap) -> bool:
+    """Whether `m` reads a take's operand (some entry is `Indexed`)."""
+    return any(isinstance(e, Indexed) for e in m)
+
+
+def indexed_dims(m: DimMap) -> list[int]:
+    """The iteration dims the index values of `m`'s `Indexed` entries follow (and those their
+    indices follow, for an index read at an index)."""
+    return [
+        d
+        for e in m
+        if isinstance(e, Indexed)
+        for d in (*map_dims(e.index_map), *indexed_dims(e.index_map))
+    ]
+
+
 def _shift(entry: MapEntry, offset: int, extent: int) -> Shifted:
     """`entry` moved by `offset`, for an operand of `extent` along it."""
+    if isinstance(entry, Indexed):
+        raise MappingError(
+            "a pad or cat along a dim that a take indexes: the pad or cat is a kernel of its own"
+        )
     if isinstance(entry, Shifted):
         return Shifted(entry.dim, entry.offset + offset, extent)
     return Shifted(entry, offset, extent)
@@ -92,8 +129,8 @@ def identity_map(t: TensorType) -> DimMap:
 
 def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
     """The map of each operand of `op` whose result is needed under `result_map` (None for
-    `index` operands). Works for pointwise ops, `broadcast_in_dim`, `permute`, `squeeze`, `pad`
-    and `cat`."""
+    `index` operands). Works for pointwise ops, `broadcast_in_dim`, `permute`, `squeeze`, `pad`,
+    `cat` and `take`."""
     maps: list[DimMap | None] = []
     for i, operand in enumerate(op.operands):
         t = operand.type
@@ -117,6 +154,8 @@ def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
             placed, offsets = op.placements()[i]  # tensor operands come first
             assert placed is operand
             maps.append(_placed_map(t.get_shape(), offsets, result_map))
+        elif isinstance(op, fu.TakeOp):
+            maps.append(_taken_maps(op, result_map)[i])
         elif is_pointwise(op):
             shape = t.get_shape()
             maps.append(
@@ -134,6 +173,20 @@ def _placed_map(shape: Sequence[int], offsets: Mapping[int, int], result_map: Di
         _shift(result_map[d], offsets[d], e) if d in offsets else None if e == 1 else result_map[d]
         for d, e in enumerate(shape)
     )
+
+
+def _taken_maps(op: fu.TakeOp, result_map: DimMap) -> tuple[DimMap, DimMap]:
+    """The maps of a take's input and (tensor) index, for its result's `result_map`: the index
+    is indexed as the result's dims it gives, the input by the index's value along the taken
+    dim (`Indexed`) and as the result elsewhere (a dim of extent 1 at index 0)."""
+    d, r = op.axis, op.index_rank
+    index_shape = fu.shape_of(op.index.type) or ()
+    index_map = tuple(
+        None if e == 1 else m for e, m in zip(index_shape, result_map[d : d + r], strict=True)
+    )
+    shape = fu.shape_of(op.input.type) or ()
+    around = (*result_map[:d], Indexed(op.index, index_map), *result_map[d + r :])
+    return tuple(None if e == 1 else m for e, m in zip(shape, around, strict=True)), index_map
 
 
 def expand(ops: Sequence[Operation], roots: Mapping[SSAValue, Sequence[DimMap]]) -> Needs:

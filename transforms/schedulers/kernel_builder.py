@@ -18,10 +18,10 @@ it) every op created is inserted at the current point.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Hashable, Sequence
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from xdsl.builder import Builder, ImplicitBuilder
 from xdsl.dialects import arith, scf
@@ -33,6 +33,7 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.iteration_space import (
     DimMap,
+    Indexed,
     MapEntry,
     Needs,
     Shifted,
@@ -248,12 +249,33 @@ class KernelBuilder:
             total = self.add(total, self.mul(index, stride))
         return total
 
-    def entry_index(self, entry: MapEntry, index: Callable[[int], Index]) -> Index:
+    def entry_index(
+        self,
+        entry: MapEntry,
+        index: Callable[[int], Index],
+        taken: Mapping[Indexed, Index] | None = None,
+    ) -> Index:
         """The index along a dim indexed by `entry` of the point whose index along iteration
-        dim x is `index(x)` (negative, or past the extent, outside a `Shifted` dim)."""
+        dim x is `index(x)` (negative, or past the extent, outside a `Shifted` dim); an
+        `Indexed` dim's is in `taken` (`taken_index`)."""
+        if isinstance(entry, Indexed):
+            assert taken is not None and entry in taken, "a take's index is computed first"
+            return taken[entry]
         if isinstance(entry, Shifted):
             return self.add(0 if entry.dim is None else index(entry.dim), -entry.offset)
         return 0 if entry is None else index(entry)
+
+    def taken_index(self, tensor: SSAValue, axis: int, value: SSAValue) -> SSAValue:
+        """Where a take reads `tensor` along `axis` for its index `value` (i32 or i64), in the
+        index type: a negative index counts from the end, and the result is clamped into
+        [0, extent) (the extent is not 0: the host checks)."""
+        wide = value if value.type == fu.I64 else arith.ExtSIOp(value, fu.I64).result
+        extent = self.hoist(("extent", tensor, axis), lambda: kernel.SizeOp(tensor, axis).result)
+        negative = arith.CmpiOp(wide, _i64(0), "slt").result
+        wide = arith.SelectOp(negative, arith.AddiOp(wide, extent).result, wide).result
+        last = arith.SubiOp(extent, _i64(1)).result
+        clamped = arith.MaxSIOp(arith.MinSIOp(wide, last).result, _i64(0)).result
+        return named(self.cast_index(clamped), f"{tensor.name_hint}_at{axis}")
 
     def within(self, m: DimMap, index: Callable[[int], Index]) -> SSAValue | None:
         """Whether the point lies within every `Shifted` dim of `m` (None: no such dim), one
@@ -273,17 +295,19 @@ class KernelBuilder:
         static: Sequence[int],
         index: Callable[[int], Index],
         broadcast: bool = True,
+        taken: Mapping[Indexed, Index] | None = None,
     ) -> Index:
         """The element offset in `tensor`, accessed with map `m`, of the point whose index
-        along iteration dim x is `index(x)`: a stride per mapped dim. With `broadcast`, a dim of
-        dynamic extent (`static`: the tensor type's shape) is read with stride 0 where it is 1
-        at run time (`broadcast_stride`)."""
+        along iteration dim x is `index(x)` (and whose take indices are `taken`): a stride per
+        mapped dim. With `broadcast`, a dim of dynamic extent (`static`: the tensor type's
+        shape) is read with stride 0 where it is 1 at run time (`broadcast_stride`; a taken
+        dim's clamped index is 0 there)."""
         terms: list[tuple[Index, Index]] = []
         for d, x in enumerate(m):
             if x is not None:
-                dynamic = broadcast and static[d] == DYNAMIC_INDEX
+                dynamic = broadcast and static[d] == DYNAMIC_INDEX and not isinstance(x, Indexed)
                 stride = self.broadcast_stride(tensor, d) if dynamic else self.stride(tensor, d)
-                terms.append((self.entry_index(x, index), stride))
+                terms.append((self.entry_index(x, index, taken), stride))
         return self.offset(terms)
 
     def delinearize(self, flat: Index, sizes: Sequence[Index], lowest: int = 0) -> list[Index]:
@@ -334,6 +358,10 @@ class KernelBuilder:
         with ImplicitBuilder(block):
             yield
             scf.YieldOp()
+
+
+def _i64(x: int) -> SSAValue:
+    return arith.ConstantOp(IntegerAttr(x, fu.I64)).result
 
 
 def named(x: IndexT, name: str) -> IndexT:
@@ -409,10 +437,12 @@ def compute_element(
                 continue
             if comments:
                 kernel.CommentOp(op_text(op))
+            maps = operand_maps(op, m)
+            if isinstance(op, fu.TakeOp):  # the input, loaded at the index (`Indexed`)
+                env[result, m] = get(op.input, cast(DimMap, maps[0]))
+                continue
             operands = [
-                get(o, om)
-                for o, om in zip(op.operands, operand_maps(op, m), strict=True)
-                if om is not None
+                get(o, om) for o, om in zip(op.operands, maps, strict=True) if om is not None
             ]
             if isinstance(op, fu.ResizeOp):
                 assert resize is not None, f"'{op.name}' needs the element's indices"

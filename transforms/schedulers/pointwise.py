@@ -1,6 +1,7 @@
 """The pointwise scheduler: one kernel for fusions of pointwise ops, casts, broadcasts,
-permutes, squeezes, pads and cats (each input read through the dim map of its path to the
-output; under a pad or cat, shifted and predicated: nvFuser's resize scheduler).
+permutes, squeezes, pads, cats and takes (each input read through the dim map of its path to
+the output; under a pad or cat, shifted and predicated: nvFuser's resize scheduler; under a
+take, at the index loaded first).
 
 The kernel walks the iteration space of the largest output in vectors of `vector_width`
 consecutive elements along the innermost dim; each thread handles `unroll` vectors, `block`
@@ -12,7 +13,10 @@ space (a value before a broadcast) are written by the points whose extra indices
 last block's tail is predicated. An input read under a `Shifted` map (an operand of a pad or cat)
 is loaded where the point lies within it and is 0 elsewhere; the pad or cat selects per element
 (`lower_resize`). A vector of such an input lies wholly within or outside it when the offset and
-extent along the innermost dim divide by the width, which `_vector_width` requires.
+extent along the innermost dim divide by the width, which `_vector_width` requires. An input
+read under an `Indexed` map (a take's operand) is loaded after the reads its index is computed
+from (`take_depth`), at the computed index clamped into the dim (`taken_indices`); the index is
+the same along a vector unless it follows the innermost dim, where vectors are one element.
 
 The grid is 1-D over the flattened space (the offset of a contiguous tensor of the space's shape
 is the flat index itself; others delinearize it and use their strides), or 2-D when rows are
@@ -23,7 +27,7 @@ i32 unless an extent or offset needs i64.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast, overload
 
@@ -44,11 +48,16 @@ from fuser.transforms.schedulers.base import (
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
     DimMap,
+    Indexed,
     MappingError,
+    Needs,
     Shifted,
     Space,
     body_ops,
     entry_dim,
+    expand,
+    indexed,
+    indexed_dims,
     iteration_space,
     map_dims,
     shifted,
@@ -136,7 +145,7 @@ def _ops_problem(fusion: fu.FusionOp) -> str | None:
             return f"{_op_label(op)} is a reduction"
         if isinstance(op, fu.MatmulOp):
             return f"{_op_label(op)} is a matmul"
-        if not (is_pointwise(op) or isinstance(op, fu.DimOp | fu.ResizeOp)):
+        if not (is_pointwise(op) or isinstance(op, fu.DimOp | fu.ResizeOp | fu.TakeOp)):
             return f"{_op_label(op)} is not a pointwise op"
     return None
 
@@ -166,14 +175,14 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> PointwiseAnalysis | str:
     ]
     accesses += [(f"output #{o}", m, outputs[o]) for o, m in enumerate(space.output_maps)]
     for o, m in enumerate(space.output_maps):
-        if shifted(m):
+        if shifted(m) or indexed(m):
             return (
-                f"output #{o} is read by a resize op (pad, cat) at an offset: a kernel writes "
-                "only outputs that the iteration space indexes as they are"
+                f"output #{o} is read by a resize op (pad, cat) at an offset or by a take at an "
+                "index: a kernel writes only outputs that the iteration space indexes as they are"
             )
     for what, m, shape in accesses:
         for d, (e, s) in enumerate(zip(m, shape, strict=True)):
-            if e is None:
+            if e is None or isinstance(e, Indexed):  # a take's index is clamped into the dim
                 continue
             expected = e.extent if isinstance(e, Shifted) else extents[e]
             if s not in (1, expected):
@@ -299,6 +308,8 @@ class PointwiseScheduler(AnalyzedScheduler[PointwiseAnalysis]):
         if not extents:
             return 1
         inner = len(extents) - 1
+        if any(inner in indexed_dims(m) for _, m in analysis.space.reads(fusion)):
+            return 1  # a take's index changes along the vector: each element is its own load
         # (element bytes, strides, map, extents, pointer alignment) of accesses spanning `inner`
         spanning: list[tuple[int, tuple[int, ...], DimMap, tuple[int, ...], int]] = []
         for i, m in analysis.space.reads(fusion):
@@ -536,10 +547,17 @@ class _PointwiseKernel:
         return self.kb.unrolled(self.p.unroll, "k")
 
     def offset(
-        self, point: _Point, tensor: SSAValue, m: DimMap, dense: bool, static: Sequence[int]
+        self,
+        point: _Point,
+        tensor: SSAValue,
+        m: DimMap,
+        dense: bool,
+        static: Sequence[int],
+        taken: Mapping[Indexed, Index] | None = None,
     ) -> Index:
-        """The element offset of `point` in `tensor`, accessed with map `m`; `dense`: the
-        tensor is laid out as the space (`dense_reads`, `dense_outputs`)."""
+        """The element offset of `point` in `tensor`, accessed with map `m` (at the take
+        indices `taken`); `dense`: the tensor is laid out as the space (`dense_reads`,
+        `dense_outputs`)."""
         kb = self.kb
         if dense and _indexed_as_space(m, self.ref_map):
             # the flat index, less each shift times the space's stride along it
@@ -556,17 +574,20 @@ class _PointwiseKernel:
                 else named(kb.add(point.flat, kb.mul(shift, -1)), f"{tensor.name_hint}_off")
             )
         lowest = min(map_dims(m), default=0)
-        offset = kb.access_offset(tensor, m, static, lambda x: point.index(x, lowest))
+        offset = kb.access_offset(tensor, m, static, lambda x: point.index(x, lowest), taken=taken)
         return named(offset, f"{tensor.name_hint}_off")
 
     def load(self, point: _Point, k: Index) -> None:
         """Loads the thread's vector `k` of each input. An input read by a resize op's operand
         is loaded where the point lies within it, and is 0 elsewhere (the op selects its
-        fill there)."""
+        fill there). An input read by a take's operand is loaded last, at the index computed
+        from the others (`taken_indices`)."""
         kb = self.kb
-        for (i, m), dense in zip(self.reads, self.p.dense_reads, strict=True):
+        reads = zip(self.reads, self.p.dense_reads, strict=True)
+        for (i, m), dense in sorted(reads, key=lambda r: self.take_depth(r[0][1])):
             tensor, t = kb.inputs[i], cast(TensorType, self.fusion.inputs[i].type)
-            off = self.offset(point, tensor, m, dense, t.get_shape())
+            taken = self.taken_indices(point, k, tensor, m)
+            off = self.offset(point, tensor, m, dense, t.get_shape(), taken)
             w = self.width(m)
             lowest = min(map_dims(m), default=0)
             within = kb.within(m, lambda x, lowest=lowest: point.index(x, lowest))
@@ -578,8 +599,43 @@ class _PointwiseKernel:
                 loaded = kernel.LoadOp(tensor, kb.value(off), _vector(t.element_type, w)).result
                 kernel.ArrayStoreOp(loaded, self.arrays[i, m], kb.value(kb.mul(k, w)))
 
-    def compute(self, point: _Point, k: Index, j: Index) -> list[SSAValue]:
-        """The scalar code of the fusion for element `j` of vector `k`; the outputs' values."""
+    def take_depth(self, m: DimMap) -> int:
+        """0 for a read with map `m` at no take's index, else 1 + the deepest read its indices
+        are computed from: loads in this order find their indices loaded."""
+        depth = 0
+        for e in m:
+            if isinstance(e, Indexed):
+                needs = expand(body_ops(self.fusion), {e.index: [e.index_map]})
+                reads = [m for arg in self.fusion.inputs for m in needs.get(arg, [])]
+                depth = max(depth, 1 + max(map(self.take_depth, reads), default=0))
+        return depth
+
+    def taken_indices(
+        self, point: _Point, k: Index, tensor: SSAValue, m: DimMap
+    ) -> dict[Indexed, Index]:
+        """The clamped index of each `Indexed` dim of `tensor`, read with map `m`, at vector
+        `k`: its index value computed from the loaded reads (the same along the vector, or the
+        vector is one element: `_vector_width`)."""
+        taken: dict[Indexed, Index] = {}
+        for d, e in enumerate(m):
+            if isinstance(e, Indexed):
+                ops = body_ops(self.fusion)
+                needs = expand(ops, {e.index: [e.index_map]})
+                value = self.compute_values(ops, needs, point, k, 0, [(e.index, e.index_map)])[0]
+                taken[e] = self.kb.taken_index(tensor, d, value)
+        return taken
+
+    def compute_values(
+        self,
+        ops: Sequence[Operation],
+        needs: Needs,
+        point: _Point,
+        k: Index,
+        j: Index,
+        wanted: Sequence[tuple[SSAValue, DimMap]],
+    ) -> list[SSAValue]:
+        """The scalar code of `ops` under `needs` for element `j` of vector `k`, from the
+        loaded reads; the `wanted` values (value, map)."""
         kb = self.kb
         position = {arg: i for i, arg in enumerate(self.fusion.inputs)}
         inner = self.rank - 1
@@ -596,9 +652,15 @@ class _PointwiseKernel:
             index = kb.add(kb.mul(k, w), j) if w > 1 else k
             return kernel.ArrayLoadOp(self.arrays[i, m], kb.value(index)).result
 
-        env = compute_element(body_ops(self.fusion), self.space.needs, read, resize=(kb, index))
+        env = compute_element(ops, needs, read, resize=(kb, index))
+        return [env[v, m] if (v, m) in env else read(v, m) for v, m in wanted]
+
+    def compute(self, point: _Point, k: Index, j: Index) -> list[SSAValue]:
+        """The scalar code of the fusion for element `j` of vector `k`; the outputs' values."""
         outputs = zip(self.fusion.output_op.values, self.space.output_maps, strict=True)
-        return [env[v, m] if (v, m) in env else read(v, m) for v, m in outputs]
+        return self.compute_values(
+            body_ops(self.fusion), self.space.needs, point, k, j, list(outputs)
+        )
 
     def compute_and_store(self, point: _Point, k: Index) -> None:
         kb, p = self.kb, self.p

@@ -113,6 +113,12 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
         if problem is not None:
             raise ShapeMismatch(f"'{op.name}' {problem}")
         return [index]
+    if isinstance(op, fu.TakeOp):
+        shape, index = _shape(env, op.input), _tensor_shape(env, op.index) or ()
+        problem = fu.take_from_empty(shape, index, op.axis)
+        if problem is not None:
+            raise ShapeMismatch(f"'{op.name}' {problem}")
+        return [fu.taken_shape(shape, index, op.axis)]
     if isinstance(op, fu.IotaOp):
         length = _extent(env, op.length) if op.length is not None else op.result.type.get_shape()[0]
         if length < 0:
@@ -199,7 +205,8 @@ class _ShapeSteps:
                     | fu.IotaOp
                     | fu.SliceOp
                     | fu.ResizeOp
-                    | fu.TakeAlongAxisOp,
+                    | fu.TakeAlongAxisOp
+                    | fu.TakeOp,
                 )
                 or len(op.results) != 1
             ):

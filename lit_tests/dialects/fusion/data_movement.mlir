@@ -147,6 +147,19 @@ fusion.fusion @take(%x: tensor<?x50257xbf16>, %t: tensor<?x1xi64>, %k: tensor<8x
 // CHECK-NEXT:    %a = fusion.take_along_axis %x, %t[1] : tensor<?x50257xbf16>, tensor<?x1xi64> -> tensor<?x1xbf16>
 // CHECK-NEXT:    %b = fusion.take_along_axis %y, %k[1] : tensor<8x?xf32>, tensor<8x3xi32> -> tensor<8x3xf32>
 
+// take: the taken dim replaced by the index's shape (a scalar index drops it).
+fusion.fusion @take_rows(%w: tensor<32000x?xbf16>, %i: tensor<?x?xi64>, %j: tensor<5xi32>, %s: i64) -> (tensor<?x?x?xbf16>, tensor<32000x5xbf16>, tensor<?xbf16>) {
+  %e = fusion.take %w, %i dim 0 : tensor<32000x?xbf16>, tensor<?x?xi64> -> tensor<?x?x?xbf16>
+  %c = fusion.take %w, %j dim 1 : tensor<32000x?xbf16>, tensor<5xi32> -> tensor<32000x5xbf16>
+  %r = fusion.take %w, %s dim 0 : tensor<32000x?xbf16>, i64 -> tensor<?xbf16>
+  fusion.output %e, %c, %r : tensor<?x?x?xbf16>, tensor<32000x5xbf16>, tensor<?xbf16>
+}
+
+// CHECK-LABEL: fusion.fusion @take_rows
+// CHECK-NEXT:    %e = fusion.take %w, %i dim 0 : tensor<32000x?xbf16>, tensor<?x?xi64> -> tensor<?x?x?xbf16>
+// CHECK-NEXT:    %c = fusion.take %w, %j dim 1 : tensor<32000x?xbf16>, tensor<5xi32> -> tensor<32000x5xbf16>
+// CHECK-NEXT:    %r = fusion.take %w, %s dim 0 : tensor<32000x?xbf16>, i64 -> tensor<?xbf16>
+
 // pad: widths per dim (negative ones crop), a scalar fill; cat: operands along a dim.
 fusion.fusion @resize(%x: tensor<?x4xbf16>, %y: tensor<?x5xbf16>, %v: bf16) -> (tensor<?x7xbf16>, tensor<?x13xbf16>) {
   %p = fusion.pad %x low [0, -1] high [0, 4] value %v : tensor<?x4xbf16> -> tensor<?x7xbf16>

@@ -1217,6 +1217,42 @@ fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x2xi64>) -> () {
 
 // -----
 
+// take: an integer index
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<3xf32>) -> () {
+  // expected-error @+1 {{'fusion.take' index has element type f32, expected one of i32, i64}}
+  %y = fusion.take %x, %i dim 0 : tensor<4x6xf32>, tensor<3xf32> -> tensor<3x6xf32>
+  fusion.output
+}
+
+// -----
+
+// take: dim in range
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<3xi64>) -> () {
+  // expected-error @+1 {{'fusion.take' dim 2 is out of range for rank 2}}
+  %y = fusion.take %x, %i dim 2 : tensor<4x6xf32>, tensor<3xi64> -> tensor<3x6xf32>
+  fusion.output
+}
+
+// -----
+
+// take: the result is the input's shape with the dim replaced by the index's
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<3x2xi64>) -> () {
+  // expected-error @+1 {{'fusion.take' result must have shape [4, 3, 2], got [4, 6]}}
+  %y = fusion.take %x, %i dim 1 : tensor<4x6xf32>, tensor<3x2xi64> -> tensor<4x6xf32>
+  fusion.output
+}
+
+// -----
+
+// take: the input's element type
+fusion.fusion @f(%x: tensor<4x6xf32>, %s: i32) -> () {
+  // expected-error @+1 {{'fusion.take' must keep the element type: operand f32, result f16}}
+  %y = fusion.take %x, %s dim 0 : tensor<4x6xf32>, i32 -> tensor<6xf16>
+  fusion.output
+}
+
+// -----
+
 // iota: the length is a fusion.dim (the extent of a tensor)
 fusion.fusion @f(%x: tensor<?xf32>) -> () {
   %n = "test.op"() : () -> index
