@@ -530,9 +530,15 @@ class FusionOps:
 
     @staticmethod
     def _promote(operands: Sequence[_Operand]) -> DataType:
+        """torch's result type: a 0-d tensor (a CPU scalar tensor among them) ranks with the
+        Scalars, below the tensors with dims (bf16 [n] * f32 [] is bf16)."""
         return result_type(
-            [x.dtype for x in operands if isinstance(x, Tensor)],
-            [x.dtype for x in operands if isinstance(x, Scalar)],
+            [x.dtype for x in operands if isinstance(x, Tensor) and x.ndim],
+            [
+                x.dtype
+                for x in operands
+                if isinstance(x, Scalar) or (isinstance(x, Tensor) and not x.ndim)
+            ],
             [number_dtype(x) for x in operands if not isinstance(x, _Value)],
         )
 
@@ -557,8 +563,8 @@ class FusionOps:
         b = self._operand(qual, "rhs", rhs)
         if not isinstance(a, _Value) and not isinstance(b, _Value):
             _fail(qual, "needs a Tensor or Scalar operand, got two Python numbers")
+        promoted = self._promote([a, b])  # before the broadcast: a 0-d tensor ranks low
         shape, (a, b) = self._broadcast(qual, [("lhs", a), ("rhs", b)])
-        promoted = self._promote([a, b])
         out = promoted
         is_compare = op in ("eq", "ne", "lt", "le", "gt", "ge")
         if is_compare:
@@ -869,8 +875,8 @@ class FusionOps:
         cdtype = c.dtype if isinstance(c, _Value) else number_dtype(c)
         if cdtype != DataType.Bool:
             _fail(op, f"argument 'cond' must be Bool, got {cdtype.name} (compare first)")
+        dtype = self._promote([x, y])  # before the broadcast: a 0-d tensor ranks low
         shape, (c, x, y) = self._broadcast(op, [("cond", c), ("a", x), ("b", y)])
-        dtype = self._promote([x, y])
         fd = self._definition
         vc = self._as(op, "cond", c, DataType.Bool)
         va, vb = self._as(op, "a", x, dtype), self._as(op, "b", y, dtype)
@@ -1731,6 +1737,8 @@ class FusionDefinition:
         self._block = Block()
         self._builder = Builder(InsertPoint.at_end(self._block))
         self._inputs: list[Tensor | Scalar] = []
+        self._cpu_inputs: list[int] = []
+        """The positions of the CPU scalar tensor inputs (`is_cpu=True`): read on the host."""
         self._outputs: list[Tensor] = []
         self._counters = {"t": 0, "s": 0}
         self._extents: dict[tuple[SSAValue, int], SSAValue] = {}
@@ -1902,7 +1910,9 @@ class FusionDefinition:
         - `shape` (-1 for a dynamic dim, n for a static one, 1 for a broadcast dim) with
           `contiguity` (one bool, or per dim True, False or None; None marks a broadcast dim,
           so a -1 there becomes a static 1), `dtype` (Float when None), `is_cpu` and
-          `stride_order` (a permutation of the dims);
+          `stride_order` (a permutation of the dims); `is_cpu=True` with shape [] is a CPU
+          scalar tensor (torch's 0-d CPU tensor: a step count, a scale), read on the host at
+          each call and passed to the kernels as a scalar;
         - `sizes` and `strides` of a concrete tensor (nvFuser's legacy form): every extent
           dynamic except the 1s (broadcast dims), or every extent static with `static_sizes`.
 
@@ -1955,13 +1965,26 @@ class FusionDefinition:
         if is_cpu is not False:
             if is_cpu is not True:
                 _fail(op, f"argument 'is_cpu' must be True or False, got {is_cpu!r}")
-            _fail(
-                op,
-                "is_cpu=True (a CPU scalar tensor) is not supported by fuser yet; define the "
-                "value with fd.define_scalar(dtype) and pass it as a Python number",
-            )
+            if dims:
+                _fail(
+                    op,
+                    f"is_cpu=True is for 0-d CPU scalar tensors (shape []); got shape "
+                    f"{format_shape(dims)}: pass a larger tensor on the GPU",
+                )
+            return self._cpu_scalar(dtype)
         t = Tensor(self, self._argument(TensorType(dtype.element_type, dims)))
         self._inputs.append(t)
+        return t
+
+    def _cpu_scalar(self, dtype: DataType) -> Tensor:
+        """A 0-d CPU tensor input (`is_cpu=True`): a scalar argument of the kernels (its value
+        is read on the host at each call, `host_values`), broadcast to a 0-d tensor so that it
+        is a Tensor to every op, as nvFuser's CPU scalar tensor is."""
+        arg = self._argument(dtype.element_type)
+        scalar = BroadcastInDimOp(arg, [], TensorType(dtype.element_type, []))
+        t = Tensor(self, self._emit(scalar).results[0])
+        self._inputs.append(t)
+        self._cpu_inputs.append(len(self._inputs) - 1)
         return t
 
     @staticmethod
@@ -2012,7 +2035,8 @@ class FusionDefinition:
     @_records_inner
     def from_pytorch(self, tensor: Any, static_sizes: Any = False) -> Tensor:
         """A tensor input like `tensor` (a torch tensor): its dtype, rank and broadcast
-        (extent 1) dims, every other extent dynamic, or all static with `static_sizes`."""
+        (extent 1) dims, every other extent dynamic, or all static with `static_sizes`; a 0-d
+        CPU tensor is a CPU scalar tensor input (`is_cpu=True`)."""
         from fuser.runtime.arrays import torch_numpy_dtype
         from fuser.runtime.dtypes import FUSION_DTYPES, element_type_of
 
@@ -2025,7 +2049,7 @@ class FusionDefinition:
             what = getattr(tensor, "dtype", type(tensor).__name__)
             _fail(op, f"argument 'tensor' must be a torch tensor of a fuser dtype, got {what}")
         if getattr(tensor, "is_cpu", False) and tensor.dim() == 0:
-            _fail(op, "a CPU scalar tensor (is_cpu) is not supported by fuser yet")
+            return self.define_tensor(shape=[], dtype=dtype, is_cpu=True)
         return self.define_tensor(
             sizes=list(tensor.shape),
             strides=list(tensor.stride()),
@@ -2165,7 +2189,19 @@ class FusionDefinition:
             dtype = _check_dtype("fd.reference", "compute_dtype", compute_dtype)
             assert dtype is not None
             compute_dtype = numpy_dtype(dtype.element_type)
+        if self._cpu_inputs:
+            inputs = self._host_values(inputs)
         return evaluate(self.fusion, inputs, compute_dtype=compute_dtype)
+
+    def _host_values(self, inputs: Sequence[Any]) -> list[Any]:
+        """`inputs` with each CPU scalar tensor input (`is_cpu=True`) read as its number."""
+        from fuser.runtime.inputs import check_input_sequence
+
+        values = list(check_input_sequence(inputs))
+        for i in self._cpu_inputs:
+            if i < len(values):  # a short list: the runtime names what is missing
+                values[i] = _cpu_scalar_value(values[i], i)
+        return values
 
     def _fusion_compiler(self) -> FusionCompiler:
         """The definition's one compiler, made on first use (under a lock: two threads whose
@@ -2198,6 +2234,8 @@ class FusionDefinition:
         """
         if device is not None or options:
             _check_execute_options(inputs, device, options)
+        if self._cpu_inputs:
+            inputs = self._host_values(inputs)
         compiler = self._compiler  # not @_api: this is the hot path
         if compiler is None:
             compiler = self._fusion_compiler()
@@ -2207,6 +2245,8 @@ class FusionDefinition:
         """Compiles the kernels for inputs like `inputs` (numpy arrays do; no GPU is needed when
         `arch`, e.g. "sm_90" or 90, is given) and lists them: name, scheduler, CUDA, cubin size,
         launch configuration."""
+        if self._cpu_inputs:
+            inputs = self._host_values(inputs)
         return self._fusion_compiler().compile(inputs, arch)
 
     def last_cuda_code(self, intrinsic_code: bool = False) -> str:
@@ -2304,6 +2344,23 @@ class FusionDefinition:
 
 _CURRENT_DEVICE = -1
 """`_device_ordinal` of "cuda" without an index: the current device, whichever it is."""
+
+
+def _cpu_scalar_value(x: object, position: int) -> object:
+    """The number a CPU scalar tensor input (`is_cpu=True`) holds: a 0-d CPU torch tensor or
+    numpy array (or a number); InputError naming the input otherwise."""
+    if isinstance(x, numbers.Number):
+        return x
+    what = f"input #{position} (a CPU scalar tensor, is_cpu=True)"
+    shape, item = getattr(x, "shape", None), getattr(x, "item", None)
+    if shape is None or item is None:
+        raise InputError(f"{what} must be a 0-d CPU tensor or a number, got {type(x).__name__}")
+    if len(shape):
+        raise InputError(f"{what} must be 0-d, got shape {list(shape)}")
+    device = getattr(x, "device", "cpu")
+    if getattr(device, "type", device) != "cpu":
+        raise InputError(f"{what} must be on the CPU, got one on {device}")
+    return item()
 
 
 def _device_ordinal(device: Any) -> int | None:

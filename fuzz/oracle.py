@@ -358,8 +358,13 @@ class Oracle:
 
         return result_type(
             [
-                [v.dtype for v in operands if isinstance(v, Value) and v.is_tensor],
-                [v.dtype for v in operands if isinstance(v, Value) and not v.is_tensor],
+                [v.dtype for v in operands if isinstance(v, Value) and v.is_tensor and v.data.ndim],
+                # a 0-d tensor ranks with the scalars, as in torch
+                [
+                    v.dtype
+                    for v in operands
+                    if isinstance(v, Value) and not (v.is_tensor and v.data.ndim)
+                ],
                 [number_dtype(v) for v in operands if not isinstance(v, Value)],
             ]
         )

@@ -615,8 +615,9 @@ class _Generator:
         """torch's result type over tensors, then scalars, then numbers (by category)."""
         vals = [(self.value(x), x) for x in operands]
         levels = [
-            [v.dtype for v, x in vals if isinstance(x, str) and v.is_tensor],
-            [v.dtype for v, x in vals if isinstance(x, str) and not v.is_tensor],
+            [v.dtype for v, x in vals if isinstance(x, str) and v.is_tensor and v.shape],
+            # a 0-d tensor ranks with the scalars, as in torch
+            [v.dtype for v, x in vals if isinstance(x, str) and not (v.is_tensor and v.shape)],
             [v.dtype for v, x in vals if not isinstance(x, str)],
         ]
         from fuser.fuzz.oracle import result_type  # (the oracle imports this module)

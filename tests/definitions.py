@@ -126,3 +126,14 @@ def taken_through_computations(dtype: DataType) -> FusionDefinition:
         fd.add_output(back(fd, fd.ops.pad(fd.ops.add(rows, nested), [2, 1]), dtype))
         fd.add_output(fd.ops.select(w, s, 0))
     return fd
+
+
+def cpu_scalar_scale() -> FusionDefinition:
+    """A bf16 tensor times a CPU scalar tensor (Thunder's `is_cpu=True` input), and the scalar
+    plus one (a 0-d output from it alone)."""
+    with FusionDefinition("cpu_scale") as fd:
+        x = fd.define_tensor([-1, -1], DataType.BFloat16)
+        s = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=True)
+        fd.add_output(fd.ops.mul(x, s))
+        fd.add_output(fd.ops.add(s, 1.0))
+    return fd

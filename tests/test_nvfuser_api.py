@@ -5,10 +5,12 @@ naming the type), `define_scalar(DataType)`, reductions without dims, and `execu
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import pytest
+from definitions import cpu_scalar_scale
 
 from fuser import DataType, FusionDefinition
 from fuser.errors import DefinitionError, InputError
@@ -54,7 +56,8 @@ def test_every_define_tensor_form() -> None:
         (lambda fd: fd.define_tensor([-1, -1], stride_order=[0, 0]), "a permutation of the 2"),
         (lambda fd: fd.define_tensor(sizes=[2], strides=[1, 1]), "'sizes' has 1 entries but"),
         (lambda fd: fd.define_tensor([-1], sizes=[2], strides=[1]), "not both"),
-        (lambda fd: fd.define_tensor([-1], is_cpu=True), "is_cpu=True (a CPU scalar tensor)"),
+        (lambda fd: fd.define_tensor([-1], is_cpu=True), "is_cpu=True is for 0-d CPU scalar"),
+        (lambda fd: fd.define_tensor([], is_cpu=1), "'is_cpu' must be True or False, got 1"),
         (lambda fd: fd.define_tensor([-1], bogus=1), "unexpected keyword argument 'bogus'"),
         (lambda fd: fd.from_pytorch([1, 2]), "must be a torch tensor of a fuser dtype, got list"),
     ],
@@ -374,3 +377,32 @@ def test_vector_mistakes_name_the_argument(call: Any, message: str) -> None:
     with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
         call(fd, fd.define_tensor([-1]))
     assert message in str(e.value)
+
+
+def test_a_cpu_scalar_tensor_is_a_scalar_argument_read_on_the_host() -> None:
+    import ml_dtypes
+
+    fd = cpu_scalar_scale()
+    ir = fd.fusion_ir()
+    assert "%s0: f32" in ir and "fusion.broadcast_in_dim %s0 [] : f32 -> tensor<f32>" in ir
+    # torch's promotion: a 0-d tensor ranks below tensors with dims (bf16 * f32[] is bf16)
+    assert "-> (tensor<?x?xbf16>, tensor<f32>)" in ir
+    a = np.arange(6, dtype=np.float32).reshape(2, 3).astype(ml_dtypes.bfloat16)
+    for scale in (np.array(2.5, np.float32), np.float32(2.5), 2.5):
+        got, plus_one = fd.reference([a, scale])
+        np.testing.assert_array_equal(got, (a.astype(np.float32) * 2.5).astype(ml_dtypes.bfloat16))
+        assert plus_one.shape == () and plus_one == 3.5
+    assert len(fd.compile([a, np.array(2.5, np.float32)], arch="sm_90").kernels) >= 1
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (np.ones(3, np.float32), "input #1 (a CPU scalar tensor, is_cpu=True) must be 0-d, got"),
+        ("2.5", "must be a 0-d CPU tensor or a number, got str"),
+    ],
+)
+def test_a_cpu_scalar_input_that_is_not_one_is_an_input_error(value: Any, message: str) -> None:
+    fd = cpu_scalar_scale()
+    with pytest.raises(InputError, match=re.escape(message)):
+        fd.reference([np.ones((2, 3), np.float32), value])

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from definitions import cpu_scalar_scale
 from gpu_helpers import numpy_of, torch_of
 
 from fuser import DataType, FusionDefinition
@@ -466,3 +467,25 @@ def test_validate_and_nvfuser_keywords_on_torch_inputs(
         fd.validate([t], [tripled, sums + 1.0])
     with pytest.raises(InputError, match="device is cuda:1 but input 0 is on cuda:0"):
         fd.execute([t], device="cuda:1")
+
+
+def test_a_cpu_scalar_tensor_input(rng: np.random.Generator, torch: Any) -> None:
+    """`is_cpu=True`: a 0-d CPU torch tensor is read on the host at each call (a new value
+    runs the same kernel); `from_pytorch` of one defines the same input; a CUDA tensor there is
+    an InputError."""
+    fd = cpu_scalar_scale()
+    x = torch.randn(129, 33, device="cuda", dtype=torch.bfloat16)
+    for value in (2.5, -0.75):
+        scale = torch.tensor(value)  # on the CPU, f32
+        got, plus_one = fd.execute([x, scale])
+        assert got.dtype == torch.bfloat16 and plus_one.shape == ()
+        torch.testing.assert_close(got, x * scale)
+        assert plus_one.item() == value + 1
+    with FusionDefinition("from_pytorch_cpu") as fd2:
+        t = fd2.from_pytorch(x)
+        s = fd2.from_pytorch(torch.tensor(2.5))
+        fd2.add_output(fd2.ops.mul(t, s))
+    assert "is_cpu=True" in fd2.python_definition()
+    torch.testing.assert_close(fd2.execute([x, torch.tensor(3.0)])[0], x * 3.0)
+    with pytest.raises(InputError, match="must be on the CPU"):
+        fd.execute([x, torch.tensor(2.5, device="cuda")])
