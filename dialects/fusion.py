@@ -290,18 +290,73 @@ class FusionOp(FuncLikeOp):
 
 @irdl_op_definition
 class OutputOp(IRDLOperation):
-    """Terminates a `fusion.fusion`, listing its outputs in order."""
+    """Terminates a `fusion.fusion`, listing its outputs in order.
+
+    `fusion.output %y, %m : tensor<?x8xf32>, tensor<8xf32> aliases [-1, 2]`
+
+    `aliases` (optional) gives, per output, the input its values are written into after each run
+    (nvFuser's `add_output(t, alias_input=x)`: an in-place update), or -1. An aliased output is
+    not returned by a run; its input is a tensor of the output's element type and rank, and is
+    aliased by one output at most.
+    """
 
     name = "fusion.output"
 
     values = var_operand_def()
+    aliases = opt_prop_def(DenseArrayBase.constr(i64))
 
     traits = traits_def(IsTerminator(), HasParent(FusionOp))
 
-    assembly_format = "($values^ `:` type($values))? attr-dict"
+    assembly_format = "($values^ `:` type($values))? (`aliases` $aliases^)? attr-dict"
 
-    def __init__(self, values: Sequence[SSAValue | Operation]):
-        super().__init__(operands=[values])
+    def __init__(
+        self, values: Sequence[SSAValue | Operation], aliases: Sequence[int] | None = None
+    ):
+        properties = {} if aliases is None else {"aliases": DenseArrayBase.from_list(i64, aliases)}
+        super().__init__(operands=[values], properties=properties)
+
+    def alias_inputs(self) -> list[int | None]:
+        """Per output, the input its values are written into after a run, or None."""
+        if self.aliases is None:
+            return [None] * len(self.values)
+        return [None if i < 0 else i for i in self.aliases.get_values()]
+
+    def verify_(self) -> None:
+        if self.aliases is None:
+            return
+        entries = self.aliases.get_values()
+        if len(entries) != len(self.values):
+            raise VerifyException(
+                f"'{self.name}' has {len(entries)} aliases for {len(self.values)} outputs: one per "
+                "output (-1 for none)"
+            )
+        block = self.parent_block()
+        inputs = block.args if block is not None else ()
+        seen: set[int] = set()
+        for o, (value, i) in enumerate(zip(self.values, entries, strict=True)):
+            if i == -1:
+                continue
+            if not 0 <= i < len(inputs):
+                raise VerifyException(
+                    f"'{self.name}' output #{o} aliases input #{i}; the fusion has "
+                    f"{len(inputs)} inputs"
+                )
+            if i in seen:
+                raise VerifyException(
+                    f"'{self.name}' input #{i} is aliased by two outputs: one writes it"
+                )
+            seen.add(i)
+            target, t = inputs[i].type, value.type
+            if not (
+                isinstance(target, TensorType)
+                and isinstance(t, TensorType)
+                and element_type(target) == element_type(t)
+                and shapes_compatible(shape_of(target) or (), shape_of(t) or ())
+            ):
+                raise VerifyException(
+                    f"'{self.name}' output #{o} ({t}) cannot be written into input #{i} "
+                    f"({target}): an alias needs the input's element type and shape"
+                )
 
 
 @irdl_op_definition

@@ -46,6 +46,7 @@ from fuser.runtime.calls import Call, InputLayout, read_inputs
 from fuser.runtime.dispatch import Runnable, SignatureCache
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import Entry
+from fuser.runtime.frontends import write_aliases
 from fuser.runtime.runnable_store import RunnableStore
 from fuser.runtime.signature import SCALAR_BOOL, SCALAR_FLOAT, SCALAR_INT, SCALAR_KINDS
 
@@ -179,6 +180,10 @@ class FusionCompiler:
         args = fusion.body.block.args
         self.input_types = tuple(a.type for a in args)
         self.n_outputs = len(fusion.output_op.values)
+        self.aliases = tuple(
+            (o, i) for o, i in enumerate(fusion.output_op.alias_inputs()) if i is not None
+        )
+        """(output, input) pairs: output o is written into input i after a run, not returned."""
         hints = tuple(a.name_hint for a in args)
         self.layout = InputLayout(
             fusion_name=fusion.sym_name.data,
@@ -308,8 +313,13 @@ class FusionCompiler:
 
     def execute(self, inputs: Sequence[Any]) -> list[Any]:
         """Run the fusion; outputs come back as the inputs' kind (torch, cupy, DeviceArray or
-        numpy). Compiles on the first call for each new signature."""
-        return self._signatures.execute(inputs)
+        numpy), an aliased one written into its input instead (`write_aliases`). Compiles on
+        the first call for each new signature."""
+        outputs = self._signatures.execute(inputs)
+        if self.aliases:
+            layout = self.layout
+            return write_aliases(inputs, outputs, self.aliases, layout.names, layout.tensors[0])
+        return outputs
 
     def _on_miss(self, call: Call) -> Runnable:
         """The signature cache's miss: validate the call, then load or compile what runs its

@@ -101,6 +101,7 @@ from fuser.dialects.fusion import (
     element_type,
     format_shape,
     reduced_shape,
+    shapes_compatible,
     stream_operand_axes,
 )
 from fuser.dialects.views import END, ReshapeError, SliceError, check_slice_steps, reshape_extents
@@ -1740,6 +1741,8 @@ class FusionDefinition:
         self._cpu_inputs: list[int] = []
         """The positions of the CPU scalar tensor inputs (`is_cpu=True`): read on the host."""
         self._outputs: list[Tensor] = []
+        self._output_aliases: list[int] = []
+        """Per output, the input it is written into after a run (`alias_input`), or -1."""
         self._counters = {"t": 0, "s": 0}
         self._extents: dict[tuple[SSAValue, int], SSAValue] = {}
         self._casts: dict[tuple[SSAValue, DataType], SSAValue] = {}
@@ -1777,7 +1780,8 @@ class FusionDefinition:
                 f"FusionDefinition '{self.name}' has no outputs; call fd.add_output(t) "
                 "inside the with block"
             )
-        self._builder.insert(OutputOp([t._value for t in self._outputs]))
+        aliases = self._output_aliases if any(i >= 0 for i in self._output_aliases) else None
+        self._builder.insert(OutputOp([t._value for t in self._outputs], aliases))
         fusion = FusionOp(
             self.name,
             [a.type for a in self._block.args],
@@ -1815,6 +1819,7 @@ class FusionDefinition:
         while len(self._block.args) > n_args:
             self._block.erase_arg(self._block.args[-1], safe_erase=False)
         del self._inputs[n_inputs:], self._outputs[n_outputs:]
+        del self._output_aliases[n_outputs:]
         self._counters = counters
         # the caches are only ever inserted into: the newest keys come last
         for cast_key in list(self._casts)[n_casts:]:
@@ -2104,12 +2109,45 @@ class FusionDefinition:
         return entries
 
     @_api
-    def add_output(self, t: Any) -> None:
-        """Marks `t` an output; outputs are returned in the order they are added."""
+    def add_output(self, t: Any, alias_input: Any = None) -> None:
+        """Marks `t` an output; outputs are returned in the order they are added.
+
+        With `alias_input` (a tensor input of `t`'s dtype and shape), `t` is written into that
+        input's memory after each run instead (nvFuser's in-place update: `fusion.output`'s
+        `aliases`), and is not returned; add `t` again without it to have it returned too. The
+        input may be read by the fusion as well: it is written after every kernel has run.
+        """
         op = "fd.add_output"
         if isinstance(t, Scalar):
             _fail(op, "argument 't' is a Scalar; fusion outputs are tensors")
-        self._outputs.append(self.ops._tensor(op, "t", t))
+        value = self.ops._tensor(op, "t", t)
+        into = -1
+        if alias_input is not None:
+            x = self.ops._tensor(op, "alias_input", alias_input)
+            if any(self._inputs[k] is x for k in self._cpu_inputs):
+                _fail(
+                    op,
+                    "argument 'alias_input' is a CPU scalar tensor; outputs are written on the GPU",
+                )
+            arg = x._value
+            if not (isinstance(arg, BlockArgument) and arg.owner is self._block):
+                _fail(
+                    op,
+                    "argument 'alias_input' must be an input of the definition (a defined "
+                    "tensor), got a computed tensor",
+                )
+            into = arg.index
+            if into in self._output_aliases:
+                _fail(op, f"argument 'alias_input' ({x.name}) is already written by another output")
+            if x.dtype != value.dtype or not shapes_compatible(x._shape, value._shape):
+                _fail(
+                    op,
+                    f"argument 't' ({value.dtype.name} {format_shape(value._shape)}) cannot be "
+                    f"written into 'alias_input' ({x.dtype.name} {format_shape(x._shape)}): "
+                    "it needs the input's dtype and shape",
+                )
+        self._outputs.append(value)
+        self._output_aliases.append(into)
 
     @_api
     def parallelize(self, t: Any, axis: Any, ptype: Any) -> None:
@@ -2151,8 +2189,9 @@ class FusionDefinition:
 
     @property
     def outputs(self) -> list[Tensor]:
-        """The outputs in the order they were added."""
-        return list(self._outputs)
+        """The outputs a run returns, in the order they were added (not those written into an
+        input: `add_output`'s `alias_input`)."""
+        return [t for t, i in zip(self._outputs, self._output_aliases, strict=True) if i < 0]
 
     @property
     def fusion(self) -> FusionOp:
@@ -2191,7 +2230,19 @@ class FusionDefinition:
             compute_dtype = numpy_dtype(dtype.element_type)
         if self._cpu_inputs:
             inputs = self._host_values(inputs)
-        return evaluate(self.fusion, inputs, compute_dtype=compute_dtype)
+        outputs = evaluate(self.fusion, inputs, compute_dtype=compute_dtype)
+        if any(i >= 0 for i in self._output_aliases):
+            return self._write_aliases(inputs, outputs)
+        return outputs
+
+    def _write_aliases(self, inputs: Sequence[Any], outputs: list[Any]) -> list[Any]:
+        """The reference's side of `alias_input`, as a run on numpy arrays: each aliased output
+        written into its input and not returned (`runtime.frontends.write_aliases`)."""
+        from fuser.runtime.frontends import write_aliases
+
+        compiler = self._fusion_compiler()
+        first = compiler.layout.tensors[0]
+        return write_aliases(inputs, outputs, compiler.aliases, compiler.layout.names, first)
 
     def _host_values(self, inputs: Sequence[Any]) -> list[Any]:
         """`inputs` with each CPU scalar tensor input (`is_cpu=True`) read as its number."""
@@ -2297,13 +2348,22 @@ class FusionDefinition:
                 f"output, got {type(reference).__name__}"
                 + (f" of {len(reference)}" if isinstance(reference, list | tuple) else "")
             )
+        aliased = [i for i in self._output_aliases if i >= 0]
+        before = None
+        if reference is None and aliased:  # copies: a run writes into the aliased inputs
+            before = [np.array(h) if isinstance(h, np.ndarray) else h for h in host_arrays(inputs)]
         outputs = self.execute(inputs, **execute_options)
         if reference is None:
-            expected = self.reference(host_arrays(inputs), compute_dtype=np.float64)
+            hosts = host_arrays(inputs) if before is None else before
+            expected = self.reference(hosts, compute_dtype=np.float64)
+            # an aliased input holds its output now: checked against the reference's
+            expected += [hosts[i] for i in aliased]
+            outputs = [*outputs, *(inputs[i] for i in aliased)]
         else:
             expected = host_arrays(reference)
         for i, (got, want) in enumerate(zip(host_arrays(outputs), expected, strict=True)):
-            problem = compare(np.asarray(got), np.asarray(want), f"output #{i}", rtol, atol)
+            what = f"output #{i}" if i < len(self.outputs) else "an alias_input"
+            problem = compare(np.asarray(got), np.asarray(want), what, rtol, atol)
             if problem is not None:
                 raise ValidationError(f"fd.validate: @{self.name}: {problem}")
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from fuser.errors import InputError
 from fuser.runtime import driver
-from fuser.runtime.arrays import BFLOAT16, DeviceArray
+from fuser.runtime.arrays import BFLOAT16, DeviceArray, view_of
 from fuser.runtime.signature import DTYPES_BY_CODE, TORCH_DTYPE_CODES
 
 Shapes = Sequence[tuple[int, ...]]
@@ -39,6 +40,21 @@ class Frontend:
     def finish(self, outs: list[Any], stream: int) -> list[Any]:
         return outs
 
+    def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
+        """Copies a call's output `src` (of this frontend's kind, contiguous) into `dst`, an
+        input the fusion aliases (`fusion.output ... aliases`), after the call's kernels: a
+        device copy on the stream they ran on (`stream_for(first)`, the first tensor input). A
+        strided `dst` of this kind is an InputError naming `what`."""
+        view = view_of(dst)
+        if not view.is_contiguous():
+            raise InputError(
+                f"{what} must be contiguous: an output is written into it (add_output's "
+                "alias_input), and fuser writes arrays of this kind whole"
+            )
+        nbytes = view.numel * view.dtype.itemsize
+        if nbytes:
+            driver.memcpy_dtod_async(view.ptr, view_of(src).ptr, nbytes, self.stream_for(first))
+
 
 class _NumpyFrontend(Frontend):
     """numpy in: inputs are copied to the device, outputs copied back (synchronously)."""
@@ -48,6 +64,11 @@ class _NumpyFrontend(Frontend):
 
     def finish(self, outs: list[Any], stream: int) -> list[Any]:
         return [o.numpy(stream) for o in outs]
+
+    def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
+        # the output came back to the host (the call is complete); the reference's, held in
+        # float64 for an f32 input, is rounded
+        np.copyto(dst, src, casting="unsafe")
 
 
 def torch_sizes(shape: Sequence[int]) -> tuple[Any, ...]:
@@ -108,6 +129,9 @@ class _TorchFrontend(Frontend):
         device = first.get_device()
         return self.raw_stream(device) if device >= 0 else 0
 
+    def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
+        dst.copy_(src)  # on torch's current stream, the call's: any strides
+
     def allocate(
         self, shapes: Shapes, dtypes: Sequence[np.dtype], device: int, stream: int
     ) -> tuple[list[Any], list[int]]:
@@ -140,6 +164,9 @@ class _CupyFrontend(Frontend):
         import cupy  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
         return int(cupy.cuda.get_current_stream().ptr)
+
+    def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
+        dst[...] = src  # on cupy's current stream, the call's: any strides
 
     def allocate(
         self, shapes: Shapes, dtypes: Sequence[np.dtype], device: int, stream: int
@@ -188,3 +215,26 @@ def frontend_of(x: Any) -> Frontend:
             return DEVICE_FRONTEND  # CAI / DLPack producers, or a wrong object (view_of says)
         _FRONTENDS[cls] = fe
     return fe
+
+
+def write_aliases(
+    inputs: Sequence[Any],
+    outputs: list[Any],
+    aliases: Sequence[tuple[int, int]],
+    names: Sequence[str],
+    first_tensor: int,
+) -> list[Any]:
+    """A call's returned outputs: each aliased output (`(output, input)` in `aliases`) written
+    into its input, in the input's framework, and left out. An output whose run-time shape is
+    not its input's is an InputError naming both (nothing is written then)."""
+    for o, i in aliases:
+        got, into = tuple(outputs[o].shape), tuple(inputs[i].shape)
+        if got != into:
+            raise InputError(
+                f"output #{o} has shape {list(got)} but is written into {names[i]} of shape "
+                f"{list(into)} (add_output's alias_input): they must be equal"
+            )
+    for o, i in aliases:
+        frontend_of(inputs[i]).write_into(inputs[i], outputs[o], names[i], inputs[first_tensor])
+    hidden = {o for o, _ in aliases}
+    return [out for k, out in enumerate(outputs) if k not in hidden]

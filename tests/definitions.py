@@ -137,3 +137,17 @@ def cpu_scalar_scale() -> FusionDefinition:
         fd.add_output(fd.ops.mul(x, s))
         fd.add_output(fd.ops.add(s, 1.0))
     return fd
+
+
+def running_mean_update() -> FusionDefinition:
+    """Batch norm's running mean updated in place (`add_output`'s `alias_input`) beside the batch
+    mean it returns: the aliased input is read by the fusion too."""
+    with FusionDefinition("running_mean") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Float)
+        running = fd.define_tensor([-1], DataType.Float)
+        _, mean = fd.ops.var_mean(x, [0])
+        fd.add_output(
+            fd.ops.add(fd.ops.mul(running, 0.9), fd.ops.mul(mean, 0.1)), alias_input=running
+        )
+        fd.add_output(mean)
+    return fd

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from definitions import cpu_scalar_scale
+from definitions import cpu_scalar_scale, running_mean_update
 
 from fuser import DataType, FusionDefinition
 from fuser.errors import DefinitionError, InputError
@@ -406,3 +406,63 @@ def test_a_cpu_scalar_input_that_is_not_one_is_an_input_error(value: Any, messag
     fd = cpu_scalar_scale()
     with pytest.raises(InputError, match=re.escape(message)):
         fd.reference([np.ones((2, 3), np.float32), value])
+
+
+def test_alias_input_writes_the_input_and_is_not_returned(rng: np.random.Generator) -> None:
+    """nvFuser's in-place update: the output goes into the input after the run (here the
+    reference's), and only the other outputs are returned."""
+    fd = running_mean_update()
+    assert "aliases [1, -1]" in fd.fusion_ir()
+    assert len(fd.outputs) == 1
+    x = rng.standard_normal((33, 7)).astype(np.float32)
+    running = rng.standard_normal(7).astype(np.float32)
+    expected = (running.astype(np.float64) * 0.9 + x.astype(np.float64).mean(0) * 0.1).astype(
+        np.float32
+    )
+    (mean,) = fd.reference([x, running])
+    np.testing.assert_allclose(mean, x.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(running, expected, rtol=1e-6)
+
+
+def test_an_aliased_output_of_another_shape_than_its_input_is_an_input_error() -> None:
+    with FusionDefinition("alias_shape") as fd:
+        x = fd.define_tensor([-1], DataType.Float)
+        y = fd.define_tensor([-1], DataType.Float)
+        fd.add_output(fd.ops.add(y, 1.0), alias_input=x)
+        fd.add_output(y)
+    x, y = np.zeros(3, np.float32), np.zeros(4, np.float32)
+    with pytest.raises(InputError, match=r"output #0 has shape \[4\] but is written into"):
+        fd.reference([x, y])
+    assert not x.any()  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda fd, x, y: fd.add_output(x * 2.0, alias_input=x * 2.0), "must be an input of the"),
+        (
+            lambda fd, x, y: fd.add_output(fd.ops.cast(x, DataType.Double), alias_input=x),
+            "(Double [?, 8]) cannot be written into 'alias_input' (Float [?, 8])",
+        ),
+        (
+            lambda fd, x, y: fd.add_output(fd.ops.sum(x, [0]), alias_input=x),
+            "(Float [8]) cannot be written into 'alias_input' (Float [?, 8])",
+        ),
+        (
+            lambda fd, x, y: [fd.add_output(x + y, alias_input=x) for _ in range(2)],
+            "is already written by another output",
+        ),
+        (
+            lambda fd, x, y: fd.add_output(
+                x, alias_input=fd.define_tensor([], dtype=DataType.Float, is_cpu=True)
+            ),
+            "is a CPU scalar tensor",
+        ),
+    ],
+)
+def test_alias_input_mistakes(call: Any, message: str) -> None:
+    with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
+        x = fd.define_tensor([-1, 8], DataType.Float)
+        y = fd.define_tensor([-1, 8], DataType.Float)
+        call(fd, x, y)
+    assert "fd.add_output" in str(e.value) and message in str(e.value)

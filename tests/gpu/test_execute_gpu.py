@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from definitions import cpu_scalar_scale
+from definitions import cpu_scalar_scale, running_mean_update
 from gpu_helpers import numpy_of, torch_of
 
 from fuser import DataType, FusionDefinition
@@ -25,7 +25,7 @@ from fuser.run import main
 from fuser.runtime import driver
 from fuser.runtime.arrays import BFLOAT16, DeviceArray
 from fuser.runtime.dtypes import round_to_float
-from fuser.validation import compare
+from fuser.validation import compare, host_array
 
 pytestmark = pytest.mark.gpu
 
@@ -489,3 +489,30 @@ def test_a_cpu_scalar_tensor_input(rng: np.random.Generator, torch: Any) -> None
     torch.testing.assert_close(fd2.execute([x, torch.tensor(3.0)])[0], x * 3.0)
     with pytest.raises(InputError, match="must be on the CPU"):
         fd.execute([x, torch.tensor(2.5, device="cuda")])
+
+
+@pytest.mark.parametrize("kind", ["torch", "torch_strided", "numpy", "device_array"])
+def test_alias_input_updates_the_input_in_place(
+    rng: np.random.Generator, torch: Any, kind: str
+) -> None:
+    """`add_output(t, alias_input=x)`: x holds t after the run (read by the same fusion), only
+    the other outputs come back; torch's strided input takes it through `copy_`; `validate`
+    checks the written input too."""
+    fd = running_mean_update()
+    x = rng.standard_normal((4097, 127)).astype(np.float32)
+    running = rng.standard_normal(127).astype(np.float32)
+    expected = running.astype(np.float64) * 0.9 + x.astype(np.float64).mean(0) * 0.1
+    base = torch_of(torch, np.repeat(running, 2))  # [254]: running at every other element
+    args: list[Any] = {
+        "numpy": lambda: [x, running.copy()],
+        "device_array": lambda: [DeviceArray.from_numpy(x), DeviceArray.from_numpy(running)],
+        "torch": lambda: [torch_of(torch, x), torch_of(torch, running)],
+        "torch_strided": lambda: [torch_of(torch, x), base[::2]],
+    }[kind]()
+    (mean,) = fd.execute(args)
+    np.testing.assert_allclose(host_array(args[1]), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(host_array(mean), x.mean(0), rtol=1e-4, atol=1e-6)
+    if kind == "torch_strided":
+        assert torch.equal(base[1::2], torch_of(torch, running))  # the gaps untouched
+    if kind == "torch":
+        fd.validate([torch_of(torch, x), torch_of(torch, running)])

@@ -21,6 +21,17 @@ fusion.fusion @scale(%x: tensor<?x3xf32>, %alpha: f32, %n: i64) -> (tensor<?x3xf
 // CHECK-GENERIC-NEXT:      "fusion.output"(%y, %x) : (tensor<?x3xf32>, tensor<?x3xf32>) -> ()
 // CHECK-GENERIC-NEXT:    }) : () -> ()
 
+// An in-place update: output #0 is written into input #0 after a run (add_output's alias_input).
+fusion.fusion @update(%m: tensor<8xf32>, %x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %y = fusion.add %m, %x : tensor<8xf32>
+  fusion.output %y, %x : tensor<8xf32>, tensor<8xf32> aliases [0, -1]
+}
+
+// CHECK-LABEL: fusion.fusion @update
+// CHECK:         fusion.output %y, %x : tensor<8xf32>, tensor<8xf32> aliases [0, -1]
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "update"
+// CHECK-GENERIC:         "fusion.output"(%y, %x) <{aliases = array<i64: 0, -1>}> : (tensor<8xf32>, tensor<8xf32>) -> ()
+
 // An input passed straight through, a discardable attribute on the fusion, a rank-0 tensor.
 fusion.fusion @identity(%x: tensor<f64>) -> (tensor<f64>) attributes {origin = "test"} {
   fusion.output %x : tensor<f64>

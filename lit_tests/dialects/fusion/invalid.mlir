@@ -1217,6 +1217,38 @@ fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x2xi64>) -> () {
 
 // -----
 
+// fusion.output: one alias per output
+fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<4xf32>) {
+  // expected-error @+1 {{'fusion.output' has 2 aliases for 1 outputs: one per output (-1 for none)}}
+  fusion.output %x : tensor<4xf32> aliases [0, -1]
+}
+
+// -----
+
+// fusion.output: an alias names an input
+fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<4xf32>) {
+  // expected-error @+1 {{'fusion.output' output #0 aliases input #1; the fusion has 1 inputs}}
+  fusion.output %x : tensor<4xf32> aliases [1]
+}
+
+// -----
+
+// fusion.output: an input is written by one output at most
+fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{'fusion.output' input #0 is aliased by two outputs: one writes it}}
+  fusion.output %x, %x : tensor<4xf32>, tensor<4xf32> aliases [0, 0]
+}
+
+// -----
+
+// fusion.output: an alias has the input's element type and shape
+fusion.fusion @f(%x: tensor<4xf32>, %y: tensor<4xf16>) -> (tensor<4xf16>) {
+  // expected-error @+1 {{'fusion.output' output #0 (tensor<4xf16>) cannot be written into input #0 (tensor<4xf32>): an alias needs the input's element type and shape}}
+  fusion.output %y : tensor<4xf16> aliases [0]
+}
+
+// -----
+
 // take: an integer index
 fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<3xf32>) -> () {
   // expected-error @+1 {{'fusion.take' index has element type f32, expected one of i32, i64}}
