@@ -527,6 +527,10 @@ class CudaPrinter(BasePrinter):
         self._define_result(op, f"({t}){builtin}.{op.dimension.data.value}")
 
     @print_op.register
+    def _(self, op: kernel.TransposedOp):
+        self._define_result(op, f"fuser::transposed({self.expr(op.tensor)})")
+
+    @print_op.register
     def _(self, op: kernel.SizeOp | kernel.StrideOp):
         member = "size" if isinstance(op, kernel.SizeOp) else "stride"
         self._define_result(op, f"{self.expr(op.tensor)}.{member}[{op.axis.value.data}]")

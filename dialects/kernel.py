@@ -65,6 +65,7 @@ from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
     VarConstraint,
+    base,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -503,6 +504,33 @@ class TensorInfoOp(IRDLOperation, ABC):
             raise VerifyException(
                 f"'{self.name}' axis {axis} is out of range for rank {t.rank.data}"
             )
+
+
+@irdl_op_definition
+class TransposedOp(IRDLOperation):
+    """`%bt = kernel.transposed %b : !kernel.tensor<bf16, 2>` is `b` with its last two dims
+    swapped (`fuser::transposed`): sizes and strides exchanged, no data moved. A matmul reads a
+    permuted input through it (linear's `[N, K]` weight as `[K, N]`)."""
+
+    name = "kernel.transposed"
+
+    T: ClassVar = VarConstraint("T", base(TensorParamType))
+
+    tensor = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$tensor attr-dict `:` type($tensor)"
+
+    def __init__(self, tensor: SSAValue):
+        super().__init__(operands=[tensor], result_types=[tensor.type])
+
+    def verify_(self) -> None:
+        t = self.tensor.type
+        assert isinstance(t, TensorParamType)
+        if t.rank.data < 2:
+            raise VerifyException(f"'{self.name}' needs a tensor of rank 2 or more, got {t}")
 
 
 @irdl_op_definition
@@ -1448,6 +1476,7 @@ Kernel = Dialect(
         GridDimOp,
         SizeOp,
         StrideOp,
+        TransposedOp,
         LoadOp,
         StoreOp,
         AllocOp,

@@ -1661,12 +1661,89 @@ class FusionOps:
 
     @_api
     def matmul(self, a: Any, b: Any) -> Tensor:
-        """`[..., M, K] @ [..., K, N]`; operands of one rank >= 2 and one dtype among Half,
-        BFloat16, Float and Double (half types accumulate in f32)."""
+        """`a @ b` as torch's `matmul`, for ranks 1 to 4: a 1-D operand is a row (`a`) or a
+        column (`b`) that the result drops; batch dims broadcast as torch's (right-aligned,
+        1 against n: a static 1, as nvFuser broadcasts). Both operands have one dtype among
+        Half, BFloat16, Float and Double (half types accumulate in f32). One matmul kernel
+        reads `[..., M, K]` and `[..., K, N]` inputs in place (a 1-D operand as a view); a
+        batched `a` against a 2-D `b` is read as one `[M', K]` matrix (its rows a view: K
+        static, at most one other dim dynamic); an operand a batch dim broadcasts is copied
+        first."""
         op = "fd.ops.matmul"
-        x, y = self._tensor(op, "a", a), self._tensor(op, "b", b)
+        x, y = self._matmul_operands(op, a, b)
+        shapes = f"'a' has shape {format_shape(x._shape)}, 'b' has shape {format_shape(y._shape)}"
+        if not (1 <= x.ndim <= 4 and 1 <= y.ndim <= 4):
+            _fail(op, f"takes operands of rank 1 to 4: {shapes}")
+        row, column = x.ndim == 1, y.ndim == 1
+        if row:  # [K] -> [1, K], a view
+            x = self.reshape(x, [1, -1])
+        if column:  # [K] -> [K, 1], a view
+            y = self.reshape(y, [-1, 1])
+        if not dims_compatible(x._shape[-1], y._shape[-2]):
+            _fail(op, f"contraction dims differ: {shapes}")
+        if y.ndim == 2 and x.ndim > 2 and (folded := self._folded(op, x, y, shapes)) is not None:
+            out = folded
+        else:
+            out = self._batched(op, x, y, shapes)
+        dropped = [d for d, v in ((out.ndim - 2, row), (out.ndim - 1, column)) if v]
+        if not dropped:
+            return out
+        kept = [e for d, e in enumerate(out._shape) if d not in dropped]
+        if sum(e == DYNAMIC_INDEX for e in kept) <= 1:  # a view of the result
+            return self.reshape(out, [-1 if e == DYNAMIC_INDEX else e for e in kept])
+        return self.squeeze(out, dropped)
+
+    @_api
+    def linear(self, a: Any, w: Any, bias: Any = None) -> Tensor:
+        """`a @ w.T + bias`, as torch's and nvFuser's `linear`: `a` of shape `[..., K]`, `w`
+        `[N, K]`, `bias` `[N]` (or a scalar, or None). One matmul kernel reads `w` transposed
+        in place (`kernel.transposed`) and adds the bias in its epilogue; `a` of rank above 2 is
+        read as `[M, K]` (a view of its rows: K static in `a` or `w`, at most one leading dim
+        dynamic)."""
+        op = "fd.ops.linear"
+        x, weight = self._matmul_operands(op, a, w, ("a", "w"))
+        shapes = (
+            f"'a' has shape {format_shape(x._shape)}, 'w' has shape {format_shape(weight._shape)}"
+        )
+        if weight.ndim != 2:
+            _fail(op, f"argument 'w' must be 2-D ([out_features, in_features]): {shapes}")
+        if x.ndim < 1:
+            _fail(op, f"argument 'a' must have rank 1 or more ([..., in_features]): {shapes}")
+        if not dims_compatible(x._shape[-1], weight._shape[1]):
+            _fail(op, f"in_features differ: {shapes}")
+        b = None if bias is None else self._operand(op, "bias", bias)
+        if isinstance(b, Tensor):
+            if b.ndim > 1 or (b.ndim == 1 and not dims_compatible(b._shape[0], weight._shape[0])):
+                _fail(
+                    op,
+                    f"argument 'bias' has shape {format_shape(b._shape)}; it needs [N]: {shapes}",
+                )
+            if b.dtype != x.dtype:
+                _fail(op, f"argument 'bias' is {b.dtype.name}; it needs a's {x.dtype.name}")
+
+        def biased(c: Tensor) -> Tensor:
+            """The bias added to the matmul's 2-D result (its epilogue, before any reshape)."""
+            if b is None:
+                return c
+            result = self.add(c, b)
+            assert isinstance(result, Tensor)
+            return result
+
+        wt = self.permute(weight, [1, 0])
+        if x.ndim == 1:  # [K] -> [1, K] -> [1, N] -> [N], views
+            out = biased(self._batched(op, self.reshape(x, [1, -1]), wt, shapes))
+            return self.reshape(out, [-1])
+        if x.ndim > 2 and (folded := self._folded(op, x, wt, shapes, biased)) is not None:
+            return folded
+        return biased(self._batched(op, x, wt, shapes))
+
+    def _matmul_operands(
+        self, op: str, a: object, b: object, names: tuple[str, str] = ("a", "b")
+    ) -> tuple[Tensor, Tensor]:
+        """Two tensor operands of one float dtype."""
+        x, y = self._tensor(op, names[0], a), self._tensor(op, names[1], b)
         allowed = (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Double)
-        for arg, v in (("a", x), ("b", y)):
+        for arg, v in zip(names, (x, y), strict=True):
             if v.dtype not in allowed:
                 _fail(
                     op,
@@ -1675,22 +1752,71 @@ class FusionOps:
         if x.dtype != y.dtype:
             _fail(
                 op,
-                f"arguments 'a' ({x.dtype.name}) and 'b' ({y.dtype.name}) must have one "
-                "dtype; cast one",
+                f"arguments '{names[0]}' ({x.dtype.name}) and '{names[1]}' ({y.dtype.name}) must "
+                "have one dtype; cast one",
             )
-        if x.ndim < 2 or x.ndim != y.ndim:
-            _fail(op, f"arguments 'a' and 'b' need one rank >= 2, got ranks {x.ndim} and {y.ndim}")
-        sa, sb = x._shape, y._shape
-        shapes = f"'a' has shape {format_shape(sa)}, 'b' has shape {format_shape(sb)}"
-        if not dims_compatible(sa[-1], sb[-2]):
-            _fail(op, f"contraction dims differ: {shapes}")
-        batch: list[int] = []
-        for d, (p, q) in enumerate(zip(sa[:-2], sb[:-2], strict=True)):
+        return x, y
+
+    def _folded(
+        self,
+        op: str,
+        x: Tensor,
+        y: Tensor,
+        shapes: str,
+        epilogue: Callable[[Tensor], Tensor] = lambda c: c,
+    ) -> Tensor | None:
+        """`epilogue(x @ y)` for a batched `x` and a 2-D `y` as one `[M', K] @ [K, N]` matmul
+        (`x`'s rows a reshape's view, `epilogue` on its result, then reshaped back), or None
+        where reshape cannot say the shapes (K dynamic in both, or two leading dims and N
+        dynamic among them)."""
+        k = next((e for e in (x._shape[-1], y._shape[0]) if e != DYNAMIC_INDEX), None)
+        back = [*x._shape[:-1], y._shape[1]]
+        if k is None or sum(e == DYNAMIC_INDEX for e in back) > 1:
+            return None
+        rows = self.reshape(x, [-1, k])
+        out = epilogue(self._batched(op, rows, y, shapes))
+        return self.reshape(out, [-1 if e == DYNAMIC_INDEX else e for e in back])
+
+    def _batched(self, op: str, x: Tensor, y: Tensor, shapes: str) -> Tensor:
+        """`fusion.matmul` of `[..., M, K]` and `[..., K, N]`, batch dims broadcast to one
+        shape first (right-aligned, as torch's)."""
+        rank = max(x.ndim, y.ndim)
+        batch: list[int | Extent] = []
+        for d in range(rank - 2):
+            extents = [(t, t.ndim - rank + d) for t in (x, y) if t.ndim - rank + d >= 0]
+            sized = [(t, j) for t, j in extents if t._shape[j] != 1]
+            if len({t._shape[j] for t, j in sized if t._shape[j] != DYNAMIC_INDEX}) > 1:
+                _fail(op, f"batch dims do not broadcast: {shapes}")
+            if not sized:
+                batch.append(1)
+            else:
+                t, j = next(((t, j) for t, j in sized if t._shape[j] != DYNAMIC_INDEX), sized[0])
+                batch.append(t._shape[j] if t._shape[j] != DYNAMIC_INDEX else t.size(j))
+        x, y = (self._expand_batch(t, batch) for t in (x, y))
+        for d, (p, q) in enumerate(zip(x._shape[:-2], y._shape[:-2], strict=True)):
             if not dims_compatible(p, q):
                 _fail(op, f"batch dim {d} differs: {shapes}")
-            batch.append(q if p == DYNAMIC_INDEX else p)
-        rtype = TensorType(element_type(x._value.type), [*batch, sa[-2], sb[-1]])
+        sa, sb = x._shape, y._shape
+        dims = [q if p == DYNAMIC_INDEX else p for p, q in zip(sa[:-2], sb[:-2], strict=True)]
+        rtype = TensorType(element_type(x._value.type), [*dims, sa[-2], sb[-1]])
         return self._definition._wrap_tensor(MatmulOp(x._value, y._value, rtype))
+
+    def _expand_batch(self, t: Tensor, batch: Sequence[int | Extent]) -> Tensor:
+        """`t` (`[..., R, C]`) with the batch dims `batch`: itself where it has them (a
+        dynamic dim equal at run time), else a broadcast (a copy the matmul reads)."""
+        own = t._shape[:-2]
+        lead = len(batch) - len(own)
+        if lead == 0 and all(e != 1 or b == 1 for e, b in zip(own, batch, strict=True)):
+            return t
+        # a dim `t` carries keeps its extent (-1: dynamic); a new or extent-1 one takes batch's
+        shape: list[int | Extent] = [
+            (-1 if own[d - lead] == DYNAMIC_INDEX else own[d - lead])
+            if d >= lead and own[d - lead] != 1
+            else batch[d]
+            for d in range(len(batch))
+        ]
+        shape += [-1 if e == DYNAMIC_INDEX else e for e in t._shape[-2:]]
+        return self.broadcast_in_dim(t, shape, list(range(lead, len(shape))))
 
 
 # --------------------------------------------------------------------------------------------

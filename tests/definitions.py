@@ -151,3 +151,25 @@ def running_mean_update() -> FusionDefinition:
         )
         fd.add_output(mean)
     return fd
+
+
+def linear_layer(
+    dtype: DataType, a_shape: list[int], n: int, bias: bool = True
+) -> FusionDefinition:
+    """`fd.ops.linear(a, w, bias)`: `a` of `a_shape` (-1 dynamic), `w` [n, K] with K static as
+    `a`'s last extent, `bias` [n]."""
+    with FusionDefinition(f"linear_{dtype.name}_{len(a_shape)}{'_bias' if bias else ''}") as fd:
+        a = fd.define_tensor(a_shape, dtype)
+        w = fd.define_tensor([n, a_shape[-1]], dtype)
+        b = fd.define_tensor([n], dtype) if bias else None
+        fd.add_output(fd.ops.linear(a, w, b))
+    return fd
+
+
+def matmul_of_ranks(a_shape: list[int], b_shape: list[int]) -> FusionDefinition:
+    """`fd.ops.matmul(a, b)` of f32 operands of the given shapes (-1 dynamic, 1 a broadcast)."""
+    with FusionDefinition("matmul_ranks") as fd:
+        a = fd.define_tensor(a_shape, DataType.Float)
+        b = fd.define_tensor(b_shape, DataType.Float)
+        fd.add_output(fd.ops.matmul(a, b))
+    return fd

@@ -31,6 +31,7 @@ from test_reduction_schedulers import (
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.utils.exceptions import VerifyException
 
+from fuser import DataType, FusionDefinition
 from fuser.codegen.cuda import emit_cuda
 from fuser.dialects import kernel
 from fuser.dialects.fusion import BF16, F16, F32, F64, FusionOp
@@ -675,3 +676,96 @@ def test_a_cast_before_the_matmul_is_a_kernel_of_its_own() -> None:
     inputs = [np.ones((256, 512), np.float32), np.ones((512, 4096), DTYPES[BF16])]
     compiled = fd.compile(inputs, arch="sm_90")
     assert [k.scheduler for k in compiled.kernels] == ["pointwise", "matmul"]
+
+
+# --------------------------------------------------------------------------------------------
+# fd.ops.linear and fd.ops.matmul of ranks 1-4
+
+
+def test_a_linear_is_one_matmul_kernel_reading_its_weight_transposed(
+    rng: np.random.Generator,
+) -> None:
+    """`linear(a, w, bias)`: `w` [N, K] read as [K, N] by `kernel.transposed` (no copy), the bias
+    added in the epilogue; a batched `a` read as one matrix (a view of its rows)."""
+    import ml_dtypes
+    from definitions import linear_layer
+
+    for a_shape in ([127, 64], [3, 41, 64]):
+        fd = linear_layer(DataType.BFloat16, a_shape, 33)
+        a = rng.standard_normal(a_shape).astype(ml_dtypes.bfloat16)
+        w = rng.standard_normal((33, 64)).astype(ml_dtypes.bfloat16)
+        b = rng.standard_normal(33).astype(ml_dtypes.bfloat16)
+        (got,) = fd.reference([a, w, b], compute_dtype=np.float64)
+        expected = a.astype(np.float64) @ w.astype(np.float64).T + b.astype(np.float64)
+        assert got.shape == (*a_shape[:-1], 33)
+        np.testing.assert_allclose(got.astype(np.float64), expected, rtol=2e-2, atol=0.3)
+        (k,) = fd.compile([a, w, b], arch="sm_90").kernels
+        assert k.scheduler == "matmul" and "fuser::transposed(" in k.source
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape", "kernels"),
+    [
+        ([7], [7], 1),
+        ([5, 7], [7], 1),
+        ([7], [7, 3], 1),
+        ([2, 5, 7], [7, 3], 1),  # a's rows one matrix (static)
+        ([5, 7], [2, 7, 3], 2),  # a broadcast over the batch: copied
+        ([2, 1, 5, 7], [4, 7, 3], 3),  # both broadcast to [2, 4]
+        ([3, 2, 5, 7], [3, 2, 7, 3], 1),
+        ([-1, -1, 7], [7, 3], 2),  # two dynamic leading dims: b broadcast, copied
+    ],
+)
+def test_matmul_of_ranks_one_to_four_broadcasts_as_torch(
+    rng: np.random.Generator, a_shape: list[int], b_shape: list[int], kernels: int
+) -> None:
+    from definitions import matmul_of_ranks
+
+    fd = matmul_of_ranks(a_shape, b_shape)
+    a = rng.standard_normal([2 if e == -1 else e for e in a_shape]).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    (got,) = fd.reference([a, b], compute_dtype=np.float64)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert len(fd.compile([a, b], arch="sm_90").kernels) == kernels
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda fd, x: fd.ops.matmul(fd.define_tensor([2, 2, 2, 2, 3], DataType.Float), x),
+            "takes operands of rank 1 to 4: 'a' has shape [2, 2, 2, 2, 3], 'b' has shape [3, 4]",
+        ),
+        (
+            lambda fd, x: fd.ops.matmul(
+                fd.define_tensor([2, 5, 3], DataType.Float),
+                fd.define_tensor([4, 3, 4], DataType.Float),
+            ),
+            "batch dims do not broadcast: 'a' has shape [2, 5, 3], 'b' has shape [4, 3, 4]",
+        ),
+        (
+            lambda fd, x: fd.ops.matmul(fd.define_tensor([5, 2], DataType.Float), x),
+            "contraction dims differ: 'a' has shape [5, 2], 'b' has shape [3, 4]",
+        ),
+        (
+            lambda fd, x: fd.ops.linear(fd.define_tensor([5, 3], DataType.Float), x),
+            "in_features differ: 'a' has shape [5, 3], 'w' has shape [3, 4]",
+        ),
+        (
+            lambda fd, x: fd.ops.linear(x, fd.define_tensor([4], DataType.Float)),
+            "argument 'w' must be 2-D",
+        ),
+        (
+            lambda fd, x: fd.ops.linear(x, fd.define_tensor([2, 4], DataType.Float), x),
+            "argument 'bias' has shape [3, 4]; it needs [N]",
+        ),
+    ],
+)
+def test_matmul_and_linear_mistakes_name_both_shapes(call: Any, message: str) -> None:
+    from fuser.errors import DefinitionError
+
+    with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
+        call(fd, fd.define_tensor([3, 4], DataType.Float))
+    assert message in str(e.value)

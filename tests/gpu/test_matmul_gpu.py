@@ -449,3 +449,84 @@ def _reference(fusion: FusionOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
     from fuser.runtime.reference import evaluate
 
     return [np.asarray(x) for x in evaluate(fusion, inputs, compute_dtype=np.float64)]
+
+
+# --------------------------------------------------------------------------------------------
+# fd.ops.linear and fd.ops.matmul of ranks 1-4
+
+
+LINEARS = [
+    (DataType.BFloat16, [127, 4096], 33, True),
+    (DataType.BFloat16, [2, 1000, 512], 1024, True),  # a's rows one matrix (a view)
+    (DataType.Half, [64], 17, True),  # a 1-D input
+    (DataType.Float, [257, 129], 1000, False),
+    (DataType.BFloat16, [1, 4096], 4096, True),  # decode: one row
+]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "a_shape", "n", "bias"),
+    LINEARS,
+    ids=[f"{d.name}-{'x'.join(map(str, a))}-{n}-{b}" for d, a, n, b in LINEARS],
+)
+def test_linear_against_torch(
+    rng: np.random.Generator, torch: Any, dtype: DataType, a_shape: list[int], n: int, bias: bool
+) -> None:
+    """`linear(a, w, bias)` reads `w` ([N, K], contiguous as torch keeps a weight) transposed in
+    place: a matmul kernel with the bias in its epilogue (split-K where M is short), against the
+    float64 product and torch."""
+    from definitions import linear_layer
+
+    fd = linear_layer(dtype, a_shape, n, bias)
+    npd = DTYPES[dtype]
+    a, w = host_random(rng, tuple(a_shape), npd), host_random(rng, (n, a_shape[-1]), npd)
+    b = host_random(rng, (n,), npd)
+    inputs = [to_torch(torch, a), to_torch(torch, w), *([to_torch(torch, b)] if bias else [])]
+    (got,) = fd.execute(inputs)
+    # the weight is read in place: no kernel copies it (a split-K reduction may follow)
+    assert [k.scheduler for k in fd.compile(inputs).kernels][:1] == ["matmul"]
+    assert "transpose" not in [k.scheduler for k in fd.compile(inputs).kernels]
+    product = a.astype(np.float64) @ w.astype(np.float64).T
+    (ref,) = fd.reference([a, w, *([b] if bias else [])], compute_dtype=np.float64)
+    expected = product + (b.astype(np.float64) if bias else 0)
+    check(to_numpy(torch, got), ref, expected, a.reshape(-1, a_shape[-1]), w.T, epilogue=bias)
+    weight = to_torch(torch, w)
+    torch_out = torch.nn.functional.linear(inputs[0], weight, inputs[2] if bias else None)
+    # compared on the host: compute-sanitizer's initcheck does not see cuBLAS's (TMA) stores,
+    # so a kernel reading torch's output on the device is reported as reading uninitialized memory
+    np.testing.assert_allclose(
+        to_numpy(torch, got).astype(np.float64),
+        to_numpy(torch, torch_out).astype(np.float64),
+        rtol=2e-2,
+        atol=2e-2 * a_shape[-1] ** 0.5,
+    )
+
+
+RANKS = [
+    ([4097], [4097]),
+    ([127, 4097], [4097]),
+    ([4097], [4097, 33]),
+    ([3, 127, 64], [64, 129]),
+    ([127, 64], [3, 64, 129]),
+    ([2, 1, 127, 64], [4, 64, 33]),
+    ([2, 3, 17, 64], [2, 3, 64, 17]),
+]
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"), RANKS, ids=[f"{a}@{b}".replace(" ", "") for a, b in RANKS]
+)
+def test_matmul_of_ranks_against_torch(
+    rng: np.random.Generator, torch: Any, a_shape: list[int], b_shape: list[int]
+) -> None:
+    from definitions import matmul_of_ranks
+
+    fd = matmul_of_ranks(a_shape, b_shape)
+    a = host_random(rng, tuple(a_shape), np.dtype(np.float32))
+    b = host_random(rng, tuple(b_shape), np.dtype(np.float32))
+    ta, tb = to_torch(torch, a), to_torch(torch, b)
+    (got,) = fd.execute([ta, tb])
+    expected = torch.matmul(ta.double(), tb.double())
+    assert tuple(got.shape) == tuple(expected.shape)
+    k = a_shape[-1]
+    torch.testing.assert_close(got.double(), expected, rtol=1e-4, atol=1e-5 * k)

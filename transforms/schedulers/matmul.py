@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from xdsl.dialects import arith
@@ -154,6 +154,10 @@ class _Structure:
     lhs: int
     """Input position of A."""
     rhs: int
+    lhs_transposed: bool
+    """A is its input with the last two dims swapped (a `fusion.permute` read as
+    `kernel.transposed`)."""
+    rhs_transposed: bool
     epilogue: tuple[Operation, ...]
     needs: Needs
     """The maps under which each value is needed, outputs at the identity map."""
@@ -193,16 +197,17 @@ def _structure(fusion: fu.FusionOp) -> _Structure | str:
                 f"{_label(op)} is not a pointwise op: only a pointwise epilogue can follow a matmul"
             )
         epilogue.append(op)
-    positions: list[int] = []
+    positions: list[tuple[int, bool]] = []
     for name, operand in (("lhs", matmul.lhs), ("rhs", matmul.rhs)):
-        if not (isinstance(operand, BlockArgument) and operand.owner is fusion.body.block):
+        read = _operand_input(fusion, operand)
+        if read is None:
             owner = operand.owner
             what = _label(owner) if isinstance(owner, Operation) else "a value"
             return (
                 f"{_label(matmul)} {name} is computed in the fusion (by {what}): the operands of "
-                "a matmul must be fusion inputs"
+                "a matmul must be fusion inputs, or their transposes"
             )
-        positions.append(operand.index)
+        positions.append(read)
     outputs = list(fusion.output_op.values)
     if not outputs:
         return "the fusion has no outputs"
@@ -230,7 +235,35 @@ def _structure(fusion: fu.FusionOp) -> _Structure | str:
             f"the epilogue reads the result of {_label(matmul)} through a permute or squeeze: "
             "it must read each element of the result at its own position"
         )
-    return _Structure(matmul, positions[0], positions[1], tuple(epilogue), needs, tuple(maps))
+    (lhs, lhs_t), (rhs, rhs_t) = positions
+    return _Structure(matmul, lhs, rhs, lhs_t, rhs_t, tuple(epilogue), needs, tuple(maps))
+
+
+def _operand_input(fusion: fu.FusionOp, operand: SSAValue) -> tuple[int, bool] | None:
+    """The fusion input a matmul operand is, and whether as the permute that swaps its last
+    two dims (`linear`'s `[N, K]` weight read as `[K, N]`); None for another computed operand."""
+    transposed = False
+    owner = operand.owner
+    if isinstance(owner, fu.PermuteOp):
+        rank = len(owner.source_dims)
+        if owner.source_dims == (*range(rank - 2), rank - 1, rank - 2):
+            operand, transposed = owner.input, True
+    if isinstance(operand, BlockArgument) and operand.owner is fusion.body.block:
+        return operand.index, transposed
+    return None
+
+
+def operand_meta(meta: TensorMeta, transposed: bool) -> TensorMeta:
+    """The layout a matmul reads an operand input of layout `meta` in (its last two dims
+    swapped where it reads the transpose)."""
+    if not transposed:
+        return meta
+    swap = (*range(len(meta.shape) - 2), len(meta.shape) - 1, len(meta.shape) - 2)
+    return replace(
+        meta,
+        shape=tuple(meta.shape[d] for d in swap),
+        strides=tuple(meta.strides[d] for d in swap),
+    )
 
 
 @dataclass(frozen=True)
@@ -294,7 +327,9 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
                         f"input #{i} has extent {meta.shape[d]} in dim {d}, which cannot be "
                         f"indexed by dim {x} (extent {shape[x]}) of the output {list(shape)}"
                     )
-    k = cast(TensorMeta, info.inputs[structure.lhs]).shape[-1]
+    k = operand_meta(cast(TensorMeta, info.inputs[structure.lhs]), structure.lhs_transposed).shape[
+        -1
+    ]
     problem = _Problem(structure, shape, k)
     if max(problem.m, problem.n, k) > INT32_MAX:
         return f"extents {problem.m} x {k} x {problem.n} exceed 32 bits"
@@ -417,8 +452,12 @@ class MatmulScheduler(AnalyzedScheduler[_Problem]):
             warps, stages = kernel.SIMT_WARPS, 2
         splits = structure.matmul.split_count
         chunk = None if splits is None else -(-problem.k // splits)
-        a_meta = cast(TensorMeta, info.inputs[structure.lhs])
-        b_meta = cast(TensorMeta, info.inputs[structure.rhs])
+        a_meta = operand_meta(
+            cast(TensorMeta, info.inputs[structure.lhs]), structure.lhs_transposed
+        )
+        b_meta = operand_meta(
+            cast(TensorMeta, info.inputs[structure.rhs]), structure.rhs_transposed
+        )
         el_bytes = kernel.byte_size(el)
         load_a = choose_load(a_meta, -2, -1, el_bytes, chunk, engine)
         load_b = choose_load(b_meta, -1, -2, el_bytes, chunk, engine)
@@ -475,7 +514,8 @@ class _MatmulKernel:
 
     def build(self) -> kernel.FuncOp:
         kb, s, p = self.kb, self.s, self.p
-        a, b = kb.inputs[s.lhs], kb.inputs[s.rhs]
+        a = self._operand(kb.inputs[s.lhs], s.lhs_transposed)
+        b = self._operand(kb.inputs[s.rhs], s.rhs_transposed)
         rank = s.rank - (0 if s.matmul.split_count is None else 1)  # of the operands
         bm, bn, _ = p.tile
         with kb.build():
@@ -517,6 +557,20 @@ class _MatmulKernel:
             )
             self._epilogue(acc, m, n, m0, n0)
         return kb.func
+
+    def _operand(self, tensor: SSAValue, transposed: bool) -> SSAValue:
+        """The tensor parameter the mainloop reads an operand from: the input, or its
+        transpose (`kernel.transposed`, hoisted)."""
+        if not transposed:
+            return tensor
+        kb = self.kb
+
+        def make() -> SSAValue:
+            view = kernel.TransposedOp(tensor).result
+            view.name_hint = f"{tensor.name_hint}_t"
+            return view
+
+        return kb.hoist(("transposed", tensor), make)
 
     def _tile_origin(self, m: SSAValue, n: SSAValue, bm: int, bn: int) -> tuple[Index, Index]:
         """The first row and column of this block's tile: blockIdx.x in groups of `group_m`

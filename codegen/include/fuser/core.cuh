@@ -20,6 +20,20 @@ struct Tensor<T, 0> {
   T* data;
 };
 
+// `t` with its last two dims swapped (`kernel.transposed`): a matmul operand read as the
+// transpose of its input (linear's weight), with no copy.
+namespace fuser {
+template <typename T, int N>
+__device__ __forceinline__ Tensor<T, N> transposed(Tensor<T, N> t) {
+  const long long size = t.size[N - 2], stride = t.stride[N - 2];
+  t.size[N - 2] = t.size[N - 1];
+  t.stride[N - 2] = t.stride[N - 1];
+  t.size[N - 1] = size;
+  t.stride[N - 1] = stride;
+  return t;
+}
+}  // namespace fuser
+
 // N consecutive elements, moved as one 32/64/128-bit memory transaction.
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Vec {
