@@ -296,8 +296,8 @@ class OutputOp(IRDLOperation):
 
     `aliases` (optional) gives, per output, the input its values are written into after each run
     (nvFuser's `add_output(t, alias_input=x)`: an in-place update), or -1. An aliased output is
-    not returned by a run; its input is a tensor of the output's element type and rank, and is
-    aliased by one output at most.
+    not returned by a run; its input is a tensor of the output's element type and (compatible)
+    shape, and is aliased by one output at most.
     """
 
     name = "fusion.output"

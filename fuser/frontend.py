@@ -103,6 +103,7 @@ from fuser.dialects.fusion import (
     reduced_shape,
     shapes_compatible,
     stream_operand_axes,
+    take_from_empty,
 )
 from fuser.dialects.views import END, ReshapeError, SliceError, check_slice_steps, reshape_extents
 from fuser.dtypes import (
@@ -1427,7 +1428,9 @@ class FusionOps:
         `norm_type`-norm exceeds `max_norm`: by `max_norm / (norm + 1e-7)`."""
         p = 2.0 if norm_type is None else self._norm_order(op, norm_type)
         limit = self._operand(op, "max_norm", max_norm)
-        if isinstance(limit, Tensor | bool):
+        if isinstance(limit, Tensor | bool) or (
+            isinstance(limit, Scalar) and limit.dtype == DataType.Bool
+        ):
             _fail(op, f"argument 'max_norm' must be a number or a Scalar, got {max_norm!r}")
         compute = compute_dtype(rows.dtype)
         x = self.cast(rows, compute)
@@ -1458,7 +1461,7 @@ class FusionOps:
         if x.ndim == 0:
             _fail(op, "argument 'arg' is a 0-d tensor; there is no dim to take along")
         d = self._dims(op, [dim], x.ndim, "dim")[0]
-        if x._shape[d] == 0 and 0 not in i._shape:
+        if take_from_empty(x._shape, i._shape, d):
             _fail(op, f"argument 'arg' has extent 0 on dim {d}; there is nothing to take")
         return x, i, d
 
@@ -1696,24 +1699,32 @@ class FusionOps:
     @_api
     def linear(self, a: Any, w: Any, bias: Any = None) -> Tensor:
         """`a @ w.T + bias`, as torch's and nvFuser's `linear`: `a` of shape `[..., K]`, `w`
-        `[N, K]`, `bias` `[N]` (or a scalar, or None). One matmul kernel reads `w` transposed
-        in place (`kernel.transposed`) and adds the bias in its epilogue; `a` of rank above 2 is
-        read as `[M, K]` (a view of its rows: K static in `a` or `w`, at most one leading dim
-        dynamic)."""
+        `[N, K]` (or `[K]`: `a @ w`), `bias` `[N]` or `[1]` (or a scalar, or None). One matmul
+        kernel reads `w` transposed in place (`kernel.transposed`) and adds the bias in its
+        epilogue; `a` of rank above 2 is read as `[M, K]` (a view of its rows) where reshape can
+        say the shapes: K static in `a` or `w`, and at most one dynamic extent among `a`'s
+        leading dims and N; otherwise `w` is broadcast over the batch (a copy)."""
         op = "fd.ops.linear"
         x, weight = self._matmul_operands(op, a, w, ("a", "w"))
         shapes = (
             f"'a' has shape {format_shape(x._shape)}, 'w' has shape {format_shape(weight._shape)}"
         )
-        if weight.ndim != 2:
-            _fail(op, f"argument 'w' must be 2-D ([out_features, in_features]): {shapes}")
+        if weight.ndim not in (1, 2):
+            _fail(
+                op, f"argument 'w' must be [out_features, in_features] or [in_features]: {shapes}"
+            )
         if x.ndim < 1:
             _fail(op, f"argument 'a' must have rank 1 or more ([..., in_features]): {shapes}")
-        if not dims_compatible(x._shape[-1], weight._shape[1]):
+        if not dims_compatible(x._shape[-1], weight._shape[-1]):
             _fail(op, f"in_features differ: {shapes}")
         b = None if bias is None else self._operand(op, "bias", bias)
+        if isinstance(b, bool) or (isinstance(b, _Value) and b.dtype == DataType.Bool):
+            _fail(op, f"argument 'bias' must be a tensor or a number, got {bias!r}")
+        n = weight._shape[0] if weight.ndim == 2 else 1
         if isinstance(b, Tensor):
-            if b.ndim > 1 or (b.ndim == 1 and not dims_compatible(b._shape[0], weight._shape[0])):
+            if b.ndim > 1 or (
+                b.ndim == 1 and b._shape[0] != 1 and not dims_compatible(b._shape[0], n)
+            ):
                 _fail(
                     op,
                     f"argument 'bias' has shape {format_shape(b._shape)}; it needs [N]: {shapes}",
@@ -1729,6 +1740,8 @@ class FusionOps:
             assert isinstance(result, Tensor)
             return result
 
+        if weight.ndim == 1:  # torch's a @ w: [..., K] @ [K] -> [...]
+            return biased(self.matmul(x, weight))
         wt = self.permute(weight, [1, 0])
         if x.ndim == 1:  # [K] -> [1, K] -> [1, N] -> [N], views
             out = biased(self._batched(op, self.reshape(x, [1, -1]), wt, shapes))
@@ -1771,8 +1784,8 @@ class FusionOps:
         dynamic among them)."""
         k = next((e for e in (x._shape[-1], y._shape[0]) if e != DYNAMIC_INDEX), None)
         back = [*x._shape[:-1], y._shape[1]]
-        if k is None or sum(e == DYNAMIC_INDEX for e in back) > 1:
-            return None
+        if k is None or sum(e == DYNAMIC_INDEX for e in back) > 1 or 0 in (k, *back):
+            return None  # (reshape infers no -1 beside a 0)
         rows = self.reshape(x, [-1, k])
         out = epilogue(self._batched(op, rows, y, shapes))
         return self.reshape(out, [-1 if e == DYNAMIC_INDEX else e for e in back])
@@ -1930,6 +1943,7 @@ class FusionDefinition:
             self._block.last_op,
             len(self._block.args),
             len(self._inputs),
+            len(self._cpu_inputs),
             len(self._outputs),
             dict(self._counters),
             len(self._casts),
@@ -1939,12 +1953,12 @@ class FusionDefinition:
     def _undo(self, mark: tuple[Any, ...]) -> None:
         """Erases what a failed entry point built since `mark` (the ops, in reverse; the
         arguments; the names and cached casts and extents, which may name erased values)."""
-        last, n_args, n_inputs, n_outputs, counters, n_casts, n_extents = mark
+        last, n_args, n_inputs, n_cpu, n_outputs, counters, n_casts, n_extents = mark
         while (op := self._block.last_op) is not None and op is not last:
             self._block.erase_op(op, safe_erase=False)
         while len(self._block.args) > n_args:
             self._block.erase_arg(self._block.args[-1], safe_erase=False)
-        del self._inputs[n_inputs:], self._outputs[n_outputs:]
+        del self._inputs[n_inputs:], self._cpu_inputs[n_cpu:], self._outputs[n_outputs:]
         del self._output_aliases[n_outputs:]
         self._counters = counters
         # the caches are only ever inserted into: the newest keys come last
@@ -2100,7 +2114,7 @@ class FusionDefinition:
                 _fail(
                     op,
                     f"is_cpu=True is for 0-d CPU scalar tensors (shape []); got shape "
-                    f"{format_shape(dims)}: pass a larger tensor on the GPU",
+                    f"{format_shape(dims)}: define it as a GPU tensor (is_cpu=False)",
                 )
             return self._cpu_scalar(dtype)
         t = Tensor(self, self._argument(TensorType(dtype.element_type, dims)))
@@ -2339,7 +2353,9 @@ class FusionDefinition:
         return op_text(self.module)
 
     def reference(self, inputs: Sequence[object], compute_dtype: Any = None) -> list[Any]:
-        """Evaluates the fusion with numpy (`fuser.runtime.reference`): arrays in, arrays out.
+        """Evaluates the fusion with numpy (`fuser.runtime.reference`): arrays in, arrays out;
+        an output added with `alias_input` is written into that (numpy) input instead, as
+        `execute` writes it.
 
         `compute_dtype` (np.float64 or DataType.Double) holds f32 values in float64, for a
         more precise oracle.
@@ -2488,7 +2504,11 @@ class FusionDefinition:
         else:
             expected = host_arrays(reference)
         for i, (got, want) in enumerate(zip(host_arrays(outputs), expected, strict=True)):
-            what = f"output #{i}" if i < len(self.outputs) else "an alias_input"
+            what = (
+                f"output #{i}"
+                if i < len(self.outputs)
+                else f"input #{aliased[i - len(self.outputs)]} (written by alias_input)"
+            )
             problem = compare(np.asarray(got), np.asarray(want), what, rtol, atol)
             if problem is not None:
                 raise ValidationError(f"fd.validate: @{self.name}: {problem}")

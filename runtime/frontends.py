@@ -40,17 +40,21 @@ class Frontend:
     def finish(self, outs: list[Any], stream: int) -> list[Any]:
         return outs
 
-    def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
-        """Copies a call's output `src` (of this frontend's kind, contiguous) into `dst`, an
-        input the fusion aliases (`fusion.output ... aliases`), after the call's kernels: a
-        device copy on the stream they ran on (`stream_for(first)`, the first tensor input). A
-        strided `dst` of this kind is an InputError naming `what`."""
-        view = view_of(dst)
-        if not view.is_contiguous():
+    def check_writable(self, dst: Any, what: str) -> None:
+        """InputError naming `what` where an output cannot be written into `dst` (an input the
+        fusion aliases): here, a strided array (arrays of this kind are written whole)."""
+        if not view_of(dst).is_contiguous():
             raise InputError(
                 f"{what} must be contiguous: an output is written into it (add_output's "
                 "alias_input), and fuser writes arrays of this kind whole"
             )
+
+    def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
+        """Copies a call's output `src` (of this frontend's kind, contiguous) into `dst`, an
+        input the fusion aliases (`fusion.output ... aliases`) that `check_writable` passed,
+        after the call's kernels: a device copy on the stream they ran on (`stream_for(first)`,
+        the first tensor input)."""
+        view = view_of(dst)
         nbytes = view.numel * view.dtype.itemsize
         if nbytes:
             driver.memcpy_dtod_async(view.ptr, view_of(src).ptr, nbytes, self.stream_for(first))
@@ -64,6 +68,10 @@ class _NumpyFrontend(Frontend):
 
     def finish(self, outs: list[Any], stream: int) -> list[Any]:
         return [o.numpy(stream) for o in outs]
+
+    def check_writable(self, dst: Any, what: str) -> None:
+        if not dst.flags.writeable:
+            raise InputError(f"{what} is read-only: an output is written into it (alias_input)")
 
     def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
         # the output came back to the host (the call is complete); the reference's, held in
@@ -129,6 +137,13 @@ class _TorchFrontend(Frontend):
         device = first.get_device()
         return self.raw_stream(device) if device >= 0 else 0
 
+    def check_writable(self, dst: Any, what: str) -> None:
+        if dst.requires_grad and dst.is_leaf:
+            raise InputError(
+                f"{what} requires grad: torch forbids writing an output into it (alias_input)"
+            )
+        _check_not_expanded(dst.shape, dst.stride(), what)
+
     def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
         dst.copy_(src)  # on torch's current stream, the call's: any strides
 
@@ -164,6 +179,9 @@ class _CupyFrontend(Frontend):
         import cupy  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
         return int(cupy.cuda.get_current_stream().ptr)
+
+    def check_writable(self, dst: Any, what: str) -> None:
+        _check_not_expanded(dst.shape, dst.strides, what)
 
     def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
         dst[...] = src  # on cupy's current stream, the call's: any strides
@@ -226,7 +244,8 @@ def write_aliases(
 ) -> list[Any]:
     """A call's returned outputs: each aliased output (`(output, input)` in `aliases`) written
     into its input, in the input's framework, and left out. An output whose run-time shape is
-    not its input's is an InputError naming both (nothing is written then)."""
+    not its input's, or an input that cannot be written (`check_writable`), is an InputError
+    naming it, raised before anything is written."""
     for o, i in aliases:
         got, into = tuple(outputs[o].shape), tuple(inputs[i].shape)
         if got != into:
@@ -234,7 +253,18 @@ def write_aliases(
                 f"output #{o} has shape {list(got)} but is written into {names[i]} of shape "
                 f"{list(into)} (add_output's alias_input): they must be equal"
             )
+        frontend_of(inputs[i]).check_writable(inputs[i], names[i])
     for o, i in aliases:
         frontend_of(inputs[i]).write_into(inputs[i], outputs[o], names[i], inputs[first_tensor])
     hidden = {o for o, _ in aliases}
     return [out for k, out in enumerate(outputs) if k not in hidden]
+
+
+def _check_not_expanded(shape: Sequence[int], strides: Sequence[int], what: str) -> None:
+    """InputError where an array's elements share memory (a stride 0 along a dim of extent > 1,
+    an expanded view): no output can be written into it."""
+    if any(st == 0 and n > 1 for n, st in zip(shape, strides, strict=True)):
+        raise InputError(
+            f"{what} is an expanded view (a stride 0): its elements share memory, so an output "
+            "cannot be written into it (alias_input)"
+        )

@@ -754,9 +754,10 @@ def test_matmul_of_ranks_one_to_four_broadcasts_as_torch(
             "in_features differ: 'a' has shape [5, 3], 'w' has shape [3, 4]",
         ),
         (
-            lambda fd, x: fd.ops.linear(x, fd.define_tensor([4], DataType.Float)),
-            "argument 'w' must be 2-D",
+            lambda fd, x: fd.ops.linear(x, fd.define_tensor([2, 2, 4], DataType.Float)),
+            "argument 'w' must be [out_features, in_features] or [in_features]",
         ),
+        (lambda fd, x: fd.ops.linear(x, x, True), "argument 'bias' must be a tensor or a number"),
         (
             lambda fd, x: fd.ops.linear(x, fd.define_tensor([2, 4], DataType.Float), x),
             "argument 'bias' has shape [3, 4]; it needs [N]",
@@ -769,3 +770,21 @@ def test_matmul_and_linear_mistakes_name_both_shapes(call: Any, message: str) ->
     with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
         call(fd, fd.define_tensor([3, 4], DataType.Float))
     assert message in str(e.value)
+
+
+def test_linear_of_a_vector_weight_a_unit_bias_and_empty_extents(rng: np.random.Generator) -> None:
+    """torch's corners: `w` [K] (a @ w), a bias of shape [1] (broadcast), and a 0 extent
+    (the folded reshape cannot say it: the batched matmul takes it)."""
+    with FusionDefinition("corners") as fd:
+        a = fd.define_tensor([-1, 3, 4], DataType.Float)
+        v = fd.define_tensor([4], DataType.Float)
+        one = fd.define_tensor([1], DataType.Float)
+        empty = fd.define_tensor([0, 4], DataType.Float)
+        fd.add_output(fd.ops.linear(a, v, one))
+        fd.add_output(fd.ops.linear(a, empty))
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+    b = rng.standard_normal(1).astype(np.float32)
+    got, none = fd.reference([x, w, b, np.zeros((0, 4), np.float32)], compute_dtype=np.float64)
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w + b[0], rtol=1e-6)
+    assert none.shape == (2, 3, 0)

@@ -466,3 +466,11 @@ def test_alias_input_mistakes(call: Any, message: str) -> None:
         y = fd.define_tensor([-1, 8], DataType.Float)
         call(fd, x, y)
     assert "fd.add_output" in str(e.value) and message in str(e.value)
+
+
+def test_an_input_an_output_cannot_be_written_into_is_an_input_error() -> None:
+    fd = running_mean_update()
+    x, running = np.ones((3, 4), np.float32), np.ones(4, np.float32)
+    running.flags.writeable = False
+    with pytest.raises(InputError, match="is read-only: an output is written into it"):
+        fd.reference([x, running])

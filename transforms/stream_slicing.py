@@ -283,8 +283,7 @@ def _build_slice(
             new_r.name_hint = old_r.name_hint
         new_block.add_op(new)
     outputs = [mapping[v] for v in fusion.output_op.values]
-    aliases = fusion.output_op.aliases
-    new_block.add_op(fu.OutputOp(outputs, None if aliases is None else aliases.get_values()))
+    new_block.add_op(fu.OutputOp(outputs))  # a slice writes no input (the program does)
     for op in reversed(list(new_block.ops)):  # extents only a dropped dim needed
         if isinstance(op, fu.DimOp | fu.ConstantOp) and not op.results[0].uses:
             new_block.erase_op(op)

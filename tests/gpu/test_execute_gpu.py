@@ -516,3 +516,17 @@ def test_alias_input_updates_the_input_in_place(
         assert torch.equal(base[1::2], torch_of(torch, running))  # the gaps untouched
     if kind == "torch":
         fd.validate([torch_of(torch, x), torch_of(torch, running)])
+
+
+def test_an_input_torch_cannot_write_is_an_input_error(torch: Any) -> None:
+    """An aliased input that requires grad, or an expanded view (stride 0): InputError naming
+    it, raised before anything is written."""
+    fd = running_mean_update()
+    x = torch.randn(33, 7, device="cuda")
+    leaf = torch.zeros(7, device="cuda", requires_grad=True)
+    with pytest.raises(InputError, match="requires grad"):
+        fd.execute([x, leaf])
+    assert not leaf.detach().any()
+    expanded = torch.zeros(1, device="cuda").expand(7)
+    with pytest.raises(InputError, match="expanded view"):
+        fd.execute([x, expanded])

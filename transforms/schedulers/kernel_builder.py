@@ -170,13 +170,21 @@ class KernelBuilder:
         name = f"{op_type.name.removeprefix('kernel.')}_{dim.value}"
         return self.hoist((op_type, dim), lambda: named(op_type(dim, self.index_type).result, name))
 
+    def extent(self, tensor: SSAValue, axis: int) -> SSAValue:
+        """The extent of `tensor` along `axis` as i64 (`kernel.size`), hoisted."""
+        return self.hoist(("extent", tensor, axis), lambda: kernel.SizeOp(tensor, axis).result)
+
     def size(self, tensor: SSAValue, axis: int) -> SSAValue:
         """The extent of `tensor` along `axis`, in the index type, hoisted."""
         name = f"{tensor.name_hint}_size{axis}"
         return self.hoist(
             ("size", tensor, axis),
-            lambda: named(self.cast_index(kernel.SizeOp(tensor, axis).result), name),
+            lambda: named(self.cast_index(self.extent(tensor, axis)), name),
         )
+
+    def i64(self, x: int) -> SSAValue:
+        """An i64 constant, hoisted."""
+        return self.hoist(("i64", x), lambda: arith.ConstantOp(IntegerAttr(x, fu.I64)).result)
 
     def stride(self, tensor: SSAValue, axis: int) -> SSAValue:
         """The stride (elements) of `tensor` along `axis`, in the index type, hoisted."""
@@ -270,11 +278,11 @@ class KernelBuilder:
         index type: a negative index counts from the end, and the result is clamped into
         [0, extent) (the extent is not 0: the host checks)."""
         wide = value if value.type == fu.I64 else arith.ExtSIOp(value, fu.I64).result
-        extent = self.hoist(("extent", tensor, axis), lambda: kernel.SizeOp(tensor, axis).result)
-        negative = arith.CmpiOp(wide, _i64(0), "slt").result
+        extent = self.extent(tensor, axis)
+        negative = arith.CmpiOp(wide, self.i64(0), "slt").result
         wide = arith.SelectOp(negative, arith.AddiOp(wide, extent).result, wide).result
-        last = arith.SubiOp(extent, _i64(1)).result
-        clamped = arith.MaxSIOp(arith.MinSIOp(wide, last).result, _i64(0)).result
+        last = arith.SubiOp(extent, self.i64(1)).result
+        clamped = arith.MaxSIOp(arith.MinSIOp(wide, last).result, self.i64(0)).result
         return named(self.cast_index(clamped), f"{tensor.name_hint}_at{axis}")
 
     def within(self, m: DimMap, index: Callable[[int], Index]) -> SSAValue | None:
@@ -358,10 +366,6 @@ class KernelBuilder:
         with ImplicitBuilder(block):
             yield
             scf.YieldOp()
-
-
-def _i64(x: int) -> SSAValue:
-    return arith.ConstantOp(IntegerAttr(x, fu.I64)).result
 
 
 def named(x: IndexT, name: str) -> IndexT:

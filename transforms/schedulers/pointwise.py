@@ -497,6 +497,11 @@ class _PointwiseKernel:
         self.sizes = _Sizes(self.kb, self.kb.outputs[p.reference], ref_type.get_shape())
         self.reads = self.space.reads(fusion)
         self.arrays: dict[tuple[int, DimMap], SSAValue] = {}
+        self._index_needs: dict[Indexed, Needs] = {}
+        self.ordered_reads = sorted(
+            zip(self.reads, p.dense_reads, strict=True), key=lambda r: self.take_depth(r[0][1])
+        )
+        """The reads with their `dense_reads` flags, in load order (`take_depth`)."""
         self.out_arrays: list[SSAValue] = []
         self.resized_dims = sorted(
             {
@@ -583,8 +588,7 @@ class _PointwiseKernel:
         fill there). An input read by a take's operand is loaded last, at the index computed
         from the others (`taken_indices`)."""
         kb = self.kb
-        reads = zip(self.reads, self.p.dense_reads, strict=True)
-        for (i, m), dense in sorted(reads, key=lambda r: self.take_depth(r[0][1])):
+        for (i, m), dense in self.ordered_reads:
             tensor, t = kb.inputs[i], cast(TensorType, self.fusion.inputs[i].type)
             taken = self.taken_indices(point, k, tensor, m)
             off = self.offset(point, tensor, m, dense, t.get_shape(), taken)
@@ -599,13 +603,19 @@ class _PointwiseKernel:
                 loaded = kernel.LoadOp(tensor, kb.value(off), _vector(t.element_type, w)).result
                 kernel.ArrayStoreOp(loaded, self.arrays[i, m], kb.value(kb.mul(k, w)))
 
+    def index_needs(self, e: Indexed) -> Needs:
+        """What a take's index is computed from (once per `Indexed` entry)."""
+        if e not in self._index_needs:
+            self._index_needs[e] = expand(body_ops(self.fusion), {e.index: [e.index_map]})
+        return self._index_needs[e]
+
     def take_depth(self, m: DimMap) -> int:
         """0 for a read with map `m` at no take's index, else 1 + the deepest read its indices
         are computed from: loads in this order find their indices loaded."""
         depth = 0
         for e in m:
             if isinstance(e, Indexed):
-                needs = expand(body_ops(self.fusion), {e.index: [e.index_map]})
+                needs = self.index_needs(e)
                 reads = [m for arg in self.fusion.inputs for m in needs.get(arg, [])]
                 depth = max(depth, 1 + max(map(self.take_depth, reads), default=0))
         return depth
@@ -619,8 +629,7 @@ class _PointwiseKernel:
         taken: dict[Indexed, Index] = {}
         for d, e in enumerate(m):
             if isinstance(e, Indexed):
-                ops = body_ops(self.fusion)
-                needs = expand(ops, {e.index: [e.index_map]})
+                ops, needs = body_ops(self.fusion), self.index_needs(e)
                 value = self.compute_values(ops, needs, point, k, 0, [(e.index, e.index_map)])[0]
                 taken[e] = self.kb.taken_index(tensor, d, value)
         return taken
