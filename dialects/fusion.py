@@ -321,6 +321,14 @@ class OutputOp(IRDLOperation):
             return [None] * len(self.values)
         return [None if i < 0 else i for i in self.aliases.get_values()]
 
+    def returned(self) -> list[int]:
+        """The outputs a run returns: those written into no input."""
+        return [o for o, i in enumerate(self.alias_inputs()) if i is None]
+
+    def written(self) -> list[tuple[int, int]]:
+        """(output, input) of each output a run writes into an input instead of returning."""
+        return [(o, i) for o, i in enumerate(self.alias_inputs()) if i is not None]
+
     def verify_(self) -> None:
         if self.aliases is None:
             return
@@ -347,11 +355,12 @@ class OutputOp(IRDLOperation):
                 )
             seen.add(i)
             target, t = inputs[i].type, value.type
-            if not (
-                isinstance(target, TensorType)
-                and isinstance(t, TensorType)
-                and element_type(target) == element_type(t)
-                and shapes_compatible(shape_of(target) or (), shape_of(t) or ())
+            target_shape, shape = shape_of(target), shape_of(t)
+            if (
+                target_shape is None
+                or shape is None
+                or element_type(target) != element_type(t)
+                or not shapes_compatible(target_shape, shape)
             ):
                 raise VerifyException(
                     f"'{self.name}' output #{o} ({t}) cannot be written into input #{i} "

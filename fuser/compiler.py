@@ -180,9 +180,7 @@ class FusionCompiler:
         args = fusion.body.block.args
         self.input_types = tuple(a.type for a in args)
         self.n_outputs = len(fusion.output_op.values)
-        self.aliases = tuple(
-            (o, i) for o, i in enumerate(fusion.output_op.alias_inputs()) if i is not None
-        )
+        self.aliases = tuple(fusion.output_op.written())
         """(output, input) pairs: output o is written into input i after a run, not returned."""
         hints = tuple(a.name_hint for a in args)
         self.layout = InputLayout(

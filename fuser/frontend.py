@@ -1645,7 +1645,17 @@ class FusionOps:
     ) -> tuple[Tensor, Tensor]:
         """`(var, mean)` over `dims` (every dim when None); the variance divides by
         `N - correction`."""
-        op = "fd.ops.var_mean"
+        return self._var_mean("fd.ops.var_mean", t, dims, correction, keepdim)
+
+    @_api
+    def var(self, t: Any, dims: Any = None, correction: Any = 1, keepdim: Any = False) -> Tensor:
+        """The variance over `dims` (every dim when None), dividing by `N - correction`
+        (nvFuser's `var`): `var_mean`'s first result, one Welford pass."""
+        return self._var_mean("fd.ops.var", t, dims, correction, keepdim)[0]
+
+    def _var_mean(
+        self, op: str, t: Any, dims: Any, correction: Any, keepdim: Any
+    ) -> tuple[Tensor, Tensor]:
         x = self._statistics_input(op, t)
         axes = list(range(x.ndim)) if dims is None else self._dims(op, dims, x.ndim)
         if isinstance(correction, bool) or not isinstance(correction, numbers.Integral):

@@ -354,15 +354,13 @@ def run(args: argparse.Namespace, progress: Progress | None = None) -> int:
     outputs = [o.numpy() for o in compiler.execute(device_inputs)]
     progress.stage = "the reference"
     reference = evaluate(fusion, inputs, compute_dtype=np.float64)
-    aliases = fusion.output_op.alias_inputs()
-    # an aliased output is written into its input (`aliases`) instead of being returned
+    # an aliased output is written into its input instead of being returned
+    returned, written = fusion.output_op.returned(), fusion.output_op.written()
     checked = [
-        *((f"output #{o}", out) for o, out in zip(_returned(aliases), outputs, strict=True)),
-        *((f"input #{i} (output #{o})", device_inputs[i].numpy()) for o, i in _written(aliases)),
+        *((f"output #{o}", out) for o, out in zip(returned, outputs, strict=True)),
+        *((f"input #{i} (output #{o})", device_inputs[i].numpy()) for o, i in written),
     ]
-    expected = [reference[o] for o in _returned(aliases)] + [
-        reference[o] for o, _ in _written(aliases)
-    ]
+    expected = [reference[o] for o in returned] + [reference[o] for o, _ in written]
     failures = []
     print("check against the reference (numpy, float64):")
     for (what, out), ref in zip(checked, expected, strict=True):
@@ -389,16 +387,6 @@ def run(args: argparse.Namespace, progress: Progress | None = None) -> int:
             print(f"{PROG}: error: @{name} {problem}", file=sys.stderr)
         return 1
     return 0
-
-
-def _returned(aliases: list[int | None]) -> list[int]:
-    """The outputs a run returns: those no input aliases."""
-    return [o for o, i in enumerate(aliases) if i is None]
-
-
-def _written(aliases: list[int | None]) -> list[tuple[int, int]]:
-    """(output, input) of each output a run writes into an input."""
-    return [(o, i) for o, i in enumerate(aliases) if i is not None]
 
 
 def _to_device(x: Any) -> Any:

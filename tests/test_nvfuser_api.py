@@ -474,3 +474,18 @@ def test_an_input_an_output_cannot_be_written_into_is_an_input_error() -> None:
     running.flags.writeable = False
     with pytest.raises(InputError, match="is read-only: an output is written into it"):
         fd.reference([x, running])
+
+
+def test_var_is_var_means_variance(rng: np.random.Generator) -> None:
+    """nvFuser's `var(t, dims, correction, keepdim)`; no dims: every dim."""
+    with FusionDefinition("var") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Float)
+        fd.add_output(fd.ops.var(x))
+        fd.add_output(fd.ops.var(x, [1], 0, True))
+    a = rng.standard_normal((5, 7)).astype(np.float32)
+    whole, rows = fd.reference([a])
+    np.testing.assert_allclose(whole, a.var(ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(rows, a.var(1, ddof=0, keepdims=True), rtol=1e-5)
+    message = r"fd\.ops\.var: argument 'correction' must be"
+    with pytest.raises(DefinitionError, match=message), FusionDefinition("bad") as bad:
+        bad.ops.var(bad.define_tensor([-1], DataType.Float), None, -1)

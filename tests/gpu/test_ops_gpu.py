@@ -636,6 +636,20 @@ def test_var_mean_of_rows_with_infinities(rng: np.random.Generator, width: int) 
     assert_close(mean_out, expected_mean, "mean", TRANSCENDENTAL[F32])
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (3, 127), (127, 4097)])
+def test_var_alone(rng: np.random.Generator, shape: tuple[int, int]) -> None:
+    """`fd.ops.var` (no dims, and over the rows with keepdim) against the float64 reference: a
+    Welford kernel whose mean is not written."""
+    with FusionDefinition(f"var_{shape[1]}") as fd:
+        x = fd.define_tensor([-1, -1])
+        fd.add_output(fd.ops.var(x))
+        fd.add_output(fd.ops.var(x, [1], 0, True))
+    a = floats(rng, shape[0] * shape[1], F32).reshape(shape)
+    got, refs = fd.execute([a]), fd.reference([a], compute_dtype=np.float64)
+    for out, ref, what in zip(got, refs, ("all", "rows"), strict=True):
+        assert_close(out, ref, what, TRANSCENDENTAL[F32])
+
+
 @functools.cache
 def edge_fusion() -> tuple[FusionDefinition, tuple[str, ...]]:
     labels = ("f32 -> i32", "f32 -> i64", "f64 -> i32", "bf16 -> i64", "f32 -> bool")
