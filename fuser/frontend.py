@@ -1281,16 +1281,10 @@ class FusionOps:
         return self._take("fd.ops.gather", arg, index, dim, exact=False)
 
     def _take(self, op: str, arg: Any, index: Any, dim: Any, exact: bool) -> Tensor:
-        x = self._tensor(op, "arg", arg)
-        i = self._tensor(op, "index", index)
-        if i.dtype not in (DataType.Int, DataType.Int32):
-            _fail(op, f"argument 'index' must be an Int or Int32 tensor, got {i.dtype}")
+        x, i, d = self._take_operands(op, arg, index, dim)
         if i.ndim != x.ndim:
             _fail(op, f"argument 'index' has rank {i.ndim}; it needs arg's rank {x.ndim}")
-        if x.ndim == 0:
-            _fail(op, "argument 'arg' is a 0-d tensor; there is no dim to take along")
-        d = self._dims(op, [dim], x.ndim, "dim")[0]
-        if x._shape[d] == 0:
+        if x._shape[d] == 0:  # even for no indices: the decomposition's max needs an element
             _fail(op, f"argument 'arg' has extent 0 on dim {d}; there is nothing to take")
         ends: list[int] = []
         for j, (a, b) in enumerate(zip(x._shape, i._shape, strict=True)):
