@@ -323,6 +323,7 @@ _REDUCE_FUNCTORS = {
     kernel.ReduceKind.SUM: "fuser::Sum()",
     kernel.ReduceKind.MAX: "fuser::Max()",
     kernel.ReduceKind.MIN: "fuser::Min()",
+    kernel.ReduceKind.PROD: "fuser::Prod()",
 }
 
 # Conversions from an integer type to f16/bf16, signed and unsigned.

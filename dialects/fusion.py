@@ -203,11 +203,14 @@ def _check_axes(op_name: str, axes: Sequence[int], rank: int) -> None:
 
 
 def reduction_identity(kind: str, element: Attribute) -> float | int:
-    """The identity of a `sum`, `max` or `min` (`kind`) over the scalar type `element`: 0, or
-    the lowest or highest value (an infinity for a float, the integer type's extreme)."""
-    assert kind in ("sum", "max", "min"), f"no identity for a {kind!r} reduction"
+    """The identity of a `sum`, `prod`, `max` or `min` (`kind`) over the scalar type `element`:
+    0, 1, or the lowest or highest value (an infinity for a float, the integer type's
+    extreme)."""
+    assert kind in ("sum", "prod", "max", "min"), f"no identity for a {kind!r} reduction"
     if kind == "sum":
         return 0
+    if kind == "prod":
+        return 1
     high = kind == "min"
     if isinstance(element, AnyFloat):
         return math.inf if high else -math.inf
@@ -2092,6 +2095,13 @@ class MinOp(ReductionOp):
 
 
 @irdl_op_definition
+class ProdOp(ReductionOp):
+    """The product over `axes` (1 over none: an empty row)."""
+
+    name = "fusion.prod"
+
+
+@irdl_op_definition
 class WelfordOp(IRDLOperation):
     """Welford statistics over `axes`: mean, sum of squared deviations and element count.
 
@@ -2515,6 +2525,7 @@ Fusion = Dialect(
         SumOp,
         MaxOp,
         MinOp,
+        ProdOp,
         WelfordOp,
         VarMeanOp,
         PartialSumOp,

@@ -161,6 +161,7 @@ class ReduceKind(StrEnum):
     SUM = "sum"
     MAX = "max"
     MIN = "min"
+    PROD = "prod"
 
 
 @irdl_attr_definition

@@ -75,6 +75,7 @@ from fuser.dialects.fusion import (
     PadOp,
     PermuteOp,
     PowOp,
+    ProdOp,
     ReciprocalOp,
     ReductionOp,
     ReluOp,
@@ -668,7 +669,7 @@ class FusionOps:
         keep = self._bool(qual, "keepdim", keepdim)
         out = _check_dtype(qual, "dtype", dtype, optional=True)
         if out is None:
-            out = DataType.Int if op == "sum" and x.dtype == DataType.Bool else x.dtype
+            out = DataType.Int if op in ("sum", "prod") and x.dtype == DataType.Bool else x.dtype
         fd = self._definition
         if x.ndim == 0:  # every axis of a 0-dim tensor: the value itself
             if dims is not None and (
@@ -1613,6 +1614,13 @@ class FusionOps:
     def min(self, t: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Tensor:
         """Minimum over `dims` (every dim when None); half inputs reduce in f32."""
         return self._reduce("min", MinOp, t, dims, keepdim, dtype)
+
+    @_api
+    def prod(self, t: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Tensor:
+        """Product over `dims` (every dim when None; 1 over an empty dim); half inputs multiply
+        in f32 and the result is cast back, unless `dtype` names the result type. A Bool input
+        multiplies to Int (torch's `prod`); integers wrap on overflow, as torch's do."""
+        return self._reduce("prod", ProdOp, t, dims, keepdim, dtype)
 
     @_api
     def welford(self, t: Any, dims: Any = None) -> tuple[Tensor, Tensor, Tensor]:

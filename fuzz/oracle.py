@@ -612,12 +612,16 @@ class Oracle:
 
     def _reduce(self, op: Op, x: Value) -> list[Value]:
         kw = op.kw
-        out = kw.get("dtype") or ("i64" if op.op == "sum" and x.dtype == "bool" else x.dtype)
+        out = kw.get("dtype") or (
+            "i64" if op.op in ("sum", "prod") and x.dtype == "bool" else x.dtype
+        )
         compute = "i32" if out == "bool" else compute_type(out)
         a = convert(x.data, x.dtype, compute)
         axes, keep = tuple(kw["dims"]), kw["keepdim"]
         if op.op == "sum":
             data = np.sum(a, axis=axes, keepdims=keep, dtype=a.dtype)
+        elif op.op == "prod":
+            data = np.prod(a, axis=axes, keepdims=keep, dtype=a.dtype)
         else:
             fn = np.max if op.op == "max" else np.min
             data = fn(a, axis=axes, keepdims=keep, initial=_identity(op.op, compute))
@@ -629,6 +633,7 @@ class Oracle:
 
     op_max = op_sum
     op_min = op_sum
+    op_prod = op_sum
 
     @staticmethod
     def _moments(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:

@@ -103,6 +103,7 @@ from fuser.dialects.fusion import (
     PartialSumOp,
     PermuteOp,
     PowOp,
+    ProdOp,
     ReciprocalOp,
     ReductionOp,
     ReluOp,
@@ -254,8 +255,10 @@ REDUCTION_FUNCTIONS: dict[type[ReductionOp], Callable[[np.ndarray, tuple[int, ..
     MinOp: lambda x, axes, keep: np.min(
         x, axis=axes, keepdims=keep, initial=_identity_min(x.dtype)
     ),
+    ProdOp: lambda x, axes, keep: np.prod(x, axis=axes, keepdims=keep, dtype=x.dtype),
 }
-"""Reductions over `axes`, in the element type (`dtype=` stops numpy widening int32 sums)."""
+"""Reductions over `axes`, in the element type (`dtype=` stops numpy widening int32 sums and
+products)."""
 
 
 def _gelu(x: Any, approximate: GeluApproximation) -> Any:

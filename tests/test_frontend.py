@@ -495,7 +495,7 @@ def test_broadcast_in_dim_extents() -> None:
     assert_roundtrips(fd)
 
 
-@pytest.mark.parametrize("op", ["sum", "max", "min"])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
 def test_reduction_ir(op: str) -> None:
     def build(fd: FusionDefinition) -> tuple[object, ...]:
         x = fd.define_tensor([-1, 5, -1], DataType.Float)

@@ -135,8 +135,11 @@ def test_reductions_without_dims_reduce_every_dim(rng: np.random.Generator) -> N
         fd.add_output(fd.ops.min(x))
         fd.add_output(fd.ops.var_mean(x)[0])
         fd.add_output(fd.ops.sum(z))
+        fd.add_output(fd.ops.prod(x))
     a = rng.standard_normal((5, 7)).astype(np.float32)
-    total, total64, biggest, smallest, var, same = fd.reference([a, np.array(1.5, np.float16)])
+    total, total64, biggest, smallest, var, same, product = fd.reference(
+        [a, np.array(1.5, np.float16)]
+    )
     np.testing.assert_allclose(total, a.sum(), rtol=1e-5)
     assert total64.dtype == np.float64 and biggest.shape == (1, 1)
     np.testing.assert_allclose(total64, a.astype(np.float64).sum(), rtol=1e-6)
@@ -144,6 +147,7 @@ def test_reductions_without_dims_reduce_every_dim(rng: np.random.Generator) -> N
     np.testing.assert_array_equal(smallest, a.min())
     np.testing.assert_allclose(var, a.astype(np.float64).var(ddof=1), rtol=1e-5)
     assert same.dtype == np.float16 and float(same) == 1.5
+    np.testing.assert_allclose(product, a.astype(np.float64).prod(), rtol=1e-5)
 
 
 def _negate() -> FusionDefinition:

@@ -57,6 +57,7 @@ def reduce(dims: list[int], rank: int = 2) -> Callable[[DataType], FusionDefinit
             x = fd.define_tensor([-1] * rank, dt)
             fd.add_output(fd.ops.sum(x, dims))
             fd.add_output(fd.ops.max(x, dims))
+            fd.add_output(fd.ops.prod(x, dims))
         return fd
 
     return define

@@ -180,6 +180,27 @@ def test_an_output_read_shifted_is_written_by_its_own_kernel(rng: np.random.Gene
     fd.compile([a], arch="sm_90")
 
 
+@pytest.mark.parametrize("cat_first", [True, False])
+def test_an_output_the_size_of_a_cat_of_it_is_one_kernel_in_either_order(
+    rng: np.random.Generator, cat_first: bool
+) -> None:
+    """The differential fuzzer's find: `cat([y, empty])` and `y` are outputs of one shape. The
+    pointwise kernel iterates over `y` (the cat's result is `y` as it is), whichever output comes
+    first; iterating over the cat's would read `y` shifted, which an output may not be."""
+    with FusionDefinition("cat_of_output") as fd:
+        x = fd.define_tensor([2, -1], F32)
+        e = fd.define_tensor([0, -1], F32)
+        y = fd.ops.exp(x)
+        outputs = [fd.ops.cat([y, e], 0), y]
+        for t in outputs if cat_first else outputs[::-1]:
+            fd.add_output(t)
+    assert _kernels(fd, [(2, 5), (0, 5)]) == ["pointwise"]
+    a, b = rng.standard_normal((2, 5)).astype(np.float32), np.zeros((0, 5), np.float32)
+    for out in fd.reference([a, b]):
+        np.testing.assert_allclose(out, np.exp(a), rtol=1e-6)
+    fd.compile([a, b], arch="sm_90")
+
+
 @pytest.mark.parametrize(
     "dtype", [DataType.Half, DataType.BFloat16, F32, DataType.Int, DataType.Bool], ids=str
 )

@@ -252,6 +252,7 @@ class KernelSim:
                     kernel.ReduceKind.SUM: lambda a, b: a + b,
                     kernel.ReduceKind.MAX: np.maximum,
                     kernel.ReduceKind.MIN: np.minimum,
+                    kernel.ReduceKind.PROD: lambda a, b: np.multiply(a, b, dtype=type(a)),
                 }[kind]
                 acc = values[0][0]
                 for other in values[1:]:
@@ -561,7 +562,8 @@ def _tensor(dims: Sequence[str], t: str) -> str:
 def reduce_fusion(
     op: str, rank: int, axes: Sequence[int], t: str = "f32", keepdim: bool = False
 ) -> FusionOp:
-    """`op` (sum, max, min) of a rank-`rank` tensor over `axes`, computed in f32 for f16/bf16."""
+    """`op` (sum, max, min, prod) of a rank-`rank` tensor over `axes`, computed in f32 for
+    f16/bf16."""
     x = _tensor(["?"] * rank, t)
     compute = "f32" if t in ("f16", "bf16") else t
     xc = _tensor(["?"] * rank, compute)
@@ -715,6 +717,9 @@ def test_every_axis_subset_of_3d(
         ("max", "i64"),
         ("sum", "bf16"),
         ("min", "f16"),
+        ("prod", "f32"),
+        ("prod", "i64"),
+        ("prod", "bf16"),
     ],
 )
 @pytest.mark.parametrize("axis", [0, 1])

@@ -587,6 +587,34 @@ def test_reductions(op: str, axes: tuple[int, ...], keepdim: bool, rng: np.rando
                 np.testing.assert_array_equal(y, expected)
 
 
+@pytest.mark.parametrize("axes", AXES)
+def test_prod(axes: tuple[int, ...], rng: np.random.Generator) -> None:
+    """A float product in f32 (float64 in compute mode), an integer one wrapping in its type
+    (odd factors: never 0), 1 over an empty dim."""
+    for el in ("f32", "i32"):
+        r = reduced_type(axes, False, el)
+        body = f"  %y = fusion.prod %a {list(axes)} : {dyn(3, el)} -> {r}"
+        f = single_op_fusion([dyn(3, el)], body, [r], ["%y"])
+        for shape in [*SHAPES_3D, (3, 0, 2)]:
+            if el == "f32":
+                x = np.exp(rng.normal(0, 0.01, shape)).astype(np.float32)
+                (y,) = evaluate(f, [x], compute_dtype=np.float64)
+                expected = np.prod(x.astype(np.float64), axis=axes)
+                np.testing.assert_allclose(y, expected, rtol=1e-12)
+                (y32,) = evaluate(f, [x])
+                np.testing.assert_allclose(y32, expected, rtol=1e-4)
+                assert y32.dtype == np.float32
+            else:
+                x = rng.choice(np.array([-3, -1, 1, 3, 5], np.int32), shape)
+                (y,) = evaluate(f, [x])
+                big = np.prod(x.astype(object), axis=axes)  # exact, then wrapped to 32 bits
+                wrap = np.vectorize(lambda v: (v + 2**31) % 2**32 - 2**31, otypes=[np.int64])
+                np.testing.assert_array_equal(y, wrap(big).astype(np.int32))
+                assert y.dtype == np.int32
+            if 0 in shape and any(shape[a] == 0 for a in axes):
+                assert (y == 1).all()
+
+
 def test_sum_in_compute_mode_accumulates_in_float64(rng: np.random.Generator) -> None:
     body = f"  %y = fusion.sum %a [0, 2] : {dyn(3, 'f32')} -> {dyn(1, 'f32')}"
     f = single_op_fusion([dyn(3, "f32")], body, [dyn(1, "f32")], ["%y"])

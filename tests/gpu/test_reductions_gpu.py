@@ -1,17 +1,17 @@
 """Reductions and normalizations on the GPU, through every scheduler that takes them, checked
 against the float64 numpy reference (`fd.reference(..., compute_dtype=np.float64)`).
 
-Covered: sum/max/min over every non-empty axis subset of 3-D tensors (odd shapes, (1, 1, 1)
-included) with and without keepdim, on f32, f16 and bf16 (which the frontend reduces in f32),
-and on i32/i64; inner and outer reductions of large 2-D tensors; several reductions of one input
-with an epilogue and a full-shape output (multi-output); softmax, layer norm and RMS norm on
-odd widths up to 16384 in f32 and bf16; var_mean and welford with correction 0 and 1, with
-and without keepdim; the large-mean case (mean 1e4, std 1, f32), where a one-pass
-`E[x^2] - E[x]^2` would lose every digit, for var_mean (reduction scheduler) and layer norm
-(persistent scheduler); NaN and infinities in max/min/sum; non-contiguous torch inputs
-(permuted and transposed views, row-sliced normalization inputs). Named cases assert which
-scheduler ran them (`fd.compile(inputs)` after the run: a cache hit that lists the kernels),
-so a change of scheduler shows up here.
+Covered: sum/max/min (prod too, below) over every non-empty axis subset of 3-D tensors (odd shapes,
+(1, 1, 1) included) with and without keepdim, on f32, f16 and bf16 (which the frontend reduces in
+f32), and on i32/i64; inner and outer reductions of large 2-D tensors; several reductions of one
+input with an epilogue and a full-shape output (multi-output); softmax, layer norm and RMS norm on
+odd widths up to 16384 in f32 and bf16; var_mean and welford with correction 0 and 1, with and
+without keepdim; the large-mean case (mean 1e4, std 1, f32), where a one-pass `E[x^2] - E[x]^2`
+would lose every digit, for var_mean (reduction scheduler) and layer norm (persistent scheduler);
+NaN and infinities in max/min/sum/prod; `prod` over floats, integers (wrapping) and Bool, inner,
+outer, empty and reused by an epilogue; non-contiguous torch inputs (permuted and transposed views,
+row-sliced normalization inputs). Named cases assert which scheduler ran them (`fd.compile(inputs)`
+after the run: a cache hit that lists the kernels), so a change of scheduler shows up here.
 
 Tolerances: max/min are exact; sums of n values get an absolute tolerance growing with
 sqrt(n) times the data's scale (float sums in another order); f16/bf16 outputs allow one ulp.
@@ -436,6 +436,125 @@ def test_layer_norm_large_mean(rng: np.random.Generator, width: int) -> None:
     ref = fd.reference([x, w, b], compute_dtype=np.float64)[0]
     assert_close(y, ref, "y", (1e-3, 5e-3))
     assert_persistent(fd, [x, w, b])
+
+
+# --------------------------------------------------------------------------------------------
+# prod
+
+
+def product_values(
+    rng: np.random.Generator, shape: tuple[int, ...], n: int, dtype: np.dtype
+) -> np.ndarray:
+    """Values of either sign near 1 (log-normal, spread 1/sqrt(n)) rounded to `dtype`: a
+    product of `n` of them neither overflows nor vanishes, and is never all zeros."""
+    sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+    return round_to_float(sign * np.exp(rng.standard_normal(shape) / math.sqrt(max(n, 1))), dtype)
+
+
+def prod_tol(dtype: np.dtype, n: int) -> tuple[float, float]:
+    """A product of `n` values near 1: the relative error of f32 products grows like sqrt(n)
+    ulps, on top of the output dtype's tolerance."""
+    rtol, atol = TOL[dtype]
+    return rtol + 2e-7 * math.sqrt(n), atol
+
+
+@functools.cache
+def prod_fusion(axes: tuple[int, ...]) -> FusionDefinition:
+    """prod over `axes` of an f32, an f16 and a bf16 tensor (f32 products), keepdim on f16."""
+    with FusionDefinition(f"prod_{''.join(map(str, axes))}") as fd:
+        for k, dtype in enumerate(HALF_AND_FLOAT):
+            x = fd.define_tensor([-1, -1, -1], dtype)
+            fd.add_output(fd.ops.prod(x, list(axes), keepdim=k == 1))
+    return fd
+
+
+PROD_CASES = [((127, 3, 65), axes) for axes in AXES]
+PROD_CASES += [((1000, 1, 4097), (2,)), ((4097, 1, 1000), (0,)), ((3, 1, 65537), (0, 2))]
+PROD_CASES += [((3, 0, 5), (1,)), ((1, 1, 1), (0, 1, 2))]
+
+
+@pytest.mark.parametrize(
+    "shape, axes",
+    PROD_CASES,
+    ids=["x".join(map(str, s)) + "-axes" + "".join(map(str, a)) for s, a in PROD_CASES],
+)
+def test_prod(rng: np.random.Generator, shape: tuple[int, int, int], axes: tuple[int, ...]) -> None:
+    """`fd.ops.prod` on floats of each width, inner, outer and every axis subset; a product
+    over an empty dim is 1."""
+    fd = prod_fusion(axes)
+    n = math.prod(shape[a] for a in axes)
+    inputs = [product_values(rng, shape, n, np_dtype(d)) for d in HALF_AND_FLOAT]
+    tols = [prod_tol(np_dtype(d), n) for d in HALF_AND_FLOAT]
+    labels = [f"prod({d.name}, {list(axes)})" for d in HALF_AND_FLOAT]
+    outputs = check(fd, inputs, labels, tols)
+    if n == 0:
+        assert all((o == 1).all() for o in outputs)
+    elif math.prod(shape):
+        assert scheduler_names(fd, inputs) == ["reduction"]
+
+
+@functools.cache
+def int_prod_fusion() -> FusionDefinition:
+    with FusionDefinition("prod_int") as fd:
+        i = fd.define_tensor([-1, -1], DataType.Int32)
+        j = fd.define_tensor([-1, -1], DataType.Int)
+        b = fd.define_tensor([-1, -1], DataType.Bool)
+        fd.add_output(fd.ops.prod(i, [1]))
+        fd.add_output(fd.ops.prod(j, [0]))
+        fd.add_output(fd.ops.prod(b, [1]))
+    return fd
+
+
+@pytest.mark.parametrize(
+    "shape", [(37, 129), (3, 4097), (1000, 1)], ids=lambda s: "x".join(map(str, s))
+)
+def test_integer_prod(rng: np.random.Generator, shape: tuple[int, int]) -> None:
+    """Exact integer products, wrapping past the type's range as torch's (odd factors up to 5
+    in size, so long rows wrap many times and never reach 0); a Bool product is an Int (1
+    where the row is all true)."""
+    fd = int_prod_fusion()
+    odd = np.array([-5, -3, -1, 1, 1, 1, 3, 5])
+    i = rng.choice(odd, shape).astype(np.int32)
+    j = rng.choice(odd, shape).astype(np.int64)
+    b = rng.random(shape) < 0.97
+    b[0] = True
+    outputs = check(fd, [i, j, b], ["prod i32", "prod i64 over dim 0", "prod bool"])
+    assert outputs[2].dtype == np.int64 and outputs[2][0] == 1
+
+
+@functools.cache
+def prod_epilogue_fusion() -> FusionDefinition:
+    with FusionDefinition("prod_epilogue") as fd:
+        x = fd.define_tensor([-1, -1])
+        p = fd.ops.prod(x, [1], keepdim=True)
+        fd.add_output(fd.ops.div(x, p))  # a full-shape output after the product: persistent
+        fd.add_output(fd.ops.prod(fd.ops.abs(x), [0]))
+    return fd
+
+
+@pytest.mark.parametrize("shape", [(129, 1000), (8, 70001)], ids=lambda s: "x".join(map(str, s)))
+def test_prod_normalization(rng: np.random.Generator, shape: tuple[int, int]) -> None:
+    """x / prod(x, 1): the product reused at full shape (the persistent scheduler for rows in
+    registers, the looped one beyond), beside a column product of |x|."""
+    fd = prod_epilogue_fusion()
+    x = product_values(rng, shape, max(shape), F32)
+    check(
+        fd, [x], ["x / prod(x)", "prod(|x|, 0)"], [prod_tol(F32, shape[1]), prod_tol(F32, shape[0])]
+    )
+
+
+def test_prod_nan_and_inf(rng: np.random.Generator) -> None:
+    """A NaN in a row makes its product NaN, inf times 0 too; inf alone stays inf."""
+    with FusionDefinition("prod_nan") as fd:
+        x = fd.define_tensor([-1, -1])
+        fd.add_output(fd.ops.prod(x, [1]))
+    x = product_values(rng, (6, 129), 129, F32)
+    x[0, 5] = np.nan
+    x[1, 7] = np.inf
+    x[2, 3], x[2, 90] = np.inf, 0.0
+    x[3, :] = 0.0
+    (out,) = check(fd, [x], ["prod"], [prod_tol(F32, 129)])
+    assert np.isnan(out[0]) and np.isinf(out[1]) and np.isnan(out[2]) and out[3] == 0
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import cast, overload
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
@@ -163,23 +164,48 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> PointwiseAnalysis | str:
     except ShapeMismatch as e:
         return str(e)
     outputs = tuple(cast(tuple[int, ...], env[v]) for v in fusion.output_op.values)
-    # the largest output; of equal ones (empty outputs, extent-1 dims) the one of highest rank,
-    # which the others are broadcasts of
-    reference = max(range(len(outputs)), key=lambda i: (math.prod(outputs[i]), len(outputs[i])))
-    space = memoized("pointwise_space", (fusion, reference), lambda: _space(fusion, reference))
-    if isinstance(space, str):
-        return space
-    extents = outputs[reference]
-    accesses = [
-        (f"input #{i}", m, cast(TensorMeta, info.inputs[i]).shape) for i, m in space.reads(fusion)
-    ]
-    accesses += [(f"output #{o}", m, outputs[o]) for o, m in enumerate(space.output_maps)]
+
+    # the reference is the largest output; of equal ones (empty outputs, extent-1 dims) one of
+    # highest rank, which the others are broadcasts of; of those, the first whose space takes
+    # the fusion (a cat's result and its operand may be equal in shape: the operand's space
+    # indexes both outputs as they are, the result's reads the operand shifted)
+    def size(i: int) -> tuple[int, int]:
+        return math.prod(outputs[i]), len(outputs[i])
+
+    biggest = max(map(size, range(len(outputs))))
+    problems: list[str] = []
+    for reference in (i for i in range(len(outputs)) if size(i) == biggest):
+        space = memoized("pointwise_space", (fusion, reference), partial(_space, fusion, reference))
+        result = (
+            space if isinstance(space, str) else _checked(fusion, info, outputs, reference, space)
+        )
+        if not isinstance(result, str):
+            return result
+        problems.append(result)
+    return problems[0]
+
+
+def _checked(
+    fusion: fu.FusionOp,
+    info: FusionInfo,
+    outputs: tuple[tuple[int, ...], ...],
+    reference: int,
+    space: Space,
+) -> PointwiseAnalysis | str:
+    """The analysis with `reference`'s space (`outputs`: the outputs' run-time shapes), or why
+    it cannot run the fusion: an output it would not index as it is, or an input or output of
+    an extent it cannot index."""
     for o, m in enumerate(space.output_maps):
         if shifted(m) or indexed(m):
             return (
                 f"output #{o} is read by a resize op (pad, cat) at an offset or by a take at an "
                 "index: a kernel writes only outputs that the iteration space indexes as they are"
             )
+    extents = outputs[reference]
+    accesses = [
+        (f"input #{i}", m, cast(TensorMeta, info.inputs[i]).shape) for i, m in space.reads(fusion)
+    ]
+    accesses += [(f"output #{o}", m, outputs[o]) for o, m in enumerate(space.output_maps)]
     for what, m, shape in accesses:
         for d, (e, s) in enumerate(zip(m, shape, strict=True)):
             if e is None or isinstance(e, Indexed):  # a take's index is clamped into the dim

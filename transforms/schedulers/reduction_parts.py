@@ -55,13 +55,14 @@ from fuser.transforms.schedulers.scalar_lowering import constant, is_float, lowe
 # --------------------------------------------------------------------------------------------
 
 State = tuple[SSAValue, ...]
-"""A reduction's running value: (value,) for sum/max/min, (mean, m2, count) for Welford."""
+"""A reduction's running value: (value,) for sum/max/min/prod, (mean, m2, count) for Welford."""
 
 _KINDS: dict[type[Operation], kernel.ReduceKind] = {
     fu.SumOp: kernel.ReduceKind.SUM,
     fu.PartialSumOp: kernel.ReduceKind.SUM,
     fu.MaxOp: kernel.ReduceKind.MAX,
     fu.MinOp: kernel.ReduceKind.MIN,
+    fu.ProdOp: kernel.ReduceKind.PROD,
 }
 
 
@@ -83,6 +84,8 @@ def combine(kind: kernel.ReduceKind, a: SSAValue, b: SSAValue) -> SSAValue:
     f = _is_float(a.type)
     if kind == kernel.ReduceKind.SUM:
         return (arith.AddfOp if f else arith.AddiOp)(a, b).result
+    if kind == kernel.ReduceKind.PROD:
+        return (arith.MulfOp if f else arith.MuliOp)(a, b).result
     if kind == kernel.ReduceKind.MAX:
         return (arith.MaximumfOp if f else arith.MaxSIOp)(a, b).result
     return (arith.MinimumfOp if f else arith.MinSIOp)(a, b).result

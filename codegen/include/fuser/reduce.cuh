@@ -1,4 +1,4 @@
-// fuser's kernel support: the reduction functors (`fuser::Sum`, `Max`, `Min`) and the warp, block
+// fuser's kernel support: the reduction functors (`fuser::Sum`, `Max`, `Min`, `Prod`) and the warp, block
 // and grid reductions that `kernel.warp_reduce`, `kernel.block_reduce` and `kernel.grid_reduce`
 // become.
 #pragma once
@@ -20,6 +20,10 @@ struct Max {
 struct Min {
   template <typename T> __device__ T operator()(T a, T b) const { return minimum(a, b); }
   template <typename T> __device__ static T identity() { return Limits<T>::highest(); }
+};
+struct Prod {
+  template <typename T> __device__ T operator()(T a, T b) const { return a * b; }
+  template <typename T> __device__ static T identity() { return T(1); }
 };
 
 // The lane `lane_mask` away (xor) in the warp.

@@ -685,6 +685,33 @@ fusion.fusion @f(%x: tensor<4x3xi32>) -> () {
 
 // -----
 
+// prod: i1 is not numeric (a Bool product casts to i64 first)
+fusion.fusion @f(%x: tensor<4x3xi1>) -> () {
+  // expected-error @+1 {{'fusion.prod' operand has element type i1, expected one of f32, f64, i32, i64}}
+  %y = fusion.prod %x [1] : tensor<4x3xi1> -> tensor<4xi1>
+  fusion.output
+}
+
+// -----
+
+// prod: a half type is multiplied in f32 (cast first)
+fusion.fusion @f(%x: tensor<4x3xf16>) -> () {
+  // expected-error @+1 {{'fusion.prod' operand has element type f16, expected one of f32, f64, i32, i64}}
+  %y = fusion.prod %x [1] : tensor<4x3xf16> -> tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// prod: the result has the reduced shape
+fusion.fusion @f(%x: tensor<4x3xi64>) -> () {
+  // expected-error @+1 {{'fusion.prod' result shape [4, 3] does not match the reduced shape [4]}}
+  %y = fusion.prod %x [1] : tensor<4x3xi64> -> tensor<4x3xi64>
+  fusion.output
+}
+
+// -----
+
 // sum: at least one axis
 fusion.fusion @f(%x: tensor<4x3xf32>) -> () {
   // expected-error @+1 {{'fusion.sum' needs at least one axis to reduce}}

@@ -1,16 +1,18 @@
-// Reductions: sum/max/min with and without keepdim, over one or several axes, on floats and
+// Reductions: sum/max/min/prod with and without keepdim, over one or several axes, on floats and
 // integers; welford; var_mean with a correction and keepdim.
 // RUN: FUSER_ROUNDTRIP
 // RUN: FUSER_GENERIC_ROUNDTRIP
 // RUN: fuser-opt %s --print-op-generic | filecheck %s --check-prefix=CHECK-GENERIC
 
-fusion.fusion @basic(%x: tensor<?x3x127xf32>, %i: tensor<5x?xi32>, %l: tensor<?xi64>) -> (tensor<?x127xf32>, tensor<?x1x1xf32>, tensor<1x?xi32>, tensor<i64>, tensor<f32>) {
+fusion.fusion @basic(%x: tensor<?x3x127xf32>, %i: tensor<5x?xi32>, %l: tensor<?xi64>) -> (tensor<?x127xf32>, tensor<?x1x1xf32>, tensor<1x?xi32>, tensor<i64>, tensor<f32>, tensor<?x1x127xf32>, tensor<i64>) {
   %sum = fusion.sum %x [1] : tensor<?x3x127xf32> -> tensor<?x127xf32>
   %max = fusion.max %x [1, 2] keepdim : tensor<?x3x127xf32> -> tensor<?x1x1xf32>
   %min = fusion.min %i [0] keepdim : tensor<5x?xi32> -> tensor<1x?xi32>
   %all = fusion.sum %l [0] : tensor<?xi64> -> tensor<i64>
   %full = fusion.max %x [0, 1, 2] : tensor<?x3x127xf32> -> tensor<f32>
-  fusion.output %sum, %max, %min, %all, %full : tensor<?x127xf32>, tensor<?x1x1xf32>, tensor<1x?xi32>, tensor<i64>, tensor<f32>
+  %prod = fusion.prod %x [1] keepdim : tensor<?x3x127xf32> -> tensor<?x1x127xf32>
+  %iprod = fusion.prod %l [0] : tensor<?xi64> -> tensor<i64>
+  fusion.output %sum, %max, %min, %all, %full, %prod, %iprod : tensor<?x127xf32>, tensor<?x1x1xf32>, tensor<1x?xi32>, tensor<i64>, tensor<f32>, tensor<?x1x127xf32>, tensor<i64>
 }
 
 // CHECK-LABEL: fusion.fusion @basic
@@ -19,6 +21,8 @@ fusion.fusion @basic(%x: tensor<?x3x127xf32>, %i: tensor<5x?xi32>, %l: tensor<?x
 // CHECK-NEXT:    %min = fusion.min %i [0] keepdim : tensor<5x?xi32> -> tensor<1x?xi32>
 // CHECK-NEXT:    %all = fusion.sum %l [0] : tensor<?xi64> -> tensor<i64>
 // CHECK-NEXT:    %full = fusion.max %x [0, 1, 2] : tensor<?x3x127xf32> -> tensor<f32>
+// CHECK-NEXT:    %prod = fusion.prod %x [1] keepdim : tensor<?x3x127xf32> -> tensor<?x1x127xf32>
+// CHECK-NEXT:    %iprod = fusion.prod %l [0] : tensor<?xi64> -> tensor<i64>
 
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "basic"
 // CHECK-GENERIC:         %sum = "fusion.sum"(%x) <{axes = array<i64: 1>}> : (tensor<?x3x127xf32>) -> tensor<?x127xf32>
@@ -26,6 +30,8 @@ fusion.fusion @basic(%x: tensor<?x3x127xf32>, %i: tensor<5x?xi32>, %l: tensor<?x
 // CHECK-GENERIC-NEXT:    %min = "fusion.min"(%i) <{axes = array<i64: 0>, keepdim}> : (tensor<5x?xi32>) -> tensor<1x?xi32>
 // CHECK-GENERIC-NEXT:    %all = "fusion.sum"(%l) <{axes = array<i64: 0>}> : (tensor<?xi64>) -> tensor<i64>
 // CHECK-GENERIC-NEXT:    %full = "fusion.max"(%x) <{axes = array<i64: 0, 1, 2>}> : (tensor<?x3x127xf32>) -> tensor<f32>
+// CHECK-GENERIC-NEXT:    %prod = "fusion.prod"(%x) <{axes = array<i64: 1>, keepdim}> : (tensor<?x3x127xf32>) -> tensor<?x1x127xf32>
+// CHECK-GENERIC-NEXT:    %iprod = "fusion.prod"(%l) <{axes = array<i64: 0>}> : (tensor<?xi64>) -> tensor<i64>
 
 // A result may be more static than its operand (the reduced shape of `?` is compatible with 4).
 fusion.fusion @refined(%x: tensor<?x?xf64>) -> (tensor<4xf64>) {

@@ -243,8 +243,8 @@ kernel.array_store %v, %a[%i] : f32, !kernel.array<8xf32, local>, i32
 // -----
 
 %v = "test.op"() : () -> f32
-// expected-error @+1 {{Expected `sum`, `max`, or `min`.}}
-%r = kernel.warp_reduce prod %v : f32
+// expected-error @+1 {{Expected `sum`, `max`, `min`, or `prod`.}}
+%r = kernel.warp_reduce mean %v : f32
 
 // -----
 

@@ -47,6 +47,8 @@ kernel.func @all_reductions(%f: f32, %g: f64, %i: i32, %l: i64, %work: !kernel.t
   %r2 = kernel.warp_reduce min %i : i32
   %r3 = kernel.block_reduce max %l along y : i64
   %r4 = kernel.block_reduce min %f along x : f32
+  %r6 = kernel.warp_reduce prod %l : i64
+  %r7 = kernel.block_reduce prod %g along x : f64
   %a0, %m0, %n0 = kernel.warp_welford %f, %f, %f : f32
   %a1, %m1, %n1 = kernel.block_welford %g, %g, %g along y : f64
   %r5, %last = kernel.grid_reduce sum %g, %work, %sem along x : f64, !kernel.tensor<f64, 1>, !kernel.tensor<i32, 1>
@@ -63,6 +65,8 @@ kernel.func @all_reductions(%f: f32, %g: f64, %i: i32, %l: i64, %work: !kernel.t
 // CHECK-NEXT:   %r2 = kernel.warp_reduce min %i : i32
 // CHECK-NEXT:   %r3 = kernel.block_reduce max %l along y : i64
 // CHECK-NEXT:   %r4 = kernel.block_reduce min %f along x : f32
+// CHECK-NEXT:   %r6 = kernel.warp_reduce prod %l : i64
+// CHECK-NEXT:   %r7 = kernel.block_reduce prod %g along x : f64
 // CHECK-NEXT:   %a0, %m0, %n0 = kernel.warp_welford %f, %f, %f : f32
 // CHECK-NEXT:   %a1, %m1, %n1 = kernel.block_welford %g, %g, %g along y : f64
 // CHECK-NEXT:   %r5, %last = kernel.grid_reduce sum %g, %work, %sem along x : f64, !kernel.tensor<f64, 1>, !kernel.tensor<i32, 1>
@@ -73,6 +77,8 @@ kernel.func @all_reductions(%f: f32, %g: f64, %i: i32, %l: i64, %work: !kernel.t
 // CHECK-GENERIC-NEXT: %r2 = "kernel.warp_reduce"(%i) <{kind = #kernel<reduce_kind min>}> : (i32) -> i32
 // CHECK-GENERIC-NEXT: %r3 = "kernel.block_reduce"(%l) <{kind = #kernel<reduce_kind max>, along = #kernel<dim y>}> : (i64) -> i64
 // CHECK-GENERIC-NEXT: %r4 = "kernel.block_reduce"(%f) <{kind = #kernel<reduce_kind min>, along = #kernel<dim x>}> : (f32) -> f32
+// CHECK-GENERIC-NEXT: %r6 = "kernel.warp_reduce"(%l) <{kind = #kernel<reduce_kind prod>}> : (i64) -> i64
+// CHECK-GENERIC-NEXT: %r7 = "kernel.block_reduce"(%g) <{kind = #kernel<reduce_kind prod>, along = #kernel<dim x>}> : (f64) -> f64
 // CHECK-GENERIC-NEXT: %a0, %m0, %n0 = "kernel.warp_welford"(%f, %f, %f) : (f32, f32, f32) -> (f32, f32, f32)
 // CHECK-GENERIC-NEXT: %a1, %m1, %n1 = "kernel.block_welford"(%g, %g, %g) <{along = #kernel<dim y>}> : (f64, f64, f64) -> (f64, f64, f64)
 // CHECK-GENERIC-NEXT: %r5, %last = "kernel.grid_reduce"(%g, %work, %sem) <{kind = #kernel<reduce_kind sum>, along = #kernel<dim x>}> : (f64, !kernel.tensor<f64, 1>, !kernel.tensor<i32, 1>) -> (f64, i1)
