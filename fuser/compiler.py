@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from fuser.runtime.signature import SCALAR_BOOL, SCALAR_FLOAT, SCALAR_INT, SCALA
 
 if TYPE_CHECKING:
     from fuser.builder import FusionBuilder, _Program, _Variant
+    from fuser.profiler import FusionProfile
     from fuser.runtime.host_evaluator import Specialization
     from fuser.transforms.schedulers.base import LaunchConfig, Params
     from fuser.transforms.schedulers.info import FusionInfo
@@ -318,6 +320,26 @@ class FusionCompiler:
             layout = self.layout
             return write_aliases(inputs, outputs, self.aliases, layout.names, layout.tensors[0])
         return outputs
+
+    def profile(self, inputs: Sequence[Any]) -> tuple[list[Any], FusionProfile]:
+        """`execute` with each kernel launch timed (`fd.execute(..., profile=True)`, see
+        `fuser.profiler`): the outputs and the profile of the call."""
+        from fuser.profiler import run_profiled  # (not on the hot path)
+        from fuser.runtime.host_evaluator import Specialization
+
+        began = time.perf_counter()
+        call = read_inputs(inputs, self.layout)
+        misses = self._signatures.misses
+        runnable = self._signatures.lookup(call)
+        compile_ms = (time.perf_counter() - began) * 1e3 if self._signatures.misses > misses else 0
+        self._signatures.last = runnable
+        assert isinstance(runnable, Entry | Specialization)
+        schedulers = {s.kernel: s.scheduler for s in self._last().segments()}
+        outputs, profile = run_profiled(runnable, call, schedulers, compile_ms)
+        if self.aliases:
+            layout = self.layout
+            outputs = write_aliases(inputs, outputs, self.aliases, layout.names, layout.tensors[0])
+        return outputs, profile
 
     def _on_miss(self, call: Call) -> Runnable:
         """The signature cache's miss: validate the call, then load or compile what runs its

@@ -35,6 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 if TYPE_CHECKING:
     from fuser.compiler import CompiledFusion, FusionCompiler, SegmentSummary
+    from fuser.profiler import FusionProfile
 
 from fuser import dump
 from fuser.dialects.common import op_text
@@ -1905,6 +1906,8 @@ class FusionDefinition:
         self._fusion: FusionOp | None = None
         self._module: ModuleOp | None = None
         self._compiler: FusionCompiler | None = None
+        self._profile: FusionProfile | None = None
+        """What the last `execute(..., profile=True)` measured."""
 
     @property
     def _definition(self) -> FusionDefinition:
@@ -2430,21 +2433,37 @@ class FusionDefinition:
 
         nvFuser's keywords are taken: `device` (an ordinal, `"cuda:N"` or a torch device; "cuda"
         is the current device) must be the device of the torch inputs (the only kind that says
-        its device cheaply; the runtime refuses inputs on two devices); the debugging switches
-        (`profile`, `print_repro`, `save_repro_inputs`, `capture_debug_output`,
+        its device cheaply; the runtime refuses inputs on two devices); `profile=True` times
+        each kernel of the call for `fd.profile()` (`fuser.profiler`); the debugging switches
+        (`print_repro`, `save_repro_inputs`, `capture_debug_output`,
         `override_user_schedule`) are accepted off and rejected by name when on; nvFuser's
         `_enable_options`/`_disable_options` (lists of nvFuser's internal switches, such as
         "fuse_matmul") are accepted and have no effect; any other keyword is an InputError
         naming it. Without keywords the check costs one test.
         """
+        profile = False
         if device is not None or options:
-            _check_execute_options(inputs, device, options)
+            profile = _check_execute_options(inputs, device, options)
         if self._cpu_inputs:
             inputs = self._host_values(inputs)
         compiler = self._compiler  # not @_api: this is the hot path
         if compiler is None:
             compiler = self._fusion_compiler()
+        if profile:
+            outputs, self._profile = compiler.profile(inputs)
+            return outputs
         return compiler.execute(inputs)
+
+    def profile(self) -> FusionProfile:
+        """What the last `execute(inputs, profile=True)` measured (nvFuser's `fd.profile()`):
+        per kernel its scheduler, launch, registers, time, bytes, GB/s and % of the device's
+        copy bandwidth, and the same for the whole call (`fuser.profiler.FusionProfile`;
+        `print(fd.profile())` prints a table)."""
+        if self._profile is None:
+            raise DefinitionError(
+                "fd.profile: nothing was profiled yet; run fd.execute(inputs, profile=True) first"
+            )
+        return self._profile
 
     def compile(self, inputs: Sequence[Any], arch: str | int | None = None) -> CompiledFusion:
         """Compiles the kernels for inputs like `inputs` (numpy arrays do; no GPU is needed when
@@ -2598,7 +2617,6 @@ def _device_ordinal(device: Any) -> int | None:
 
 _EXECUTE_SWITCHES = frozenset(
     (
-        "profile",
         "print_repro",
         "save_repro_inputs",
         "capture_debug_output",
@@ -2614,18 +2632,24 @@ _ORDINALS: dict[Any, int | None] = {}
 """The CUDA ordinal of each `device` argument seen (Thunder passes one with every call)."""
 
 
-def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str, Any]) -> None:
-    """`fd.execute`'s nvFuser keywords: InputError for an unknown keyword, a debugging switch
-    fuser does not have, option lists that are not lists of names, or a device the torch inputs
-    are not on (the first one tells: the runtime refuses inputs on two devices)."""
+def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str, Any]) -> bool:
+    """`fd.execute`'s nvFuser keywords: InputError for an unknown keyword, a `profile` that is
+    not a bool, a debugging switch fuser does not have, option lists that are not lists of
+    names, or a device the torch inputs are not on (the first one tells: the runtime refuses
+    inputs on two devices). Returns whether the call is profiled."""
     op = "fd.execute"
+    profile = options.get("profile", False)
+    if not isinstance(profile, bool):
+        raise InputError(f"{op}: profile must be True or False, got {profile!r}")
     for name, value in options.items():
+        if name == "profile":
+            continue
         if name in _EXECUTE_OPTION_LISTS:
             if isinstance(value, list | tuple) and all(type(v) is str for v in value):
                 continue
             raise InputError(f"{op}: {name} must be a list of option names, got {value!r}")
         if name not in _EXECUTE_SWITCHES:
-            known = ", ".join(sorted(_EXECUTE_SWITCHES | _EXECUTE_OPTION_LISTS))
+            known = ", ".join(sorted(_EXECUTE_SWITCHES | _EXECUTE_OPTION_LISTS | {"profile"}))
             raise InputError(
                 f"{op} got an unknown keyword argument {name!r}; it takes inputs, device, {known}"
             )
@@ -2634,7 +2658,7 @@ def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str
                 f"{op}: {name} is not supported by fuser yet (FUSER_DUMP shows each stage)"
             )
     if device is None:
-        return
+        return profile
     key = (type(device), device)  # False == 0 and 1.0 == 1 as dict keys: the type tells them apart
     try:
         ordinal = _ORDINALS[key]
@@ -2648,11 +2672,12 @@ def _check_execute_options(inputs: Sequence[Any], device: Any, options: dict[str
             f"{op}: device must be a CUDA device (an ordinal or 'cuda:N'), got {device!r}"
         )
     if ordinal == _CURRENT_DEVICE:
-        return
+        return profile
     for i, x in enumerate(inputs if isinstance(inputs, list | tuple) else ()):
         get = getattr(x, "get_device", None)
         if get is not None:
             where = get()
             if isinstance(where, int) and where >= 0 and where != ordinal:
                 raise InputError(f"{op}: device is cuda:{ordinal} but input {i} is on cuda:{where}")
-            return
+            return profile
+    return profile

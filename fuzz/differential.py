@@ -101,9 +101,13 @@ def gpu_tolerances() -> dict[str, tuple[float, float]]:
     return {name: TOLERANCES[NUMPY_DTYPES[name]] for name in FLOATS}
 
 
-ILL_CONDITIONED = 4.0
+ILL_CONDITIONED = 16.0
 """How many times the distance between the float64 and the float32 reference a GPU value may lie
-from the float64 one (see `mismatch`)."""
+from the float64 one (see `mismatch`). The float32 reference's error is one sample of what
+rounding in another order gives, and may be several times smaller than the GPU's by chance: a
+GPU fuzz run found 1 / sum(x) with the sum of 35 values cancelling to 1e-4 of their magnitude,
+the GPU's tree 5 times farther from the float64 value than numpy's pairwise sum (sequential
+sums in f32 land up to 45 times farther)."""
 
 
 def _differ(
@@ -221,6 +225,12 @@ class _HostMemory:
     def upload(self, values: np.ndarray) -> tuple[int, Any]:
         owner = np.ascontiguousarray(values).copy()
         return owner.ctypes.data, owner
+
+    def timestamp(self, stream: int) -> float:
+        return time.perf_counter()
+
+    def elapsed_ms(self, start: float, end: float) -> float:
+        return (end - start) * 1e3
 
 
 def _array_at(ptr: int, shape: Sequence[int], strides: Sequence[int], dtype: np.dtype) -> Any:

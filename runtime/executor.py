@@ -365,20 +365,26 @@ class KernelExecutor:
             entry = self.entry(call.key)
         return self.run_entry(entry, call)
 
-    def run_entry(self, entry: Entry, call: Call) -> list[Any]:
+    def run_entry(
+        self, entry: Entry, call: Call, events: list[driver.Event] | None = None
+    ) -> list[Any]:
         """Allocate the outputs, launch, and return the outputs (of the inputs' kind). Work
         for another device than the current one runs with that device's context current,
-        and the previous one is made current again afterwards."""
+        and the previous one is made current again afterwards. `events` (a profiled call's)
+        gets a CUDA event recorded just before the launch and one just after (none when the
+        launch is skipped: no output elements)."""
         previous = driver.current_device()
         if previous.ordinal == entry.device:
-            return self._run_entry(entry, call)
+            return self._run_entry(entry, call, events)
         driver.get_device(entry.device).make_current()
         try:
-            return self._run_entry(entry, call)
+            return self._run_entry(entry, call, events)
         finally:
             previous.make_current()
 
-    def _run_entry(self, entry: Entry, call: Call) -> list[Any]:
+    def _run_entry(
+        self, entry: Entry, call: Call, events: list[driver.Event] | None = None
+    ) -> list[Any]:
         device = entry.device
         if entry.func is None:
             self.load(entry)
@@ -398,7 +404,12 @@ class KernelExecutor:
                     slots[s] = p
                 if entry.scalar_slots:
                     entry.set_scalars(call.scalars, call.layout)
-                entry.launch(stream)
+                if events is None:
+                    entry.launch(stream)
+                else:
+                    events.append(driver.Event().record(stream))
+                    entry.launch(stream)
+                    events.append(driver.Event().record(stream))
         return fe.finish(outs, stream)
 
     def prepare(self, call: Call) -> PreparedLaunch:

@@ -40,6 +40,10 @@ It never walks IR on the hot path:
   event on `%s` and makes the current stream wait for it (the host never blocks).
 - **Threads.** A specialization runs under its own lock (its argument buffers are shared);
   different signatures run concurrently.
+- **Profiling.** `profiled(signature, scalars)` is the signature's specialization built once
+  more for `fd.execute(..., profile=True)`: the same closures, but every launch runs on its own
+  (no graphs) between two backend timestamps on its stream, appending a `LaunchRecord` to the
+  specialization's `records`. Unprofiled calls never run it.
 - **Compilation.** `compile_kernels()` compiles every kernel's binding on a thread pool (NVRTC
   releases the GIL), so the kernels of a segmented fusion compile in parallel on first use.
 
@@ -256,6 +260,7 @@ class HostEvaluator:
             n for n, i in enumerate(scalars) if isinstance(args[i].type, IndexType)
         )
         self.specializations: dict[tuple[Any, ...], Specialization] = {}
+        self.profiled_specializations: dict[tuple[Any, ...], Specialization] = {}
         self._lock = threading.Lock()
         self._analyze()
 
@@ -334,16 +339,30 @@ class HostEvaluator:
     def specialize(self, signature: tuple[int, ...], scalars: Sequence[Any] = ()) -> Specialization:
         """The specialization for a signature (`scalars` give the `index` argument values);
         compiled on first sight."""
+        return self._specialize(self.specializations, signature, scalars, profile=False)
+
+    def profiled(self, signature: tuple[int, ...], scalars: Sequence[Any] = ()) -> Specialization:
+        """The profiled specialization for a signature (see the module docstring); compiled on
+        first sight."""
+        return self._specialize(self.profiled_specializations, signature, scalars, profile=True)
+
+    def _specialize(
+        self,
+        cache: dict[tuple[Any, ...], Specialization],
+        signature: tuple[int, ...],
+        scalars: Sequence[Any],
+        profile: bool,
+    ) -> Specialization:
         key = self.key_of(signature, scalars)
-        spec = self.specializations.get(key)
+        spec = cache.get(key)
         if spec is None:
             with self._lock:
-                spec = self.specializations.get(key)
+                spec = cache.get(key)
                 if spec is None:
                     metas, _, device = decode_signature(signature, self.is_tensor)
                     index_values = [int(scalars[n]) for n in self.index_scalars]
-                    spec = _Builder(self, metas, device, index_values).build()
-                    self.specializations[key] = spec
+                    spec = _Builder(self, metas, device, index_values, profile).build()
+                    cache[key] = spec
         return spec
 
     # ---- running ---------------------------------------------------------------------------
@@ -362,7 +381,9 @@ class Specialization:
 
     `launches` lists the bound launches in program order (their launch configuration is the
     one this signature runs with, for `FUSER_DUMP=launch_params`). It is the runnable the
-    signature cache of `fuser.runtime.dispatch` keeps for a signature a program serves.
+    signature cache of `fuser.runtime.dispatch` keeps for a signature a program serves. A
+    profiled one (`HostEvaluator.profiled`) appends a `LaunchRecord` per launch it runs to
+    `records` (None for others), which its caller empties before a run.
     """
 
     one_launch = False
@@ -386,6 +407,7 @@ class Specialization:
         self.torch_bytes: Any = None  # torch.uint8, for a workspace from torch's allocator
         self.constants: list[Any] = []  # owners of the device memory of its `host.iota`s
         self.pending_constants: list[tuple[int, np.ndarray]] = []  # (register, values) to upload
+        self.records: list[LaunchRecord] | None = None
         self.lock = threading.Lock()
 
     def prepare_torch(self) -> None:
@@ -478,6 +500,21 @@ class Specialization:
         )
 
 
+@dataclass(frozen=True)
+class LaunchRecord:
+    """One launch of a profiled run: its launcher, the grid and stream it ran with, the bytes
+    its tensor inputs and outputs move (`TensorInfo.moved_bytes`), and the backend's
+    timestamps before and after it."""
+
+    launcher: Launcher
+    grid: tuple[int, int, int]
+    stream: int
+    input_bytes: int
+    output_bytes: int
+    start: Any
+    end: Any
+
+
 def _unreachable(r: list[Any]) -> None:
     raise AssertionError("a placeholder instruction ran")
 
@@ -553,9 +590,13 @@ class _Builder:
         metas: Sequence[Any],
         device: int,
         index_values: Sequence[int],
+        profile: bool = False,
     ) -> None:
         self.ev = evaluator
         self.spec = Specialization(evaluator, device)
+        self.profile = profile
+        if profile:
+            self.spec.records = []
         self.template = self.spec.template
         self.template[_DEV] = device
         self.device = device
@@ -624,7 +665,8 @@ class _Builder:
             code, index = plan.at
             code[index] = self.workspace_closure(plan)
             self.argument_makers.add(code[index])
-        spec.code = self.batch_launches(spec.code)
+        if not self.profile:
+            spec.code = self.batch_launches(spec.code)
         spec.cleanup_regs = tuple(self.cleanup)
         return spec
 
@@ -1077,17 +1119,31 @@ class _Builder:
         arg_regs = tuple(self.regs[v] for v in op.params)
         stream = _CUR if op.stream is None else self.regs[op.stream]
         if reads_registers(launcher) and grid is not None:  # it reads the registers itself
-            batched = code is self.spec.code and stream == _CUR and not launcher.skip
+            batched = (
+                code is self.spec.code and stream == _CUR and not launcher.skip and not self.profile
+            )
             fn = launcher.on_registers(arg_regs, stream, batched)
             if batched:
                 self.batched[fn] = launcher
-            code.append(fn)
-            return
+        else:
+            fn = self.launch_with_arguments(op, launcher, grid, arg_regs, stream)
+        code.append(self.timed(op, fn, launcher, stream) if self.profile else fn)
+
+    def launch_with_arguments(
+        self,
+        op: host.LaunchOp,
+        launcher: Launcher,
+        grid: tuple[int, int, int] | None,
+        arg_regs: tuple[int, ...],
+        stream: int,
+    ) -> Callable[[list[Any]], None]:
+        """The launch calling `launcher` with its argument values: with the specialization's
+        `grid`, or (None) the grid the program computes per call."""
         if grid is not None:
             fixed = grid
 
             def launch(r: list[Any]) -> None:
-                launcher([r[i] for i in arg_regs], fixed, r[stream])  # type: ignore[arg-type]
+                launcher([r[i] for i in arg_regs], fixed, r[stream])
 
         else:
             gx, gy, gz = (self.regs[g] for g in op.grid)
@@ -1099,7 +1155,34 @@ class _Builder:
                     raise InputError(f"'{op_name}' has a negative grid extent: {list(computed)}")
                 launcher([r[i] for i in arg_regs], computed, r[stream])
 
-        code.append(launch)
+        return launch
+
+    def timed(
+        self,
+        op: host.LaunchOp,
+        launch: Callable[[list[Any]], None],
+        launcher: Launcher,
+        stream: int,
+    ) -> Callable[[list[Any]], None]:
+        """`launch` between two timestamps on its stream, recorded in the specialization's
+        `records` (a profiled specialization's)."""
+        records = self.spec.records
+        assert records is not None
+        backend = self.ev.backend
+        read = sum(i.moved_bytes for i in self.params(op.ins) if isinstance(i, TensorInfo))
+        written = sum(self.tensors[v].moved_bytes for v in op.outs)
+        grid_regs = tuple(self.regs[g] for g in op.grid)
+
+        def timed_launch(r: list[Any]) -> None:
+            s = r[stream]
+            start = backend.timestamp(s)
+            launch(r)
+            grid = cast(tuple[int, int, int], tuple(r[g] for g in grid_regs))
+            records.append(
+                LaunchRecord(launcher, grid, s, read, written, start, backend.timestamp(s))
+            )
+
+        return timed_launch
 
     def loop(self, op: host.ForOp, code: Code) -> None:
         lb, ub, step = self.regs[op.lb], self.regs[op.ub], self.regs[op.step]

@@ -7,8 +7,9 @@ name and a backend for memory, streams and events; this module defines both side
   `bind` makes the `Launcher` of one launch with the metadata of its arguments (`TensorInfo`
   per tensor, a numpy dtype per scalar) and the grid, block and dynamic shared memory the
   program gives. `ExecutorKernel` is the binding of a `KernelExecutor`; tests pass fakes.
-- `Backend`: pool allocations, stream handles and cross-stream waits. `DriverBackend` (the
-  CUDA driver, `DRIVER_BACKEND`) is the real one; tests pass fakes.
+- `Backend`: pool allocations, stream handles, cross-stream waits and the timestamps of a
+  profiled run. `DriverBackend` (the CUDA driver, `DRIVER_BACKEND`) is the real one; tests pass
+  fakes.
 
 A launcher that also has `on_registers` (`RegisterLauncher`, as `ExecutorKernel`'s do) is run by
 one generated closure over a call's register file, the evaluator's hot path.
@@ -48,11 +49,25 @@ class TensorInfo:
         return math.prod(self.shape) * self.dtype.itemsize
 
     @property
+    def moved_bytes(self) -> int:
+        """The bytes a kernel must move for it (`moved_bytes`)."""
+        return moved_bytes(self.shape, self.strides, self.dtype.itemsize)
+
+    @property
     def is_contiguous(self) -> bool:
         expected = contiguous_strides(self.shape)
         return all(
             n == 1 or s == e for n, s, e in zip(self.shape, self.strides, expected, strict=True)
         )
+
+
+def moved_bytes(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
+    """The bytes a kernel must move at least for a tensor argument: each element once, a dim
+    of stride 0 (a broadcast) counted once (0 for an empty tensor). A profile's bandwidth
+    counts these."""
+    if 0 in shape:
+        return 0
+    return math.prod(n for n, s in zip(shape, strides, strict=True) if s != 0) * itemsize
 
 
 ParamInfo = TensorInfo | np.dtype
@@ -73,6 +88,11 @@ class Launcher(Protocol):
     def __call__(self, args: list[Any], grid: tuple[int, int, int], stream: int) -> None:
         """Launch with these argument values (pointers for tensors), in parameter order;
         `grid` is the one the program computed."""
+        ...
+
+    def registers(self) -> int:
+        """The registers per thread of the launched function (a profile reports them), once it
+        has been launched."""
         ...
 
 
@@ -143,6 +163,14 @@ class Backend(Protocol):
         object that owns it (the memory lives while the owner does)."""
         ...
 
+    def timestamp(self, stream: int) -> Any:
+        """A mark of the point `stream` has reached in its work (a profiled run's)."""
+        ...
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        """Milliseconds between two `timestamp`s, once both are reached (waits for them)."""
+        ...
+
 
 class DriverBackend:
     """The CUDA driver: the device's stream-ordered pool, non-blocking streams (one pool per
@@ -181,6 +209,13 @@ class DriverBackend:
         host = np.ascontiguousarray(values)
         constant = driver.DeviceConstant(host.ctypes.data, host.nbytes)
         return constant.ptr, constant
+
+    def timestamp(self, stream: int) -> driver.Event:
+        return driver.Event().record(stream)
+
+    def elapsed_ms(self, start: driver.Event, end: driver.Event) -> float:
+        end.synchronize()
+        return start.elapsed_ms(end)
 
 
 def _pool_alloc(nbytes: int, stream: int) -> int:
@@ -316,6 +351,9 @@ class _EntryLauncher:
             (pos, setter, off, params[pos])
             for pos, (setter, off) in zip(scalar_pos, entry.scalar_slots, strict=True)
         )
+
+    def registers(self) -> int:
+        return 0 if self.func is None else self.func.num_registers
 
     def _scalar_error(self, value: Any, dtype: Any, e: Exception) -> InputError:
         return InputError(

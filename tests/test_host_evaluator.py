@@ -25,7 +25,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType
 from xdsl.parser import Parser
 
-from fuser import DataType, FusionDefinition, dump
+from fuser import DataType, FusionDefinition, dump, profiler
 from fuser.compiler import FusionCompiler, SegmentSummary
 from fuser.dialects import fusion as fu
 from fuser.dialects import get_all_dialects, host
@@ -709,6 +709,10 @@ class FakeTorchTensor:
     def get_device(self) -> int:
         return 0
 
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * 4
+
 
 class FakeDtype:
     def __init__(self, name: str) -> None:
@@ -838,9 +842,15 @@ class FakeGpu:
     params: dict[str, int] = {}
 
 
+class FakeFunction(str):
+    """A loaded kernel: its name (the launch log's key) and a register count."""
+
+    num_registers = 40
+
+
 class _FakeModule:
     def get_function(self, name: str) -> str:
-        return name
+        return FakeFunction(name)
 
 
 @pytest.fixture
@@ -966,6 +976,104 @@ def test_segmented_execute_cache_and_fast_path(
     info = compiler.cache_info()
     assert (info["programs"], info["kernels"], info["misses"], info["signatures"]) == (2, 6, 3, 3)
     assert compiler.last_segments()[0].kernel == "fuser_chain3_p1_s0_pointwise"
+
+
+class TickEvent:
+    """A CUDA event whose records tick a clock by 1 ms each."""
+
+    clock = 0
+
+    def __init__(self, timing: bool = True) -> None:
+        self.at = -1
+
+    def record(self, stream: Any = None) -> TickEvent:
+        TickEvent.clock += 1
+        self.at = TickEvent.clock
+        return self
+
+    def synchronize(self) -> None:
+        assert self.at >= 0, "an event synchronized before it was recorded"
+
+    def elapsed_ms(self, end: TickEvent) -> float:
+        return float(end.at - self.at)
+
+
+def test_a_profiled_call_times_each_launch_of_a_program(
+    rng: np.random.Generator, gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fd.execute(..., profile=True)` runs the program's launches one by one (no graph), each
+    between two events on its stream: per kernel its name, scheduler, launch, registers, time
+    and bytes; the call's span from the first start to the last end. The next unprofiled call
+    runs the graph again."""
+    monkeypatch.setattr(driver, "Event", TickEvent)
+    monkeypatch.setattr(profiler, "copy_bandwidth", lambda device: 1.0e-3)  # 1 MB/ms
+    monkeypatch.setattr(profiler, "_WAITERS", {})  # (the fake module's function stays here)
+    fd = chain3()
+    n = 1000
+    kernels = [f"fuser_chain3_p0_s{k}_pointwise" for k in range(3)]
+    gpu.params = {kernels[0]: 3, kernels[1]: 3, kernels[2]: 2, "fuser_profile_wait": 1}
+    (out,) = fd.execute(_torch_inputs(rng, n), profile=True)
+    assert out is gpu.outputs[-1]
+    # the kernels queue behind a wait of 1 ms + 0.1 ms per launch (NVRTC compiled it)
+    launched = [e for e in gpu.log if e[0] == "launch"]
+    assert [e[1] for e in launched] == ["fuser_profile_wait", *kernels]
+    assert launched[0][2:4] == ((1, 1, 1), (1, 1, 1))
+    assert int.from_bytes(gpu.raw[0][0], "little") == 1_300_000  # ns
+    profile = fd.profile()
+    assert [k.name for k in profile.kernel_profiles] == kernels
+    assert {k.scheduler for k in profile.kernel_profiles} == {"pointwise"}
+    assert [k.time_ms for k in profile.kernel_profiles] == [1.0, 1.0, 1.0]
+    assert profile.cuda_evt_time_ms == 5.0 and profile.kernel_time_ms == 3.0
+    assert [(k.input_bytes, k.output_bytes) for k in profile.kernel_profiles] == [
+        (8 * n, 4 * n),  # a + b
+        (8 * n, 4 * n),  # (a + b) * a
+        (4 * n, 4 * n),  # exp
+    ]
+    assert (profile.input_bytes, profile.output_bytes, profile.segments) == (8 * n, 4 * n, 3)
+    spec = fd._fusion_compiler()._signatures.last
+    assert spec is not None and not spec.one_launch
+    for k, launch in zip(profile.kernel_profiles, spec.launches, strict=True):
+        assert (k.grid, k.block, k.registers, k.stream) == (launch.grid, launch.block, 40, 0x7000)
+    first = profile.kernel_profiles[0]
+    assert first.effective_bandwidth_gbs == pytest.approx(12 * n / 1e6)
+    assert first.percentage_peak_bandwidth == pytest.approx(100 * 12 * n / 1e6 / 1e-3)
+    text = str(profile)
+    assert text.startswith("fusion @chain3: 3 kernel(s), 5.0000 ms on the GPU")
+    assert all(k in text for k in kernels)
+    profiled = spec.evaluator.profiled_specializations
+    (profiled_spec,) = profiled.values()
+    assert "launch_graph" in [f.__name__ for f in spec.code]
+    assert [f.__name__ for f in profiled_spec.code].count("timed_launch") == 3
+    assert "launch_graph" not in [f.__name__ for f in profiled_spec.code]
+    clock = TickEvent.clock
+    fd.execute(_torch_inputs(rng, n))
+    fd.execute(_torch_inputs(rng, n))  # the second run of a signature launches its graph
+    assert TickEvent.clock == clock  # unprofiled: no events
+    assert fd.profile() is profile
+
+
+def test_a_profiled_call_of_one_kernel(
+    rng: np.random.Generator, gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(driver, "Event", TickEvent)
+    monkeypatch.setattr(profiler, "copy_bandwidth", lambda device: 2.0)
+    monkeypatch.setattr(profiler, "_WAITERS", {})
+    fd = _add_one()
+    gpu.params = {"fuser_add_one_pointwise_0": 2, "fuser_profile_wait": 1}
+    a = _torch_inputs(rng, 4096, 1)
+    fd.execute(a)  # compiled by an unprofiled call: the profile's compile time is 0
+    (out,) = fd.execute(a, profile=True)
+    profile = fd.profile()
+    (k,) = profile.kernel_profiles
+    assert (k.name, k.scheduler, k.time_ms, k.registers) == (
+        "fuser_add_one_pointwise_0",
+        "pointwise",
+        1.0,
+        40,
+    )
+    assert (k.input_bytes, k.output_bytes) == (4 * 4096, 4 * 4096)
+    assert profile.compile_time_ms == 0 and profile.cuda_evt_time_ms == 1.0
+    assert out is gpu.outputs[-1]
 
 
 def _add_one() -> FusionDefinition:
