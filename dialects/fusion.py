@@ -1924,6 +1924,102 @@ def gathered_shape(input: SSAValue, index: SSAValue, dim: int) -> tuple[int, ...
 
 
 @irdl_op_definition
+class ScatterOp(IRDLOperation):
+    """`input` with `src` written along `dim` at `index` (nvFuser's and torch's `scatter`):
+    `result[..., index[..., i, ...], ...] = src[..., i, ...]`, every other element `input`'s.
+
+    `%y = fusion.scatter %x, %i, %s [1] : tensor<?x9xf32>, tensor<?x2xi64>, tensor<?x2xf32> ->
+    tensor<?x9xf32>`
+
+    `index` (i32 or i64) has the input's rank and, on every other dim, its extent; `src` is a
+    tensor of the index's shape or a scalar, of the input's element type; the result has the
+    input's type, whose dim `dim` may not be empty. An index in [-extent, 0) counts from the
+    end; one outside [-extent, extent) writes nothing (fuser's choice: torch raises, and no
+    kernel may write outside its output).
+    Where several indices write one element, the largest of their values is written (torch
+    leaves it unspecified; a NaN among them wins). `fuser-decompose` rewrites the op into a
+    compare against an iota and max reductions over the index's dim `dim`: meant for a small
+    extent of the index there (it costs the input's extent times the index's per row).
+    """
+
+    name = "fusion.scatter"
+
+    input = operand_def(base(TensorType))
+    index = operand_def(base(TensorType))
+    src = operand_def()
+    dim = prop_def(IntegerAttr.constr(i64))
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$input `,` $index `,` $src `[` $dim `]` attr-dict `:` type($input) `,` type($index) "
+        "`,` type($src) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, index: SSAValue, src: SSAValue, dim: int):
+        super().__init__(
+            operands=[input, index, src],
+            properties={"dim": IntegerAttr(dim, i64)},
+            result_types=[input.type],
+        )
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_element(self.name, "index", self.index.type, (I32, I64))
+        shape, index = shape_of(self.input.type) or (), shape_of(self.index.type) or ()
+        d = self.axis
+        if len(index) != len(shape):
+            raise VerifyException(
+                f"'{self.name}' index has rank {len(index)}; it needs the input's rank {len(shape)}"
+            )
+        if not 0 <= d < len(shape):
+            raise VerifyException(f"'{self.name}' dim {d} is out of range for rank {len(shape)}")
+        for j, (a, b) in enumerate(zip(shape, index, strict=True)):
+            if j != d and not dims_compatible(a, b):
+                raise VerifyException(
+                    f"'{self.name}' index dim {j} has extent {b}, the input's {a}: only dim {d} "
+                    "may differ"
+                )
+        el = element_type(self.input.type)
+        if element_type(self.src.type) != el:
+            raise VerifyException(
+                f"'{self.name}' src has element type {type_name(element_type(self.src.type))}; "
+                f"it must be the input's, {type_name(el)}"
+            )
+        src = shape_of(self.src.type)
+        if src is not None and not shapes_compatible(src, index):
+            raise VerifyException(
+                f"'{self.name}' src has shape {format_shape(src)}; it must be a scalar or have "
+                f"the index's shape {format_shape(index)}"
+            )
+        if self.result.type != self.input.type:
+            raise VerifyException(
+                f"'{self.name}' result has type {self.result.type}; it must be the input's, "
+                f"{self.input.type}"
+            )
+
+
+def scatter_mismatch(
+    shape: Sequence[int], index: Sequence[int], src: Sequence[int] | None, dim: int
+) -> str | None:
+    """Why a `scatter` along `dim` into run-time `shape` at an index of run-time `index` shape
+    from a `src` of run-time shape (None: a scalar) cannot run, or None."""
+    for j, (a, b) in enumerate(zip(shape, index, strict=True)):
+        if j != dim and a != b:
+            return f"cannot scatter {list(index)} indices into {list(shape)}: dim {j} differs"
+    if src is not None and tuple(src) != tuple(index):
+        return f"src has shape {list(src)}, the index {list(index)}"
+    if shape[dim] == 0:
+        return f"cannot scatter into dim {dim} of extent 0"
+    return None
+
+
+@irdl_op_definition
 class TakeOp(IRDLOperation):
     """`input` indexed along `dim` by each element of `index` (numpy's `take`; nvFuser's
     `index_select`, `select` and `embedding_fwd`): the result's shape is the input's with dim
@@ -2522,6 +2618,7 @@ Fusion = Dialect(
         CatOp,
         TakeAlongAxisOp,
         TakeOp,
+        ScatterOp,
         SumOp,
         MaxOp,
         MinOp,

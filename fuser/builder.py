@@ -64,7 +64,14 @@ from fuser.codegen.cuda import emit_cuda
 from fuser.compiler import CompiledFusion, KernelSummary, SegmentSummary
 from fuser.dialects import host, kernel
 from fuser.dialects.common import op_text
-from fuser.dialects.fusion import VIEW_OPS, FusionOp, IotaOp, SegmentSetOp, TakeAlongAxisOp
+from fuser.dialects.fusion import (
+    VIEW_OPS,
+    FusionOp,
+    IotaOp,
+    ScatterOp,
+    SegmentSetOp,
+    TakeAlongAxisOp,
+)
 from fuser.errors import CompilationError, InputError
 from fuser.options import DEFAULT_STREAMS
 from fuser.runtime import driver, kernel_cache
@@ -174,7 +181,7 @@ def kernel_stem(name: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]", "_", name)).strip("_") or "f"
 
 
-_SEGMENTED_OPS = (SegmentSetOp, IotaOp, TakeAlongAxisOp, *VIEW_OPS)
+_SEGMENTED_OPS = (SegmentSetOp, IotaOp, TakeAlongAxisOp, ScatterOp, *VIEW_OPS)
 """Ops a fusion is always segmented for (see `FusionCompiler` below)."""
 
 
@@ -348,7 +355,7 @@ class FusionBuilder:
         self._always_segment = (
             should_merge is not None
             # a view is taken between kernels, an iota is the host's constant (a take_along_axis
-            # is decomposed into one): never one kernel
+            # or scatter is decomposed into one): never one kernel
             or any(isinstance(op, _SEGMENTED_OPS) for op in fusion.body.walk())
             or has_stream_parallel_ops(fusion)
         )

@@ -82,6 +82,7 @@ from fuser.dialects.fusion import (
     ReluOp,
     ReshapeOp,
     RsqrtOp,
+    ScatterOp,
     SegmentSetOp,
     SetOp,
     SigmoidOp,
@@ -669,8 +670,13 @@ class FusionOps:
             dims, dtype = None, dims
         keep = self._bool(qual, "keepdim", keepdim)
         out = _check_dtype(qual, "dtype", dtype, optional=True)
-        if out is None:
-            out = DataType.Int if op in ("sum", "prod") and x.dtype == DataType.Bool else x.dtype
+        if out is None:  # nvFuser's and torch's: Bool and integer sums and products are Int
+            promoted = op in ("sum", "prod") and (x.dtype == DataType.Bool or x.dtype.is_integral)
+            out = DataType.Int if promoted else x.dtype
+        elif out == DataType.Bool and x.dtype != DataType.Bool:
+            as_bool = self.cast(x, DataType.Bool)  # the input is cast to the dtype first
+            assert isinstance(as_bool, Tensor)
+            x = as_bool
         fd = self._definition
         if x.ndim == 0:  # every axis of a 0-dim tensor: the value itself
             if dims is not None and (
@@ -1306,6 +1312,51 @@ class FusionOps:
         return self._definition._wrap_tensor(TakeAlongAxisOp(x._value, i._value, d))
 
     @_api
+    def scatter(self, arg1: Any, index: Any, src: Any, dim: Any) -> Tensor:
+        """`arg1` with `src` written along `dim` at `index` (nvFuser's and torch's `scatter`):
+        `out[..., index[..., i, ...], ...] = src[..., i, ...]`. The index (Int or Int32) has
+        `arg1`'s rank and, on every other dim, its extent; `src` is a Tensor of the index's shape
+        and `arg1`'s dtype, or a Scalar or number (cast to it). A negative index counts from the
+        end; one outside [-extent, extent) writes nothing (where torch raises), so no kernel
+        writes outside the result; where several indices write one element the largest value
+        wins (torch leaves it unspecified). It runs as a compare with an iota and a max over
+        the index's dim `dim`: one pointwise kernel for one index per row, a reduction reading
+        each row's indices once per element otherwise (meant for few indices per row)."""
+        op = "fd.ops.scatter"
+        x = self._tensor(op, "arg1", arg1)
+        i = self._tensor(op, "index", index)
+        if i.dtype not in (DataType.Int, DataType.Int32):
+            _fail(op, f"argument 'index' must be an Int or Int32 tensor, got {i.dtype}")
+        if x.ndim == 0:
+            _fail(op, "argument 'arg1' is a 0-d tensor; there is no dim to scatter along")
+        if i.ndim != x.ndim:
+            _fail(op, f"argument 'index' has rank {i.ndim}; it needs arg1's rank {x.ndim}")
+        d = self._dims(op, [dim], x.ndim, "dim")[0]
+        if x._shape[d] == 0:
+            _fail(op, f"argument 'arg1' has extent 0 on dim {d}; there is nothing to write")
+        for j, (a, b) in enumerate(zip(x._shape, i._shape, strict=True)):
+            if j != d and not dims_compatible(a, b):
+                _fail(
+                    op,
+                    f"argument 'index' has extent {b} on dim {j}; it needs arg1's {a} there "
+                    f"(index {format_shape(i._shape)}, arg1 {format_shape(x._shape)})",
+                )
+        value = self._operand(op, "src", src)
+        if isinstance(value, Tensor):
+            if value.dtype != x.dtype:
+                _fail(op, f"argument 'src' is {value.dtype.name}; it needs arg1's {x.dtype.name}")
+            if not shapes_compatible(value._shape, i._shape):
+                _fail(
+                    op,
+                    f"argument 'src' has shape {format_shape(value._shape)}; it needs the "
+                    f"index's {format_shape(i._shape)}",
+                )
+            v = value._value
+        else:
+            v = self._as(op, "src", value, x.dtype)
+        return self._definition._wrap_tensor(ScatterOp(x._value, i._value, v, d))
+
+    @_api
     def index_select(self, arg: Any, index: Any, dim: Any) -> Tensor:
         """The entries of `arg` along `dim` at each element of `index` (a 1-D, or 0-d, Int or
         Int32 tensor), as torch's and nvFuser's `index_select`: dim `dim` of the result has the
@@ -1603,7 +1654,8 @@ class FusionOps:
     def sum(self, t: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Tensor:
         """Sum over `dims` (every dim when None, as `sum(t)` and `sum(t, dtype)`); half inputs
         accumulate in f32 and the result is cast back, unless `dtype` names the result type. A
-        Bool input sums to Int."""
+        Bool or integer input sums to Int (nvFuser's and torch's rule); a `dtype` casts the
+        input first."""
         return self._reduce("sum", SumOp, t, dims, keepdim, dtype)
 
     @_api
@@ -1619,8 +1671,9 @@ class FusionOps:
     @_api
     def prod(self, t: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Tensor:
         """Product over `dims` (every dim when None; 1 over an empty dim); half inputs multiply
-        in f32 and the result is cast back, unless `dtype` names the result type. A Bool input
-        multiplies to Int (torch's `prod`); integers wrap on overflow, as torch's do."""
+        in f32 and the result is cast back, unless `dtype` names the result type. A Bool or
+        integer input multiplies to Int (nvFuser's and torch's rule; Int wraps on overflow, as
+        torch's does); a `dtype` casts the input first."""
         return self._reduce("prod", ProdOp, t, dims, keepdim, dtype)
 
     @_api
@@ -2441,18 +2494,21 @@ class FusionDefinition:
         "fuse_matmul") are accepted and have no effect; any other keyword is an InputError
         naming it. Without keywords the check costs one test.
         """
-        profile = False
-        if device is not None or options:
-            profile = _check_execute_options(inputs, device, options)
+        if (device is not None or options) and _check_execute_options(inputs, device, options):
+            return self._execute_profiled(inputs)
         if self._cpu_inputs:
             inputs = self._host_values(inputs)
         compiler = self._compiler  # not @_api: this is the hot path
         if compiler is None:
             compiler = self._fusion_compiler()
-        if profile:
-            outputs, self._profile = compiler.profile(inputs)
-            return outputs
         return compiler.execute(inputs)
+
+    def _execute_profiled(self, inputs: Sequence[Any]) -> list[Any]:
+        """`execute(inputs, profile=True)`: the run, its profile kept for `profile()`."""
+        if self._cpu_inputs:
+            inputs = self._host_values(inputs)
+        outputs, self._profile = self._fusion_compiler().profile(inputs)
+        return outputs
 
     def profile(self) -> FusionProfile:
         """What the last `execute(inputs, profile=True)` measured (nvFuser's `fd.profile()`):

@@ -13,10 +13,11 @@ waits for its events before it returns.
 
 `FusionProfile` keeps nvFuser's names for what both report: `kernel_profiles`, `segments`,
 `cuda_evt_time_ms` (the call on the GPU, first launch to last), `host_time_ms` (the call on the
-host, compilation excluded), `compile_time_ms` (this call's compilation, 0 on a cache hit),
+host, compilation excluded; with numpy inputs the call waits for its outputs, so this holds
+the GPU's time too), `compile_time_ms` (this call's compilation, 0 on a cache hit),
 `kernel_time_ms` (the sum of the kernels'), `input_bytes`, `output_bytes`,
 `effective_bandwidth_gbs` and `percentage_peak_bandwidth`. fuser's peak is the device's
-measured device-to-device copy bandwidth (`copy_gbs`: a 512 MiB `cuMemcpyDtoD`, timed once
+measured device-to-device copy bandwidth (`copy_gbs`: a 256 MiB `cuMemcpyDtoD`, timed once
 per device and process), the figure its benchmarks compare against, not the memory's
 theoretical bandwidth.
 
@@ -39,15 +40,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fuser.errors import CudaError
 from fuser.runtime import driver
 from fuser.runtime.calls import Call
 from fuser.runtime.executor import Entry, TensorParam
 from fuser.runtime.host_evaluator import LaunchRecord, Specialization
 from fuser.runtime.kernel_binding import moved_bytes
-from fuser.runtime.signature import DTYPES_BY_CODE, decode_signature
+from fuser.runtime.signature import DTYPES_BY_CODE, InputMeta, decode_signature
 
-COPY_BYTES = 512 << 20
-"""The bytes the copy that gives `copy_gbs` reads (and writes)."""
+COPY_BYTES = 256 << 20
+"""The bytes the copy that gives `copy_gbs` reads (and writes): five times an H100's L2."""
 
 HEAD_START_MS = 1.0
 """How long the GPU waits before a profiled call's first launch, plus 0.1 ms per launch."""
@@ -184,28 +186,27 @@ _COPY_LOCK = threading.Lock()
 
 def copy_bandwidth(device: int) -> float:
     """The device's device-to-device copy bandwidth in GB/s (read + write bytes per second):
-    the median of 5 timed 512 MiB `cuMemcpyDtoDAsync`s of a zeroed buffer after one untimed,
-    measured on first use per device (the device current) and kept for the process."""
+    the median of 5 timed `COPY_BYTES` `cuMemcpyDtoDAsync`s of a zeroed buffer after one
+    untimed, in memory outside the pool (freed right after), measured on first use per device
+    (the device current) and kept for the process; NaN where the memory is not there (the
+    percentages then read NaN, the call still runs)."""
     with _COPY_LOCK:
         gbs = _COPY_GBS.get(device)
         if gbs is None:
-            stream = driver.Stream()
-            src = driver.alloc(COPY_BYTES, stream)
-            dst = driver.alloc(COPY_BYTES, stream)
             try:
-                driver.memset_d8_async(src, 0, COPY_BYTES, stream)  # (no read of undefined bytes)
-                driver.memcpy_dtod_async(dst, src, COPY_BYTES, stream)
-                times = []
-                for _ in range(5):
-                    start = driver.Event().record(stream)
-                    driver.memcpy_dtod_async(dst, src, COPY_BYTES, stream)
-                    end = driver.Event().record(stream)
-                    end.synchronize()
-                    times.append(start.elapsed_ms(end))
-            finally:
-                driver.free(src, stream)
-                driver.free(dst, stream)
-                stream.synchronize()
+                src, dst = driver.DeviceBuffer(COPY_BYTES), driver.DeviceBuffer(COPY_BYTES)
+            except CudaError:
+                return math.nan  # (not kept: another call may find the memory)
+            stream = driver.Stream()
+            driver.memset_d8_async(src.ptr, 0, COPY_BYTES, stream)  # (no undefined bytes read)
+            driver.memcpy_dtod_async(dst.ptr, src.ptr, COPY_BYTES, stream)
+            times = []
+            for _ in range(5):
+                start = driver.Event().record(stream)
+                driver.memcpy_dtod_async(dst.ptr, src.ptr, COPY_BYTES, stream)
+                end = driver.Event().record(stream)
+                end.synchronize()
+                times.append(start.elapsed_ms(end))
             gbs = _COPY_GBS[device] = _gbs(2 * COPY_BYTES, statistics.median(times))
         return gbs
 
@@ -243,28 +244,40 @@ def run_profiled(
     try:
         with _PROFILE_LOCK:
             copy_gbs = copy_bandwidth(call.device)
-            call.upload()  # host inputs: copied before the clock starts
-            launches = 1 if isinstance(runnable, Entry) else len(runnable.launches)
-            wait(call.device, call.stream, HEAD_START_MS + 0.1 * launches)
-            began = time.perf_counter()
+            # what a first run does once, before the clock starts: upload host inputs, build
+            # the profiled program and upload its constants, load the kernel
+            call.upload()
             if isinstance(runnable, Entry):
-                events: list[driver.Event] = []
-                outputs = runnable.executor.run_entry(runnable, call, events)
-                host_ms = (time.perf_counter() - began) * 1e3
-                kernels = [_entry_profile(runnable, call, events, schedulers, copy_gbs)]
-                span = kernels[0].time_ms
+                spec, launches = None, 1
+                if runnable.func is None:
+                    runnable.executor.load(runnable)
             else:
                 spec = runnable.evaluator.profiled(call.key, call.scalars)
                 assert spec.records is not None
+                if spec.pending_constants:
+                    spec.upload_constants()
+                launches = max(len(spec.launches), len(spec.records))  # (loops: the last run's)
                 spec.records.clear()
+            wait(call.device, call.stream, HEAD_START_MS + 0.1 * launches)
+            began = time.perf_counter()
+            if spec is None:
+                assert isinstance(runnable, Entry)
+                events: list[driver.Event] = []
+                outputs = runnable.executor.run_entry(runnable, call, events)
+                host_ms = (time.perf_counter() - began) * 1e3
+                # (no events: no output elements, no launch)
+                kernels = (
+                    [_entry_profile(runnable, call, events, schedulers, copy_gbs)] if events else []
+                )
+                span = kernels[0].time_ms if kernels else 0.0
+            else:
                 outputs = spec.run(call)
                 host_ms = (time.perf_counter() - began) * 1e3
-                records = list(spec.records)
+                records = list(spec.records or ())
                 kernels = [_launch_profile(r, spec, schedulers, copy_gbs) for r in records]
                 span = _span_ms(spec, records)
     finally:
         previous.make_current()
-    metas, _, _ = decode_signature(call.key, call.layout.is_tensor)
     profile = FusionProfile(
         fusion=call.layout.fusion_name,
         kernel_profiles=tuple(kernels),
@@ -273,13 +286,17 @@ def run_profiled(
         compile_time_ms=compile_time_ms,
         input_bytes=sum(
             moved_bytes(m.shape, m.strides, DTYPES_BY_CODE[m.dtype_code].itemsize)
-            for m in metas
+            for m in _metas(call)
             if m is not None
         ),
         output_bytes=sum(int(getattr(o, "nbytes", 0)) for o in outputs),
         copy_gbs=copy_gbs,
     )
     return outputs, profile
+
+
+def _metas(call: Call) -> tuple[InputMeta | None, ...]:
+    return decode_signature(call.key, call.layout.is_tensor)[0]
 
 
 def _entry_profile(
@@ -289,10 +306,8 @@ def _entry_profile(
     schedulers: Mapping[str, str],
     copy_gbs: float,
 ) -> KernelProfile:
-    """The profile of a one-kernel call (`events`: before and after its launch, or none
-    when it launched nothing)."""
+    """The profile of a one-kernel call's launch (`events`: before and after it)."""
     executor = entry.executor
-    metas, _, _ = decode_signature(call.key, call.layout.is_tensor)
     if events:
         events[1].synchronize()
     name = executor.kernel.kernel_name
@@ -308,7 +323,7 @@ def _entry_profile(
         time_ms=events[0].elapsed_ms(events[1]) if events else 0.0,
         input_bytes=sum(
             moved_bytes(m.shape, m.strides, p.dtype.itemsize)
-            for m, p in zip(metas, executor.params.inputs, strict=True)
+            for m, p in zip(_metas(call), executor.params.inputs, strict=True)
             if m is not None and isinstance(p, TensorParam)
         ),
         output_bytes=sum(

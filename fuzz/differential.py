@@ -106,8 +106,8 @@ ILL_CONDITIONED = 16.0
 from the float64 one (see `mismatch`). The float32 reference's error is one sample of what
 rounding in another order gives, and may be several times smaller than the GPU's by chance: a
 GPU fuzz run found 1 / sum(x) with the sum of 35 values cancelling to 1e-4 of their magnitude,
-the GPU's tree 5 times farther from the float64 value than numpy's pairwise sum (sequential
-sums in f32 land up to 45 times farther)."""
+the GPU's tree 5 times farther from the float64 value than numpy's pairwise sum. The band is a
+statistical one: it holds elements where the two references disagree, only those."""
 
 
 def _differ(
@@ -470,7 +470,7 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
             against_reference("translate-welford", got)
         base = fusion.clone()
         _stage("fuser-decompose", lambda: decompose(base))
-        taken = any(isinstance(op, fu.TakeAlongAxisOp) for op in fusion.walk())
+        taken = any(isinstance(op, fu.TakeAlongAxisOp | fu.ScatterOp) for op in fusion.walk())
         if taken and only in (None, "fuser-decompose"):
             base.verify()
             got = _stage("fuser-decompose", lambda: _reference(base, inputs))

@@ -578,6 +578,42 @@ class Oracle:
         at = np.clip(index.data, 0, x.data.shape[d] - 1).astype(np.int64)  # clamped
         return self._moved(x, lambda a: np.take_along_axis(a, at, axis=d))
 
+    def op_scatter(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        x, index, src = args
+        d = op.kw["dim"]
+        n = x.data.shape[d]
+        at = index.data.astype(np.int64)
+        at = np.where(at < 0, at + n, at)  # from the end; outside [0, n): no write
+        hit = (at >= 0) & (at < n)
+        where = list(np.indices(at.shape))
+        where[d] = at
+        target = tuple(w[hit] for w in where)
+        values = np.broadcast_to(self.as_type(src, x.dtype).astype(x.data.dtype), at.shape)
+        lowest = False if x.dtype == "bool" else _identity("max", x.dtype)
+        best = np.full(x.data.shape, lowest, x.data.dtype)
+        np.maximum.at(best, target, values[hit])  # of several writes the largest, NaN first
+        written = np.zeros(x.data.shape, bool)
+        written[target] = True
+        data = np.where(written, best, x.data)
+        shaky = None
+        src_shaky = src.shaky if isinstance(src, Value) else None
+        if x.shaky is not None or src_shaky is not None:
+            shaky = np.zeros(x.data.shape, bool) if x.shaky is None else x.shaky.copy()
+            if src_shaky is not None:  # an element written from a shaky value
+                marked = np.zeros(x.data.shape, bool)
+                np.logical_or.at(marked, target, np.broadcast_to(src_shaky, at.shape)[hit])
+                shaky = np.where(written, marked, shaky)
+            else:
+                shaky &= ~written
+        result = self._value(data, x.dtype, True, deps, shaky, False)
+        if isinstance(src, Value):
+            exact = src.exact
+        else:  # a number the dtype holds as it is (0.1 is rounded in f16)
+            exact = float(number_value(src, x.dtype)) == float(src)
+        return [replace(result, exact=x.exact and exact)]
+
     @staticmethod
     def _taken(index: np.ndarray, extent: int) -> np.ndarray:
         """Where a take reads for `index`: a negative one counts from the end, then clamped."""
@@ -612,11 +648,13 @@ class Oracle:
 
     def _reduce(self, op: Op, x: Value) -> list[Value]:
         kw = op.kw
-        out = kw.get("dtype") or (
-            "i64" if op.op in ("sum", "prod") and x.dtype == "bool" else x.dtype
-        )
+        promoted = op.op in ("sum", "prod") and x.dtype in ("bool", "i32", "i64")
+        out = kw.get("dtype") or ("i64" if promoted else x.dtype)
         compute = "i32" if out == "bool" else compute_type(out)
-        a = convert(x.data, x.dtype, compute)
+        source, data = x.dtype, x.data
+        if out == "bool" and source != "bool":  # the input is cast to the dtype first
+            source, data = "bool", convert(data, source, "bool")
+        a = convert(data, source, compute)
         axes, keep = tuple(kw["dims"]), kw["keepdim"]
         if op.op == "sum":
             data = np.sum(a, axis=axes, keepdims=keep, dtype=a.dtype)

@@ -172,6 +172,7 @@ ALL_OPS = (
     "pad",
     "cat",
     "take_along_axis",
+    "scatter",
     "index_select",
     "select",
     "embedding_fwd",
@@ -356,6 +357,14 @@ def _lossless(src: str, dst: str, mag: float) -> bool:
     if src in INTS:
         return dst == "bool" or (mag < 2.0**31 if dst in INTS else mag <= _EXACT_INTS[dst])
     return dst in _WIDER_FLOATS[src]
+
+
+def _batch_extent(a: int, b: int) -> int:
+    """A batch dim of a matmul's result from its operands' declared extents (-1: dynamic), as
+    torch broadcasts them: a static 1 takes the other's, a dynamic one a static other."""
+    if a == 1 or a == -1:
+        return b if b != 1 else a
+    return a
 
 
 def _representable(x: Number, dtype: str) -> bool:
@@ -996,6 +1005,49 @@ class _Generator:
         )
         return True
 
+    def gen_scatter(self) -> bool:
+        """A tensor with values written along a dim at a new index input (values in ±1..9:
+        many count from the end or write nothing, some repeat): from a new tensor input of the
+        index's shape, a new scalar input or a Python number."""
+        x = self.pick(lambda v: v.is_tensor and any(e > 0 for e in v.shape or ()))
+        if x is None:
+            return False
+        assert x.shape is not None and x.declared is not None
+        d = self.rng.choice([j for j, e in enumerate(x.shape) if e > 0])
+        k = self.rng.choice([1, 1, 2, 3])
+        shape = tuple(k if j == d else e for j, e in enumerate(x.shape))
+        declared = tuple(
+            (k if self.rng.random() < 0.5 else -1) if j == d else e
+            for j, e in enumerate(x.declared)
+        )
+        index = self.new_input(self.rng.choice(INTS), shape, declared)
+        pick = self.rng.random()
+        src: str | Number
+        if pick < 0.5:
+            value = self.new_input(x.dtype, shape, declared)
+            src, mag, exact = value.name, value.mag, value.exact
+        elif pick < 0.75:
+            value = self.new_input(x.dtype, None)
+            src, mag, exact = value.name, value.mag, value.exact
+        else:
+            if x.dtype in FLOATS:
+                src = self.rng.choice(FLOAT_CONSTANTS)
+            elif x.dtype in INTS:
+                src = self.rng.choice(INT_CONSTANTS)
+            else:
+                src = self.rng.random() < 0.5
+            mag, exact = abs(float(src)), _representable(src, x.dtype)
+        self.add_op(
+            "scatter",
+            [x.name, index.name, src],
+            [(x.dtype, x.shape, x.declared)],
+            max(x.mag, mag),
+            x.exact and exact,
+            False,
+            dim=d,
+        )
+        return True
+
     def _take_source(self) -> tuple[_Value, int] | None:
         """A tensor and a dim of it with elements to take."""
         x = self.pick(lambda v: v.is_tensor and any(e > 0 for e in v.shape or ()))
@@ -1150,7 +1202,8 @@ class _Generator:
         dtype = None
         if x.dtype in FLOATS and self.rng.random() < 0.2:
             dtype = self.rng.choice(FLOATS)
-        out = dtype or ("i64" if op in ("sum", "prod") and x.dtype == "bool" else x.dtype)
+        promoted = op in ("sum", "prod") and x.dtype in ("bool", *INTS)
+        out = dtype or ("i64" if promoted else x.dtype)
         mag = x.mag
         if op == "sum":
             mag = x.mag * max(n, 1)
@@ -1239,7 +1292,9 @@ class _Generator:
             return False
         b = self.new_input(a.dtype, (*batch_dims, k, n))
         shape = (*batch_dims, m, n)
-        declared = (*a.declared[:-1], -1 if b.declared is None else b.declared[-1])
+        assert b.declared is not None
+        batch = [_batch_extent(x, y) for x, y in zip(a.declared[:-2], b.declared[:-2], strict=True)]
+        declared = (*batch, a.declared[-2], b.declared[-1])
         mag = a.mag * b.mag * max(k, 1)
         self.add_op("matmul", [a.name, b.name], [(a.dtype, shape, declared)], mag, False)
         return True
@@ -1340,6 +1395,7 @@ class _Generator:
             "pad": self.gen_pad,
             "cat": self.gen_cat,
             "take_along_axis": self.gen_take_along_axis,
+            "scatter": self.gen_scatter,
             "index_select": self.gen_index_select,
             "select": self.gen_select,
             "embedding_fwd": self.gen_embedding_fwd,

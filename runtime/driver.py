@@ -381,22 +381,29 @@ def free(ptr: int, stream: StreamLike = None) -> None:
     check(cu.cuMemFreeAsync(ptr, stream_handle(stream)), "cuMemFreeAsync")
 
 
-class DeviceConstant:
-    """A copy of host bytes in device memory outside the stream-ordered pool, for the constants
-    a host program uploads once and every later call reads (`host.iota`). It is freed with
-    `cuMemFree`, which waits for the device's work: a kernel still reading it on any stream
-    finishes first, where a pool free is ordered on one stream only."""
+class DeviceBuffer:
+    """Device memory outside the stream-ordered pool (which keeps what it frees), freed with
+    `cuMemFree` when the object goes; `cuMemFree` waits for the device's work: a kernel still
+    reading it on any stream finishes first, where a pool free is ordered on one stream only."""
 
-    def __init__(self, address: int, nbytes: int) -> None:
+    def __init__(self, nbytes: int) -> None:
         self.nbytes = nbytes
         self.ptr = int(check(cu.cuMemAlloc(max(nbytes, 1)), "cuMemAlloc"))
-        if nbytes:
-            memcpy_htod(self.ptr, address, nbytes)  # complete when this returns
 
     def __del__(self) -> None:
         ptr, self.ptr = getattr(self, "ptr", 0), 0
         if ptr:
             _release(cu.cuMemFree, ptr, "cuMemFree")
+
+
+class DeviceConstant(DeviceBuffer):
+    """A copy of host bytes in a `DeviceBuffer`, for the constants a host program uploads once
+    and every later call reads (`host.iota`)."""
+
+    def __init__(self, address: int, nbytes: int) -> None:
+        super().__init__(nbytes)
+        if nbytes:
+            memcpy_htod(self.ptr, address, nbytes)  # complete when this returns
 
 
 def pool_used_bytes(device: Device | None = None) -> int:

@@ -1127,7 +1127,8 @@ class _Builder:
                 self.batched[fn] = launcher
         else:
             fn = self.launch_with_arguments(op, launcher, grid, arg_regs, stream)
-        code.append(self.timed(op, fn, launcher, stream) if self.profile else fn)
+        skip = reads_registers(launcher) and launcher.skip  # (nothing to time)
+        code.append(self.timed(op, fn, launcher, stream) if self.profile and not skip else fn)
 
     def launch_with_arguments(
         self,

@@ -111,6 +111,7 @@ from fuser.dialects.fusion import (
     ReshapeOp,
     ResizeOp,
     RsqrtOp,
+    ScatterOp,
     SegmentOp,
     SegmentSetOp,
     SetOp,
@@ -132,6 +133,7 @@ from fuser.dialects.fusion import (
     YieldOp,
     element_type,
     format_shape,
+    scatter_mismatch,
     take_from_empty,
     take_mismatch,
 )
@@ -240,11 +242,15 @@ BINARY_FUNCTIONS: dict[type[BinaryOp], Callable[[Any, Any], Any]] = {
 
 
 def _identity_max(dtype: np.dtype) -> Any:
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    if dtype.kind == "b":
+        return False
+    return -np.inf if dtype in FLOAT_DTYPES else np.iinfo(dtype).min
 
 
 def _identity_min(dtype: np.dtype) -> Any:
-    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+    if dtype.kind == "b":
+        return True
+    return np.inf if dtype in FLOAT_DTYPES else np.iinfo(dtype).max
 
 
 REDUCTION_FUNCTIONS: dict[type[ReductionOp], Callable[[np.ndarray, tuple[int, ...], bool], Any]] = {
@@ -512,6 +518,26 @@ class FusionFunctions(InterpreterFunctions):
             raise InputError(f"{describe_op(op)}: {problem}")
         clamped = np.clip(index, 0, max(x.shape[d] - 1, 0))  # as the kernels clamp
         return (np.take_along_axis(x, clamped.astype(np.int64), axis=d),)
+
+    @impl(ScatterOp)
+    def run_scatter(self, interp: Interpreter, op: ScatterOp, args: PythonValues) -> PythonValues:
+        x, index = np.asarray(args[0]), np.asarray(args[1])
+        src = np.asarray(args[2], dtype=x.dtype)
+        d = op.axis
+        problem = scatter_mismatch(x.shape, index.shape, src.shape if src.ndim else None, d)
+        if problem is not None:
+            raise InputError(f"{describe_op(op)}: {problem}")
+        n = x.shape[d]
+        at = np.where(index < 0, index + n, index).astype(np.int64)
+        hit = (at >= 0) & (at < n)  # an index outside [-n, n) writes nothing
+        coords = np.indices(index.shape)
+        target = tuple((at if j == d else coords[j])[hit] for j in range(index.ndim))
+        # several writes of one element: the largest value (maximum propagates a NaN)
+        best = np.full(x.shape, _identity_max(x.dtype), x.dtype)
+        np.maximum.at(best, target, np.broadcast_to(src, index.shape)[hit])
+        written = np.zeros(x.shape, bool)
+        written[target] = True
+        return (np.where(written, best, x),)
 
     @impl(TakeOp)
     def run_take(self, interp: Interpreter, op: TakeOp, args: PythonValues) -> PythonValues:

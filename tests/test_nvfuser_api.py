@@ -150,6 +150,28 @@ def test_reductions_without_dims_reduce_every_dim(rng: np.random.Generator) -> N
     np.testing.assert_allclose(product, a.astype(np.float64).prod(), rtol=1e-5)
 
 
+def test_integer_sums_and_products_are_int_and_a_dtype_casts_first() -> None:
+    """nvFuser's and torch's rules: a Bool or integer sum or product is Int (an Int32 one no
+    longer wraps at 32 bits); `dtype=Bool` casts the input to Bool first (0.5 is true)."""
+    with FusionDefinition("int_reductions") as fd:
+        i = fd.define_tensor([-1], DataType.Int32)
+        f = fd.define_tensor([-1], DataType.Float)
+        fd.add_output(fd.ops.sum(i))
+        fd.add_output(fd.ops.prod(i))
+        fd.add_output(fd.ops.prod(f, dtype=DataType.Bool))
+        fd.add_output(fd.ops.sum(i, dtype=DataType.Bool))
+    assert [o.dtype for o in fd.outputs] == [
+        DataType.Int,
+        DataType.Int,
+        DataType.Bool,
+        DataType.Bool,
+    ]
+    big = np.array([65536, 65536, 3], np.int32)
+    total, product, f_all, any_set = fd.reference([big, np.array([0.5, 2.0], np.float32)])
+    assert total == 131075 and product == 3 * 2**32 and total.dtype == np.int64
+    assert bool(f_all) is True and bool(any_set) is True
+
+
 def _negate() -> FusionDefinition:
     with FusionDefinition("neg") as fd:
         fd.add_output(fd.ops.neg(fd.define_tensor([-1])))

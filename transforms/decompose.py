@@ -14,6 +14,20 @@ cross-entropy's target), the compare runs over `x`'s own shape and the reduction
 other reductions (its logsumexp) can share a kernel with; otherwise a new dim holds the `n`
 candidates of each of the index's `k`, so the kernel reads each row of `x` `k` times (from cache):
 meant for small `k`.
+
+`fusion.scatter(x, index, src, d)` becomes the same compare, the other way round: each position
+`p` of `x` along `d` is compared with the index and with the index plus `n` (the iota's last
+element plus one), so an index in [-n, 0) counts from the end and any other outside [0, n)
+matches no position (writes nothing),
+
+    hit(p, j) = index[..., j, ...] == p  or  index[..., j, ...] + n == p
+    out[..., p, ...] = any_j hit ? max_j where(hit, src[..., j, ...], lowest) : x[..., p, ...]
+
+Where the index has extent 1 on `d`, the compare runs over `x`'s own shape and the result is a
+where: one pointwise kernel. Otherwise a new dim after `d` holds the `k` candidates and two max
+reductions over it give whether any index wrote the element and the largest value written (in
+f32 for half types, exactly): a reduction kernel reading the index and `src` `n` times per row
+(from cache), meant for small `k`.
 """
 
 from __future__ import annotations
@@ -152,10 +166,83 @@ class DecomposeTakeAlongAxis(RewritePattern):
         rewriter.replace(op, b.ops, [result])
 
 
+class DecomposeScatter(RewritePattern):
+    """`scatter` as an iota compare, max reductions and a where (see the module docstring)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fu.ScatterOp, rewriter: PatternRewriter, /):
+        b = _Ops(op.result.name_hint or "scatter")
+        x, index, src, d = op.input, op.index, op.src, op.axis
+        x_shape = fu.shape_of(x.type) or ()
+        index_shape = fu.shape_of(index.type) or ()
+        index_type = fu.element_type(index.type)
+        n, k, rank = x_shape[d], index_shape[d], len(x_shape)
+        length = b.extent(x, d) if n == DYNAMIC_INDEX else None
+        iota = b.add(fu.IotaOp(0, 1, TensorType(index_type, [n]), length), "positions")
+        last = b.add(fu.SliceOp(iota, [-1], [END], [1]), "last")
+        if n == DYNAMIC_INDEX:  # of extent 1 (n > 0), typed so: it then broadcasts
+            last = b.add(fu.ReshapeOp(last, [1]), "last1")
+        one = b.add(fu.ConstantOp.of(1, index_type), "one")
+        count = b.add(fu.AddOp(last, one, last.type), "count")  # n, as a [1] tensor
+        el = fu.element_type(x.type)
+        if k == 1:  # the compare runs over x's own shape: pointwise, no reduction
+            shape, index_dims, candidates = list(x_shape), list(range(rank)), None
+
+            def extent(j: int) -> SSAValue:
+                return b.extent(x, j)
+
+        else:  # a new dim d + 1 holds the k candidates of each of x's n positions
+            shape = [*x_shape[: d + 1], k, *x_shape[d + 1 :]]
+            index_dims = [j if j < d else j + 1 for j in range(rank)]
+            candidates = d + 1
+
+            def extent(j: int) -> SSAValue:
+                if j == d + 1:
+                    return b.extent(index, d)
+                return b.extent(x, j if j <= d else j - 1)
+
+        positions = b.broadcast(iota, shape, [d], extent, "each")
+        at = b.broadcast(index, shape, index_dims, extent, "index")
+        wrapped = b.add(
+            fu.AddOp(at, b.broadcast(count, shape, [d], extent, "counts"), at.type), "wrapped"
+        )
+        hit_t = TensorType(fu.I1, shape)
+        direct = b.add(fu.EqOp(positions, at, hit_t), "direct")
+        from_end = b.add(fu.EqOp(positions, wrapped, hit_t), "from_end")  # index in [-n, 0)
+        hit = b.add(fu.WhereOp(direct, direct, from_end, hit_t), "hit")
+        is_tensor = isinstance(src.type, TensorType)
+        if candidates is None:
+            written = hit
+            value = b.broadcast(src, shape, index_dims, extent, "src") if is_tensor else src
+        else:
+            counted = fu.I32
+            zero, unit = (b.add(fu.ConstantOp.of(c, counted), f"c{c}") for c in (0, 1))
+            hits = b.add(fu.WhereOp(hit, unit, zero, TensorType(counted, shape)), "hits")
+            x_type = TensorType(counted, x_shape)
+            times = b.add(fu.MaxOp(hits, [candidates], False, x_type), "times")
+            written = b.add(fu.GtOp(times, zero, TensorType(fu.I1, x_shape)), "written")
+            value = src
+            if is_tensor:  # of several writes of one element, the largest value
+                compute = _COMPUTE.get(el, el)
+                values = b.broadcast(b.cast(src, compute, "src"), shape, index_dims, extent, "src")
+                lowest = fu.reduction_identity("max", compute)
+                low = b.add(fu.ConstantOp.of(lowest, compute), "lowest")
+                picked = b.add(fu.WhereOp(hit, values, low, values.type), "picked")
+                best = b.add(
+                    fu.MaxOp(picked, [candidates], False, TensorType(compute, x_shape)), "best"
+                )
+                value = b.cast(best, el, "value")
+        result = b.add(fu.WhereOp(written, value, x, x.type), "scattered")
+        result.name_hint = op.result.name_hint  # the value the fusion had
+        rewriter.replace(op, b.ops, [result])
+
+
 def decompose(fusion: fu.FusionOp) -> None:
     """Applies the pass to one fusion, in place."""
     # no dead-code elimination: the compiler planned split factors on every matmul, dead or not
-    applier = GreedyRewritePatternApplier([DecomposeTakeAlongAxis()], dce_enabled=False)
+    applier = GreedyRewritePatternApplier(
+        [DecomposeTakeAlongAxis(), DecomposeScatter()], dce_enabled=False
+    )
     PatternRewriteWalker(applier).rewrite_region(fusion.body)
 
 

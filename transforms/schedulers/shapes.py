@@ -113,6 +113,12 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
         if problem is not None:
             raise ShapeMismatch(f"'{op.name}' {problem}")
         return [index]
+    if isinstance(op, fu.ScatterOp):
+        shape, src = _shape(env, op.input), _tensor_shape(env, op.src)
+        problem = fu.scatter_mismatch(shape, _shape(env, op.index), src, op.axis)
+        if problem is not None:
+            raise ShapeMismatch(f"'{op.name}' {problem}")
+        return [shape]
     if isinstance(op, fu.TakeOp):
         shape, index = _shape(env, op.input), _tensor_shape(env, op.index) or ()
         problem = fu.take_from_empty(shape, index, op.axis)
@@ -206,6 +212,7 @@ class _ShapeSteps:
                     | fu.SliceOp
                     | fu.ResizeOp
                     | fu.TakeAlongAxisOp
+                    | fu.ScatterOp
                     | fu.TakeOp,
                 )
                 or len(op.results) != 1

@@ -147,6 +147,19 @@ fusion.fusion @take(%x: tensor<?x50257xbf16>, %t: tensor<?x1xi64>, %k: tensor<8x
 // CHECK-NEXT:    %a = fusion.take_along_axis %x, %t[1] : tensor<?x50257xbf16>, tensor<?x1xi64> -> tensor<?x1xbf16>
 // CHECK-NEXT:    %b = fusion.take_along_axis %y, %k[1] : tensor<8x?xf32>, tensor<8x3xi32> -> tensor<8x3xf32>
 
+// scatter: an index of the input's rank, a src of the index's shape or a scalar, the input's type.
+fusion.fusion @scatter(%x: tensor<?x9xf32>, %i: tensor<?x2xi64>, %v: tensor<?x2xf32>, %c: f32, %b: tensor<4x?xi1>, %j: tensor<1x?xi32>, %w: tensor<1x?xi1>) -> (tensor<?x9xf32>, tensor<?x9xf32>, tensor<4x?xi1>) {
+  %y = fusion.scatter %x, %i, %v[1] : tensor<?x9xf32>, tensor<?x2xi64>, tensor<?x2xf32> -> tensor<?x9xf32>
+  %z = fusion.scatter %x, %i, %c[1] : tensor<?x9xf32>, tensor<?x2xi64>, f32 -> tensor<?x9xf32>
+  %m = fusion.scatter %b, %j, %w[0] : tensor<4x?xi1>, tensor<1x?xi32>, tensor<1x?xi1> -> tensor<4x?xi1>
+  fusion.output %y, %z, %m : tensor<?x9xf32>, tensor<?x9xf32>, tensor<4x?xi1>
+}
+
+// CHECK-LABEL: fusion.fusion @scatter
+// CHECK-NEXT:    %y = fusion.scatter %x, %i, %v[1] : tensor<?x9xf32>, tensor<?x2xi64>, tensor<?x2xf32> -> tensor<?x9xf32>
+// CHECK-NEXT:    %z = fusion.scatter %x, %i, %c[1] : tensor<?x9xf32>, tensor<?x2xi64>, f32 -> tensor<?x9xf32>
+// CHECK-NEXT:    %m = fusion.scatter %b, %j, %w[0] : tensor<4x?xi1>, tensor<1x?xi32>, tensor<1x?xi1> -> tensor<4x?xi1>
+
 // take: the taken dim replaced by the index's shape (a scalar index drops it).
 fusion.fusion @take_rows(%w: tensor<32000x?xbf16>, %i: tensor<?x?xi64>, %j: tensor<5xi32>, %s: i64) -> (tensor<?x?x?xbf16>, tensor<32000x5xbf16>, tensor<?xbf16>) {
   %e = fusion.take %w, %i dim 0 : tensor<32000x?xbf16>, tensor<?x?xi64> -> tensor<?x?x?xbf16>

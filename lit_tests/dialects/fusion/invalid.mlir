@@ -1190,6 +1190,69 @@ fusion.fusion @f(%x: tensor<f32>) -> () {
 
 // -----
 
+// scatter: an integer index
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x1xf32>, %v: tensor<4x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.scatter' index has element type f32, expected one of i32, i64}}
+  %y = fusion.scatter %x, %i, %v[1] : tensor<4x6xf32>, tensor<4x1xf32>, tensor<4x1xf32> -> tensor<4x6xf32>
+  fusion.output
+}
+
+// -----
+
+// scatter: the index has the input's rank
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4xi64>, %v: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.scatter' index has rank 1; it needs the input's rank 2}}
+  %y = fusion.scatter %x, %i, %v[1] : tensor<4x6xf32>, tensor<4xi64>, tensor<4xf32> -> tensor<4x6xf32>
+  fusion.output
+}
+
+// -----
+
+// scatter: dim in range
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x1xi64>, %v: tensor<4x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.scatter' dim 2 is out of range for rank 2}}
+  %y = fusion.scatter %x, %i, %v[2] : tensor<4x6xf32>, tensor<4x1xi64>, tensor<4x1xf32> -> tensor<4x6xf32>
+  fusion.output
+}
+
+// -----
+
+// scatter: only dim may differ
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<3x1xi64>, %v: tensor<3x1xf32>) -> () {
+  // expected-error @+1 {{'fusion.scatter' index dim 0 has extent 3, the input's 4: only dim 1 may differ}}
+  %y = fusion.scatter %x, %i, %v[1] : tensor<4x6xf32>, tensor<3x1xi64>, tensor<3x1xf32> -> tensor<4x6xf32>
+  fusion.output
+}
+
+// -----
+
+// scatter: src of the input's element type
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x1xi64>, %v: tensor<4x1xf16>) -> () {
+  // expected-error @+1 {{'fusion.scatter' src has element type f16; it must be the input's, f32}}
+  %y = fusion.scatter %x, %i, %v[1] : tensor<4x6xf32>, tensor<4x1xi64>, tensor<4x1xf16> -> tensor<4x6xf32>
+  fusion.output
+}
+
+// -----
+
+// scatter: src of the index's shape
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x2xi64>, %v: tensor<4x3xf32>) -> () {
+  // expected-error @+1 {{'fusion.scatter' src has shape [4, 3]; it must be a scalar or have the index's shape [4, 2]}}
+  %y = fusion.scatter %x, %i, %v[1] : tensor<4x6xf32>, tensor<4x2xi64>, tensor<4x3xf32> -> tensor<4x6xf32>
+  fusion.output
+}
+
+// -----
+
+// scatter: the result has the input's type
+fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x2xi64>, %v: f32) -> () {
+  // expected-error @+1 {{'fusion.scatter' result has type tensor<?x6xf32>; it must be the input's, tensor<4x6xf32>}}
+  %y = fusion.scatter %x, %i, %v[1] : tensor<4x6xf32>, tensor<4x2xi64>, f32 -> tensor<?x6xf32>
+  fusion.output
+}
+
+// -----
+
 // take_along_axis: an integer index
 fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x1xf32>) -> () {
   // expected-error @+1 {{'fusion.take_along_axis' index has element type f32, expected one of i32, i64}}
