@@ -1837,6 +1837,27 @@ class IotaOp(IotaLikeOp):
             )
 
 
+def _check_index_along(
+    op: IRDLOperation, input: SSAValue, index: SSAValue, dim: int
+) -> tuple[int, ...]:
+    """An index along `dim` of `input` (`take_along_axis`, `scatter`): the input's rank, `dim`
+    in range, every other dim the input's extent. Returns the index's shape."""
+    shape, index_shape = shape_of(input.type) or (), shape_of(index.type) or ()
+    if len(index_shape) != len(shape):
+        raise VerifyException(
+            f"'{op.name}' index has rank {len(index_shape)}; it needs the input's rank {len(shape)}"
+        )
+    if not 0 <= dim < len(shape):
+        raise VerifyException(f"'{op.name}' dim {dim} is out of range for rank {len(shape)}")
+    for j, (a, b) in enumerate(zip(shape, index_shape, strict=True)):
+        if j != dim and not dims_compatible(a, b):
+            raise VerifyException(
+                f"'{op.name}' index dim {j} has extent {b}, the input's {a}: only dim {dim} "
+                "may differ"
+            )
+    return index_shape
+
+
 @irdl_op_definition
 class TakeAlongAxisOp(IRDLOperation):
     """`input` gathered along `dim` at `index` (nvFuser's `take_along_axis`, numpy's and
@@ -1880,21 +1901,8 @@ class TakeAlongAxisOp(IRDLOperation):
         _check_values(self)
         _check_same_element(self, self.result)
         _check_element(self.name, "index", self.index.type, (I32, I64))
-        shape, index = shape_of(self.input.type) or (), shape_of(self.index.type) or ()
-        d = self.axis
-        if len(index) != len(shape):
-            raise VerifyException(
-                f"'{self.name}' index has rank {len(index)}; it needs the input's rank {len(shape)}"
-            )
-        if not 0 <= d < len(shape):
-            raise VerifyException(f"'{self.name}' dim {d} is out of range for rank {len(shape)}")
-        for j, (a, b) in enumerate(zip(shape, index, strict=True)):
-            if j != d and not dims_compatible(a, b):
-                raise VerifyException(
-                    f"'{self.name}' index dim {j} has extent {b}, the input's {a}: only dim {d} "
-                    "may differ"
-                )
-        expected = gathered_shape(self.input, self.index, d)
+        _check_index_along(self, self.input, self.index, self.axis)
+        expected = gathered_shape(self.input, self.index, self.axis)
         if tuple(shape_of(self.result.type) or ()) != expected:
             raise VerifyException(
                 f"'{self.name}' result must have shape {format_shape(expected)}, got "
@@ -1902,12 +1910,18 @@ class TakeAlongAxisOp(IRDLOperation):
             )
 
 
+def _other_dim_differs(shape: Sequence[int], index: Sequence[int], dim: int) -> int | None:
+    """The first dim other than `dim` where run-time extents differ, or None."""
+    return next(
+        (j for j, (a, b) in enumerate(zip(shape, index, strict=True)) if j != dim and a != b), None
+    )
+
+
 def take_mismatch(shape: Sequence[int], index: Sequence[int], dim: int) -> str | None:
     """Why a `take_along_axis` along `dim` of run-time `shape` at an index of run-time `index`
     shape cannot run (another dim differs, or there is nothing to take), or None."""
-    for j, (a, b) in enumerate(zip(shape, index, strict=True)):
-        if j != dim and a != b:
-            return f"cannot take {list(index)} indices from {list(shape)}: dim {j} differs"
+    if (j := _other_dim_differs(shape, index, dim)) is not None:
+        return f"cannot take {list(index)} indices from {list(shape)}: dim {j} differs"
     if shape[dim] == 0:
         return f"cannot take from dim {dim} of extent 0"
     return None
@@ -1971,20 +1985,7 @@ class ScatterOp(IRDLOperation):
     def verify_(self) -> None:
         _check_values(self)
         _check_element(self.name, "index", self.index.type, (I32, I64))
-        shape, index = shape_of(self.input.type) or (), shape_of(self.index.type) or ()
-        d = self.axis
-        if len(index) != len(shape):
-            raise VerifyException(
-                f"'{self.name}' index has rank {len(index)}; it needs the input's rank {len(shape)}"
-            )
-        if not 0 <= d < len(shape):
-            raise VerifyException(f"'{self.name}' dim {d} is out of range for rank {len(shape)}")
-        for j, (a, b) in enumerate(zip(shape, index, strict=True)):
-            if j != d and not dims_compatible(a, b):
-                raise VerifyException(
-                    f"'{self.name}' index dim {j} has extent {b}, the input's {a}: only dim {d} "
-                    "may differ"
-                )
+        index = _check_index_along(self, self.input, self.index, self.axis)
         el = element_type(self.input.type)
         if element_type(self.src.type) != el:
             raise VerifyException(
@@ -2009,9 +2010,8 @@ def scatter_mismatch(
 ) -> str | None:
     """Why a `scatter` along `dim` into run-time `shape` at an index of run-time `index` shape
     from a `src` of run-time shape (None: a scalar) cannot run, or None."""
-    for j, (a, b) in enumerate(zip(shape, index, strict=True)):
-        if j != dim and a != b:
-            return f"cannot scatter {list(index)} indices into {list(shape)}: dim {j} differs"
+    if (j := _other_dim_differs(shape, index, dim)) is not None:
+        return f"cannot scatter {list(index)} indices into {list(shape)}: dim {j} differs"
     if src is not None and tuple(src) != tuple(index):
         return f"src has shape {list(src)}, the index {list(index)}"
     if shape[dim] == 0:

@@ -1323,15 +1323,9 @@ class FusionOps:
         the index's dim `dim`: one pointwise kernel for one index per row, a reduction reading
         each row's indices once per element otherwise (meant for few indices per row)."""
         op = "fd.ops.scatter"
-        x = self._tensor(op, "arg1", arg1)
-        i = self._tensor(op, "index", index)
-        if i.dtype not in (DataType.Int, DataType.Int32):
-            _fail(op, f"argument 'index' must be an Int or Int32 tensor, got {i.dtype}")
-        if x.ndim == 0:
-            _fail(op, "argument 'arg1' is a 0-d tensor; there is no dim to scatter along")
+        x, i, d = self._index_operands(op, "arg1", arg1, index, dim)
         if i.ndim != x.ndim:
             _fail(op, f"argument 'index' has rank {i.ndim}; it needs arg1's rank {x.ndim}")
-        d = self._dims(op, [dim], x.ndim, "dim")[0]
         if x._shape[d] == 0:
             _fail(op, f"argument 'arg1' has extent 0 on dim {d}; there is nothing to write")
         for j, (a, b) in enumerate(zip(x._shape, i._shape, strict=True)):
@@ -1497,17 +1491,24 @@ class FusionOps:
         assert isinstance(result, Tensor)
         return result
 
-    def _take_operands(
-        self, op: str, arg: object, index: object, dim: object
+    def _index_operands(
+        self, op: str, name: str, arg: object, index: object, dim: object
     ) -> tuple[Tensor, Tensor, int]:
-        """`arg`, an Int or Int32 `index` tensor and `dim` of a take, checked."""
-        x = self._tensor(op, "arg", arg)
+        """The tensor `arg` (argument `name`), an Int or Int32 `index` tensor and `dim` of an
+        op that indexes along a dim, checked."""
+        x = self._tensor(op, name, arg)
         i = self._tensor(op, "index", index)
         if i.dtype not in (DataType.Int, DataType.Int32):
             _fail(op, f"argument 'index' must be an Int or Int32 tensor, got {i.dtype}")
         if x.ndim == 0:
-            _fail(op, "argument 'arg' is a 0-d tensor; there is no dim to take along")
-        d = self._dims(op, [dim], x.ndim, "dim")[0]
+            _fail(op, f"argument '{name}' is a 0-d tensor; there is no dim to index along")
+        return x, i, self._dims(op, [dim], x.ndim, "dim")[0]
+
+    def _take_operands(
+        self, op: str, arg: object, index: object, dim: object
+    ) -> tuple[Tensor, Tensor, int]:
+        """`arg`, an Int or Int32 `index` tensor and `dim` of a take, checked."""
+        x, i, d = self._index_operands(op, "arg", arg, index, dim)
         if take_from_empty(x._shape, i._shape, d):
             _fail(op, f"argument 'arg' has extent 0 on dim {d}; there is nothing to take")
         return x, i, d

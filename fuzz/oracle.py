@@ -233,9 +233,11 @@ def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """C's integer division (toward zero); by zero, what torch's CUDA kernels give on an H200:
     -1 for i32, and for i64 4294967295 where the dividend lies in [0, 2**32), else -1."""
-    with np.errstate(divide="ignore"):
-        q = np.abs(a) // np.where(b == 0, 1, np.abs(b))
-    q = np.where((a < 0) != (b < 0), -q, q)
+    divisor = np.where(b == 0, 1, b)
+    with np.errstate(all="ignore"):  # (no np.abs: |INT64_MIN| does not fit)
+        q = a // divisor  # floor; the remainder below is exact in wrapping arithmetic
+        r = a - q * divisor
+    q = np.where((r != 0) & ((a < 0) != (divisor < 0)), q + 1, q)  # toward zero
     small = (a >= 0) & (a <= 0xFFFFFFFF) & (a.dtype == np.int64)
     by_zero = np.where(small, 0xFFFFFFFF, -1)
     return np.where(b == 0, by_zero, q).astype(a.dtype)

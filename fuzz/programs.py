@@ -975,12 +975,12 @@ class _Generator:
         )
         return True
 
-    def gen_take_along_axis(self) -> bool:
-        """k of a tensor's elements along a dim, at a new index input (values in [-9, 9]:
-        many are clamped)."""
+    def _index_along(self) -> tuple[_Value, int, _Value] | None:
+        """A tensor, a dim of it with elements, and a new index input along that dim: its
+        extent 1, 2 or 3 there (static or not), the tensor's elsewhere."""
         x = self.pick(lambda v: v.is_tensor and any(e > 0 for e in v.shape or ()))
         if x is None:
-            return False
+            return None
         assert x.shape is not None and x.declared is not None
         d = self.rng.choice([j for j, e in enumerate(x.shape) if e > 0])
         k = self.rng.choice([1, 1, 2, 3])
@@ -989,7 +989,17 @@ class _Generator:
             (k if self.rng.random() < 0.5 else -1) if j == d else e
             for j, e in enumerate(x.declared)
         )
-        index = self.new_input(self.rng.choice(INTS), shape, declared)
+        return x, d, self.new_input(self.rng.choice(INTS), shape, declared)
+
+    def gen_take_along_axis(self) -> bool:
+        """k of a tensor's elements along a dim, at a new index input (values in [-9, 9]:
+        many are clamped)."""
+        picked = self._index_along()
+        if picked is None:
+            return False
+        x, d, index = picked
+        assert x.declared is not None and index.shape is not None and index.declared is not None
+        shape, declared = index.shape, index.declared
         result = tuple(
             b if j == d or b != -1 else a
             for j, (a, b) in enumerate(zip(x.declared, declared, strict=True))
@@ -1009,18 +1019,12 @@ class _Generator:
         """A tensor with values written along a dim at a new index input (values in ±1..9:
         many count from the end or write nothing, some repeat): from a new tensor input of the
         index's shape, a new scalar input or a Python number."""
-        x = self.pick(lambda v: v.is_tensor and any(e > 0 for e in v.shape or ()))
-        if x is None:
+        picked = self._index_along()
+        if picked is None:
             return False
-        assert x.shape is not None and x.declared is not None
-        d = self.rng.choice([j for j, e in enumerate(x.shape) if e > 0])
-        k = self.rng.choice([1, 1, 2, 3])
-        shape = tuple(k if j == d else e for j, e in enumerate(x.shape))
-        declared = tuple(
-            (k if self.rng.random() < 0.5 else -1) if j == d else e
-            for j, e in enumerate(x.declared)
-        )
-        index = self.new_input(self.rng.choice(INTS), shape, declared)
+        x, d, index = picked
+        assert x.declared is not None and index.shape is not None and index.declared is not None
+        shape, declared = index.shape, index.declared
         pick = self.rng.random()
         src: str | Number
         if pick < 0.5:

@@ -147,10 +147,14 @@ def test_oracle_promotes_as_torch(operands: list, dtype: str) -> None:
     assert got.dtype == dtype
 
 
-def test_oracle_integer_div_truncates_and_bool_sum_is_int() -> None:
+def test_oracle_integer_div_truncates_and_integer_sums_are_int() -> None:
     a, b = np.array([-7, 7, -7], np.int64), np.array([2, -2, -2], np.int64)
     got = evaluate([("i64", a), ("i64", b)], [Op("div", ("x0", "x1"), ("y",))], "y")
     np.testing.assert_array_equal(got.data, [-3, -3, 3])
+    low = np.iinfo(np.int64).min  # |low| does not fit in int64: no absolute values
+    a, b = np.array([1, low, low + 1], np.int64), np.array([low, 3, -1], np.int64)
+    got = evaluate([("i64", a), ("i64", b)], [Op("div", ("x0", "x1"), ("y",))], "y")
+    np.testing.assert_array_equal(got.data, [0, low // 3 + 1, -(low + 1)])
     # by zero, torch on CUDA: -1 for i32; for i64 4294967295 from dividends in [0, 2**32)
     a, b = np.array([5, -5, 0, 5_000_000_000], np.int64), np.zeros(4, np.int64)
     got = evaluate([("i64", a), ("i64", b)], [Op("div", ("x0", "x1"), ("y",))], "y")
@@ -162,6 +166,10 @@ def test_oracle_integer_div_truncates_and_bool_sum_is_int() -> None:
     ops = [Op("sum", ("x0",), ("y",), (("dims", [1]), ("keepdim", False)))]
     got = evaluate([("bool", flags)], ops, "y")
     np.testing.assert_array_equal(got.data, [2])
+    assert got.dtype == "i64"
+    ops = [Op("prod", ("x0",), ("y",), (("dims", [1]), ("keepdim", False)))]
+    got = evaluate([("i32", np.array([[65536, 65536]], np.int32))], ops, "y")
+    np.testing.assert_array_equal(got.data, [2**32])  # Int: no wrap at 32 bits
     assert got.dtype == "i64"
     empty = np.zeros((2, 0), np.float32)
     ops = [Op("max", ("x0",), ("y",), (("dims", [1]), ("keepdim", True)))]
