@@ -1038,15 +1038,20 @@ class FusionOps:
     ) -> Tensor:
         """`[start, start + step, ...]`, `length` values of `dtype` (nvFuser's `iota`, torch's
         `arange`); `start` and `step` default to 0 and 1. `length` is an int, a constant
-        Scalar or an extent (`x.size(0)`); `start` and `step` are numbers or constant Scalars
-        (integers for an integer `dtype`). The host computes it once per input signature and
-        kernels read it, so a call launches nothing for it."""
+        Scalar or an extent (`x.size(0)`); `start` and `step` are numbers or Scalars (integers
+        for an integer `dtype`). With constant ones the host computes the values once per input
+        signature (in float64, rounded once) and kernels read them, so a call launches nothing
+        for it; a Scalar known only at run time (an input, or computed) makes it
+        `start + iota(length) * step`, computed where it is read (in f32, f64 for Double; in
+        Int, wrapping, for an integer dtype)."""
         op = "fd.ops.iota"
         fd = self._definition
         out = _check_dtype(op, "dtype", dtype)
         assert out is not None
         if not (out.is_floating_point or out.is_integral):
             _fail(op, f"argument 'dtype' must be an integer or float DataType, got {out}")
+        if any(isinstance(v, Scalar) and _constant_number(v) is None for v in (start, step)):
+            return self._run_time_iota(op, out, length, start, step)
         size: SSAValue | None = None
         if isinstance(length, Extent):
             extent = length.static
@@ -1081,6 +1086,31 @@ class FusionOps:
         shape = [DYNAMIC_INDEX if extent is None else extent]
         rtype = TensorType(out.element_type, shape)
         return fd._wrap_tensor(IotaOp(bounds[0], bounds[1], rtype, size))
+
+    def _run_time_iota(self, op: str, out: DataType, length: Any, start: Any, step: Any) -> Tensor:
+        """`iota` with a `start` or `step` known only at run time: `start + iota(length) *
+        step` in the compute type (see `iota`)."""
+        compute = DataType.Int if out.is_integral else compute_dtype(out)
+        values: list[SSAValue] = []
+        for arg, value, default in (("start", start, 0), ("step", step, 1)):
+            x = self._operand(op, arg, default if value is None else value)
+            if isinstance(x, Tensor):
+                _fail(op, f"argument '{arg}' must be a Scalar or a Python number, got a Tensor")
+            dtype = x.dtype if isinstance(x, Scalar) else None
+            if dtype == DataType.Bool or isinstance(x, bool):
+                _fail(op, f"argument '{arg}' is a Bool; it needs a number")
+            if out.is_integral and (dtype is not None and not dtype.is_integral):
+                _fail(
+                    op,
+                    f"argument '{arg}' is a {dtype.name} Scalar; an iota of {out.name} takes "
+                    "integers",
+                )
+            values.append(self._as(op, arg, x, compute))
+        positions = self.iota(length, 0, 1, compute)
+        first, stride = (self._definition._wrap(v) for v in values)
+        result = self.cast(self.add(self.mul(positions, stride), first), out)
+        assert isinstance(result, Tensor)
+        return result
 
     @_api
     def slice(

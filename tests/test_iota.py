@@ -67,8 +67,16 @@ Bad = Callable[[FusionDefinition, Any], Any]
             "argument 'length' must be an int",
         ),
         (
-            lambda fd, x: fd.ops.iota(4, fd.define_scalar(DataType.Double), 1, F32),
-            "argument 'start' must be a Python number or a constant Scalar",
+            lambda fd, x: fd.ops.iota(4, fd.define_scalar(DataType.Double), 1),
+            "argument 'start' is a Double Scalar; an iota of Int takes integers",
+        ),
+        (
+            lambda fd, x: fd.ops.iota(4, 0, fd.define_scalar(DataType.Bool), F32),
+            "argument 'step' is a Bool; it needs a number",
+        ),
+        (
+            lambda fd, x: fd.ops.iota(4, fd.define_scalar(DataType.Int), x, F32),
+            "argument 'step' must be a Scalar or a Python number, got a Tensor",
         ),
         (lambda fd, x: fd.ops.iota(4, 0.5), "'start' is 0.5; an iota of DataType.Int takes int"),
         (lambda fd, x: fd.ops.iota(4, 0, float("inf"), F32), "argument 'step' is inf; it must"),
@@ -82,6 +90,27 @@ def test_iota_mistakes_name_the_op_and_argument(call: Bad, message: str) -> None
         x = fd.define_tensor([4, 6], F32)
         call(fd, x)
     assert "fd.ops.iota" in str(e.value) and message in str(e.value)
+
+
+def test_run_time_start_and_step(rng: np.random.Generator) -> None:
+    """A start or step known only at run time (a scalar input, a computed Scalar): `start +
+    iota * step` computed where it is read (f32 for Float, wrapping Int for Int32), no host
+    constant of those values."""
+    with FusionDefinition("iota_run_time") as fd:
+        x = fd.define_tensor([-1], F32)
+        s = fd.define_scalar(DataType.Float)
+        k = fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.add(fd.ops.iota(x.size(0), s, 0.25, F32), x))
+        fd.add_output(fd.ops.iota(7, k, -3, DataType.Int32))
+        fd.add_output(fd.ops.iota(5, fd.ops.mul(k, 2), k))  # a computed start
+    xs = rng.standard_normal(6).astype(np.float32)
+    a, b, c = fd.reference([xs, -1.5, 2**31 + 3])
+    np.testing.assert_allclose(a, -1.5 + np.arange(6) * 0.25 + xs, rtol=1e-6)
+    np.testing.assert_array_equal(b, ((2**31 + 3) + np.arange(7) * -3).astype(np.int32))
+    np.testing.assert_array_equal(c, 2 * (2**31 + 3) + np.arange(5) * (2**31 + 3))
+    assert b.dtype == np.int32 and c.dtype == np.int64
+    assert "fusion.mul" in fd.fusion_ir()
+    fd.compile([xs, -1.5, 3], arch="sm_90")
 
 
 def _lowered(fd: FusionDefinition, metas: list[TensorMeta]) -> tuple[list[str], str]:

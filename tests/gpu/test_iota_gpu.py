@@ -1,7 +1,8 @@
 """`iota` on the GPU, against the reference: an iota alone (no tensor input) in every numeric
 dtype and at odd and zero lengths, a causal-masked softmax (one kernel reading two iotas) in
 f32, f16 and bf16 on contiguous and transposed inputs, a one-hot pick over a vocabulary-wide
-row, and an iota output that is fresh memory on every call.
+row, an iota with a start and step given at run time, and an iota output that is fresh memory
+on every call.
 
 Every test here is marked `gpu` and skipped (see conftest.py) where no device is present.
 """
@@ -95,6 +96,27 @@ def test_a_one_hot_pick_over_a_vocabulary(rng: np.random.Generator, torch: Any, 
         picked = x[np.arange(rows), t].astype(np.float32)
         np.testing.assert_array_equal(numpy_of(torch, got), picked)
         assert len(schedulers(fd, [t, x])) == 1
+
+
+def test_run_time_start_and_step(rng: np.random.Generator, torch: Any) -> None:
+    """`iota` with a start and step given at run time (scalar inputs), two calls with other
+    values on the same kernels, against the reference."""
+    with FusionDefinition("iota_run_time") as fd:
+        x = fd.define_tensor([-1, -1], DataType.BFloat16)
+        s = fd.define_scalar(DataType.Float)
+        k = fd.define_scalar(DataType.Int)
+        rows = fd.ops.broadcast_in_dim(fd.ops.iota(x.size(0), k, 3, DataType.Int), x.shape(), [0])
+        cols = fd.ops.iota(x.size(1), s, s, DataType.Float)
+        cols = fd.ops.broadcast_in_dim(cols, x.shape(), [1])
+        fd.add_output(fd.ops.where(fd.ops.gt(rows, 100), fd.ops.mul(x, cols), x))
+    host = random_of(rng, (127, 4097), DataType.BFloat16)
+    x = torch_of(torch, host)
+    for start, step in ((-7, 0.5), (40, -0.125)):
+        (out,) = fd.execute([x, step, start])
+        (expected,) = fd.reference([host, step, start])
+        np.testing.assert_allclose(
+            numpy_of(torch, out).astype(np.float32), expected.astype(np.float32), rtol=1e-2
+        )
 
 
 def test_an_iota_output_is_fresh_memory(torch: Any) -> None:
