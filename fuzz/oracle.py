@@ -477,13 +477,23 @@ class Oracle:
         length = kw["length"]
         if not isinstance(length, int):
             length = self.values[length[0]].data.shape[length[1]]
-        dtype, start, step = kw["dtype"], kw["start"], kw["step"]
+        dtype, step = kw["dtype"], kw["step"]
+        start = args[0].data.item() if args else kw["start"]  # (a run-time start: a scalar)
+        if args and dtype in ("f32", "f16", "bf16"):  # start and step in f32, the compute type
+            start, step = float(np.float32(start)), float(np.float32(step))
         if dtype in INTS:
-            data = (start + np.arange(length, dtype=np.int64) * step).astype(NUMPY_DTYPES[dtype])
+            with np.errstate(over="ignore"):
+                wide = np.int64(start) + np.arange(length, dtype=np.int64) * np.int64(step)
+            data = wide.astype(NUMPY_DTYPES[dtype])
         else:
             data = float(start) + np.arange(length, dtype=np.float64) * float(step)
-            data = round_float(data, dtype) if dtype != "f64" else data
-        return [replace(self._value(data, dtype, True, []), exact=True)]
+            # a constant iota rounds once to its dtype; a run-time one is f32 (f64) arithmetic,
+            # held unrounded as every float op here, then cast to f16/bf16
+            rounded = dtype in ("f16", "bf16") or (dtype == "f32" and not args)
+            data = round_float(data, dtype) if rounded else data
+        # a float iota from a run-time start rounds i * step and the sum apart: not exact
+        exact = not args or dtype in INTS
+        return [replace(self._value(data, dtype, True, deps), exact=exact)]
 
     def op_broadcast_in_dim(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool

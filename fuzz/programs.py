@@ -196,6 +196,13 @@ class _Extent:
         self.name, self.axis = name, axis
 
 
+class _Ref:
+    """A value passed by keyword (an iota's run-time `start`)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 def _call_parts(op: Op) -> tuple[str, list[Any], dict[str, Any]]:
     """The call an op record stands for: the callee's name under `fd.`, args, kwargs (value
     names as str, extents as `_Extent`, dtypes as DataType)."""
@@ -212,6 +219,8 @@ def _call_parts(op: Op) -> tuple[str, list[Any], dict[str, Any]]:
         return "ops.pad", [op.args[0], kwargs.pop("pad_widths"), *op.args[1:]], kwargs
     if op.op == "cat":  # fd.ops.cat(tensors, dim): the operands as one list
         return "ops.cat", [list(op.args)], kwargs
+    if op.op == "iota" and op.args:  # a run-time start: the one operand
+        return "ops.iota", [], {**kwargs, "start": _Ref(str(op.args[0]))}
     return f"ops.{op.op}", list(op.args), kwargs
 
 
@@ -227,6 +236,8 @@ def build(
             return env[x]
         if isinstance(x, _Extent):
             return env[x.name].size(x.axis)
+        if isinstance(x, _Ref):
+            return env[x.name]
         if isinstance(x, list):
             return [resolve(e) for e in x]
         return x
@@ -243,7 +254,10 @@ def build(
             fn: Any = fd
             for part in callee.split("."):
                 fn = getattr(fn, part)
-            kw = {k: resolve(v) if isinstance(v, list | _Extent) else v for k, v in kwargs.items()}
+            kw = {
+                k: resolve(v) if isinstance(v, list | _Extent | _Ref) else v
+                for k, v in kwargs.items()
+            }
             result = fn(*[resolve(a) for a in args], **kw)
             results = result if isinstance(result, tuple) else (result,)
             for r_name, r in zip(op.results, results, strict=True):
@@ -1341,6 +1355,23 @@ class _Generator:
         pool = FLOAT_CONSTANTS if dtype in FLOATS else INT_CONSTANTS
         start, step = self.rng.choice(pool), self.rng.choice(pool)
         declared = t.declared[d] if by_extent else length
+        length_kw = (t.name, d) if by_extent else length
+        if self.rng.random() < 0.25:  # a start known only at run time: computed where read
+            first = self.new_input(
+                self.rng.choice(["f32", "f64"] if dtype in FLOATS else INTS), None
+            )
+            self.add_op(
+                "iota",
+                [first.name],
+                [(dtype, (length,), (declared,))],
+                first.mag + abs(step) * max(length - 1, 0),
+                dtype in INTS,  # a float one rounds twice (i * step, + start)
+                False,
+                length=length_kw,
+                step=step,
+                dtype=dtype,
+            )
+            return True
         self.add_op(
             "iota",
             [],
@@ -1348,7 +1379,7 @@ class _Generator:
             abs(start) + abs(step) * max(length - 1, 0),
             True,
             start != 0 and start * step >= 0,  # no element crosses 0
-            length=(t.name, d) if by_extent else length,
+            length=length_kw,
             start=start,
             step=step,
             dtype=dtype,
@@ -1463,6 +1494,8 @@ def generate(seed: int, sizes: str = "small") -> Program:
 def _literal(x: Any) -> str:
     if isinstance(x, _Extent):
         return f"{x.name}.size({x.axis})"
+    if isinstance(x, _Ref):
+        return x.name
     if isinstance(x, DataType):
         return f"DataType.{x.name}"
     if isinstance(x, list):
