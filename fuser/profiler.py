@@ -87,13 +87,13 @@ class KernelProfile:
 
     @property
     def effective_bandwidth_gbs(self) -> float:
-        """(input + output bytes) / time, in GB/s (1e9 bytes per second)."""
+        """(input + output bytes) / `time_ms`, in GB/s (1e9 bytes per second)."""
         return _gbs(self.input_bytes + self.output_bytes, self.time_ms)
 
     @property
     def percentage_peak_bandwidth(self) -> float:
         """The effective bandwidth as a percentage of the device's copy bandwidth."""
-        return 100 * self.effective_bandwidth_gbs / self.copy_gbs
+        return _percent(self.effective_bandwidth_gbs, self.copy_gbs)
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class FusionProfile:
     @property
     def percentage_peak_bandwidth(self) -> float:
         """The effective bandwidth as a percentage of the device's copy bandwidth."""
-        return 100 * self.effective_bandwidth_gbs / self.copy_gbs
+        return _percent(self.effective_bandwidth_gbs, self.copy_gbs)
 
     def __str__(self) -> str:
         head = (
@@ -171,6 +171,10 @@ class FusionProfile:
 
 def _gbs(nbytes: int, ms: float) -> float:
     return nbytes / (ms * 1e6) if ms > 0 else 0.0
+
+
+def _percent(gbs: float, copy_gbs: float) -> float:
+    return 100 * gbs / copy_gbs
 
 
 def _size(nbytes: int) -> str:
@@ -244,38 +248,15 @@ def run_profiled(
     try:
         with _PROFILE_LOCK:
             copy_gbs = copy_bandwidth(call.device)
-            # what a first run does once, before the clock starts: upload host inputs, build
-            # the profiled program and upload its constants, load the kernel
-            call.upload()
+            call.upload()  # host inputs: copied before the clock starts
             if isinstance(runnable, Entry):
-                spec, launches = None, 1
-                if runnable.func is None:
-                    runnable.executor.load(runnable)
-            else:
-                spec = runnable.evaluator.profiled(call.key, call.scalars)
-                assert spec.records is not None
-                if spec.pending_constants:
-                    spec.upload_constants()
-                launches = max(len(spec.launches), len(spec.records))  # (loops: the last run's)
-                spec.records.clear()
-            wait(call.device, call.stream, HEAD_START_MS + 0.1 * launches)
-            began = time.perf_counter()
-            if spec is None:
-                assert isinstance(runnable, Entry)
-                events: list[driver.Event] = []
-                outputs = runnable.executor.run_entry(runnable, call, events)
-                host_ms = (time.perf_counter() - began) * 1e3
-                # (no events: no output elements, no launch)
-                kernels = (
-                    [_entry_profile(runnable, call, events, schedulers, copy_gbs)] if events else []
+                outputs, kernels, span, host_ms = _profile_entry(
+                    runnable, call, copy_gbs, schedulers
                 )
-                span = kernels[0].time_ms if kernels else 0.0
             else:
-                outputs = spec.run(call)
-                host_ms = (time.perf_counter() - began) * 1e3
-                records = list(spec.records or ())
-                kernels = [_launch_profile(r, spec, schedulers, copy_gbs) for r in records]
-                span = _span_ms(spec, records)
+                outputs, kernels, span, host_ms = _profile_program(
+                    runnable, call, copy_gbs, schedulers
+                )
     finally:
         previous.make_current()
     profile = FusionProfile(
@@ -295,6 +276,48 @@ def run_profiled(
     return outputs, profile
 
 
+_Timed = tuple[list[Any], list[KernelProfile], float, float]
+"""A profiled run: the outputs, the kernels, the GPU span and the host time (ms)."""
+
+
+def _profile_entry(
+    entry: Entry, call: Call, copy_gbs: float, schedulers: Mapping[str, str]
+) -> _Timed:
+    """One kernel's call between two events, behind the head start (its kernel loaded
+    first)."""
+    if entry.func is None:
+        entry.executor.load(entry)
+    wait(call.device, call.stream, HEAD_START_MS + 0.1)
+    began = time.perf_counter()
+    events: list[driver.Event] = []
+    outputs = entry.executor.run_entry(entry, call, events)
+    host_ms = (time.perf_counter() - began) * 1e3
+    if not events:  # no output elements: no launch
+        return outputs, [], 0.0, host_ms
+    kernel = _entry_profile(entry, call, events, schedulers, copy_gbs)
+    return outputs, [kernel], kernel.time_ms, host_ms
+
+
+def _profile_program(
+    runnable: Specialization, call: Call, copy_gbs: float, schedulers: Mapping[str, str]
+) -> _Timed:
+    """A program's call through its profiled specialization (built, its constants uploaded,
+    before the head start), each launch between two timestamps."""
+    spec = runnable.evaluator.profiled(call.key, call.scalars)
+    records = spec.records
+    assert records is not None
+    if spec.pending_constants:
+        spec.upload_constants()
+    launches = max(len(spec.launches), len(records))  # (in loops: the last run's count)
+    records.clear()
+    wait(call.device, call.stream, HEAD_START_MS + 0.1 * launches)
+    began = time.perf_counter()
+    outputs = spec.run(call)
+    host_ms = (time.perf_counter() - began) * 1e3
+    kernels = [_launch_profile(r, spec, schedulers, copy_gbs) for r in records]
+    return outputs, kernels, _span_ms(spec, records), host_ms
+
+
 def _metas(call: Call) -> tuple[InputMeta | None, ...]:
     return decode_signature(call.key, call.layout.is_tensor)[0]
 
@@ -308,8 +331,7 @@ def _entry_profile(
 ) -> KernelProfile:
     """The profile of a one-kernel call's launch (`events`: before and after it)."""
     executor = entry.executor
-    if events:
-        events[1].synchronize()
+    events[1].synchronize()
     name = executor.kernel.kernel_name
     return KernelProfile(
         name=name,
@@ -320,7 +342,7 @@ def _entry_profile(
         block=entry.block,
         shared_bytes=entry.shared_bytes,
         registers=0 if entry.func is None else entry.func.num_registers,
-        time_ms=events[0].elapsed_ms(events[1]) if events else 0.0,
+        time_ms=events[0].elapsed_ms(events[1]),
         input_bytes=sum(
             moved_bytes(m.shape, m.strides, p.dtype.itemsize)
             for m, p in zip(_metas(call), executor.params.inputs, strict=True)
