@@ -1867,9 +1867,10 @@ class TakeAlongAxisOp(IRDLOperation):
 
     `index` (i32 or i64) has the input's rank and, on every other dim, its extent; the result
     has the index's shape (static where either operand is) and the input's element type. An
-    index outside [0, extent) is clamped into it (fuser's choice: torch raises, and no kernel
-    may read outside `input`). `fuser-decompose` rewrites the op into an iota compare and a
-    max reduction.
+    index in [-extent, 0) counts from the end; one outside [-extent, extent) is clamped into
+    [0, extent) (fuser's choice, as `take`'s: torch raises, and no kernel may read outside
+    `input`). The pointwise kernel loads the input at the index (an `iteration_space.Indexed`
+    dim), as it loads a `take`'s: one load per result element.
     """
 
     name = "fusion.take_along_axis"
@@ -2031,7 +2032,7 @@ class TakeOp(IRDLOperation):
     `index` is a tensor (an embedding's token ids, an `index_select`'s 1-D list) or a scalar (a
     `select`: the dim is dropped), of i32 or i64. An index in [-extent, 0) counts from the end
     (torch's `select`); one outside [-extent, extent) is clamped into [0, extent) (fuser's
-    choice, as `take_along_axis` clamps: torch raises, and no kernel may read outside `input`).
+    choice, as `take_along_axis`'s: torch raises, and no kernel may read outside `input`).
     The pointwise kernel loads the input at the index it computed (an `iteration_space.Indexed`
     dim), so a row of an embedding table is one coalesced read.
     """
@@ -2082,6 +2083,11 @@ class TakeOp(IRDLOperation):
             )
         expected = taken_shape(shape, shape_of(self.index.type) or (), self.axis)
         _check_resized_result(self, expected)
+
+
+INDEXING_OPS = (TakeOp, TakeAlongAxisOp)
+"""Ops that read their input at an index computed from another tensor: the pointwise kernel
+loads it there (`iteration_space.Indexed`)."""
 
 
 def taken_shape(

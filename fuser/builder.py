@@ -70,7 +70,6 @@ from fuser.dialects.fusion import (
     IotaOp,
     ScatterOp,
     SegmentSetOp,
-    TakeAlongAxisOp,
 )
 from fuser.errors import CompilationError, InputError
 from fuser.options import DEFAULT_STREAMS
@@ -181,7 +180,7 @@ def kernel_stem(name: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]", "_", name)).strip("_") or "f"
 
 
-_SEGMENTED_OPS = (SegmentSetOp, IotaOp, TakeAlongAxisOp, ScatterOp, *VIEW_OPS)
+_SEGMENTED_OPS = (SegmentSetOp, IotaOp, ScatterOp, *VIEW_OPS)
 """Ops a fusion is always segmented for (see `FusionCompiler` below)."""
 
 
@@ -354,8 +353,8 @@ class FusionBuilder:
         self._program_of: dict[HostEvaluator, _Program] = {}
         self._always_segment = (
             should_merge is not None
-            # a view is taken between kernels, an iota is the host's constant (a take_along_axis
-            # or scatter is decomposed into one): never one kernel
+            # a view is taken between kernels, an iota is the host's constant (a scatter is
+            # decomposed into one): never one kernel
             or any(isinstance(op, _SEGMENTED_OPS) for op in fusion.body.walk())
             or has_stream_parallel_ops(fusion)
         )

@@ -1305,11 +1305,10 @@ class FusionOps:
     def take_along_axis(self, arg: Any, index: Any, dim: Any) -> Tensor:
         """`arg` gathered along `dim` at `index` (nvFuser's `take_along_axis`, torch's
         `take_along_dim`): the index (Int or Int32) has `arg`'s rank and, on every other dim,
-        its extent; the result has the index's shape. An index outside [0, extent) is clamped
-        into it (where torch raises), so no kernel reads outside `arg`. It runs as a compare with
-        an iota and a max over `dim`: with one index per row (a cross-entropy's target) that is
-        a reduction a row's other reductions share a kernel with; with k per row it reads each
-        row k times."""
+        its extent; the result has the index's shape. An index in [-extent, 0) counts from the
+        end; one outside [-extent, extent) is clamped into [0, extent) (where torch raises), so
+        no kernel reads outside `arg`. The pointwise kernel loads `arg` at the index: one load
+        per element of the result."""
         return self._take("fd.ops.take_along_axis", arg, index, dim, exact=True)
 
     @_api
@@ -1322,7 +1321,7 @@ class FusionOps:
         x, i, d = self._take_operands(op, arg, index, dim)
         if i.ndim != x.ndim:
             _fail(op, f"argument 'index' has rank {i.ndim}; it needs arg's rank {x.ndim}")
-        if x._shape[d] == 0:  # even for no indices: the decomposition's max needs an element
+        if x._shape[d] == 0:  # even for no indices: the kernel needs an element to clamp to
             _fail(op, f"argument 'arg' has extent 0 on dim {d}; there is nothing to take")
         ends: list[int] = []
         for j, (a, b) in enumerate(zip(x._shape, i._shape, strict=True)):

@@ -587,7 +587,7 @@ class Oracle:
     ) -> list[Value]:
         x, index = deps
         d = op.kw["dim"]
-        at = np.clip(index.data, 0, x.data.shape[d] - 1).astype(np.int64)  # clamped
+        at = self._taken(index.data, x.data.shape[d])
         return self._moved(x, lambda a: np.take_along_axis(a, at, axis=d))
 
     def op_scatter(

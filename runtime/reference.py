@@ -241,6 +241,14 @@ BINARY_FUNCTIONS: dict[type[BinaryOp], Callable[[Any, Any], Any]] = {
 """Binary ops and comparisons (CompareOp is a BinaryOp); both operands share one dtype."""
 
 
+def _clamped_index(index: np.ndarray, n: int) -> np.ndarray:
+    """Where a `take` or `take_along_axis` reads along a dim of extent `n` for `index`, as the
+    kernels compute it (`KernelBuilder.taken_index`): a negative index counts from the end,
+    then the result is clamped into [0, n)."""
+    wide = index.astype(np.int64)
+    return np.clip(np.where(wide < 0, wide + n, wide), 0, max(n - 1, 0))
+
+
 def _identity_max(dtype: np.dtype) -> Any:
     if dtype.kind == "b":
         return False
@@ -516,8 +524,7 @@ class FusionFunctions(InterpreterFunctions):
         problem = take_mismatch(x.shape, index.shape, d)
         if problem is not None:
             raise InputError(f"{describe_op(op)}: {problem}")
-        clamped = np.clip(index, 0, max(x.shape[d] - 1, 0))  # as the kernels clamp
-        return (np.take_along_axis(x, clamped.astype(np.int64), axis=d),)
+        return (np.take_along_axis(x, _clamped_index(index, x.shape[d]), axis=d),)
 
     @impl(ScatterOp)
     def run_scatter(self, interp: Interpreter, op: ScatterOp, args: PythonValues) -> PythonValues:
@@ -546,10 +553,7 @@ class FusionFunctions(InterpreterFunctions):
         problem = take_from_empty(x.shape, index.shape, d)
         if problem is not None:
             raise InputError(f"{describe_op(op)}: {problem}")
-        n = x.shape[d]
-        # as the kernels do: a negative index counts from the end, then clamped into [0, n)
-        wrapped = np.where(index < 0, index.astype(np.int64) + n, index.astype(np.int64))
-        return (np.asarray(np.take(x, np.clip(wrapped, 0, max(n - 1, 0)), axis=d)),)
+        return (np.asarray(np.take(x, _clamped_index(index, x.shape[d]), axis=d)),)
 
     @impl(IotaOp)
     def run_iota(self, interp: Interpreter, op: IotaOp, args: PythonValues) -> PythonValues:

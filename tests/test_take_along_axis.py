@@ -1,8 +1,7 @@
 """`take_along_axis` and `gather` on the CPU: the frontend's IR and messages, the reference
-(numpy's `take_along_axis` with indices clamped as the kernels clamp), the decomposition into an
-iota compare and a max (`fuser-decompose`) against the reference, and the kernels it makes (a
-cross-entropy's logsumexp and target pick in one). The GPU results are in
-tests/gpu/test_take_along_axis_gpu.py."""
+(numpy's `take_along_axis` at indices counted from the end and clamped as the kernels do), and
+the kernels they make (a cross-entropy's target pick loaded at the index, its logsumexp reading
+each row once). The GPU results are in tests/gpu/test_take_along_axis_gpu.py."""
 
 from __future__ import annotations
 
@@ -15,27 +14,17 @@ import scipy.special
 
 from fuser import DataType, FusionDefinition
 from fuser.errors import DefinitionError, InputError
-from fuser.transforms.decompose import decompose
 
 F32 = DataType.Float
 
 
-def _decomposed_reference(fd: FusionDefinition, inputs: list[Any]) -> list[Any]:
-    """The reference of `fd`'s fusion after `fuser-decompose`."""
-    from fuser.runtime.reference import evaluate
-
-    fusion = fd.fusion.clone()
-    decompose(fusion)
-    fusion.verify()
-    return list(evaluate(fusion, inputs))
-
-
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float16, np.bool_])
-def test_the_decomposition_takes_what_numpy_takes(
+def test_the_reference_takes_what_numpy_takes(
     rng: np.random.Generator, k: int, dtype: type
 ) -> None:
-    """Indices in and out of range (clamped), -0.0, inf and NaN picked as they are."""
+    """Indices in range, in [-n, 0) (from the end) and out of range (clamped); -0.0, inf and
+    NaN picked as they are."""
     dt = {
         np.float32: F32,
         np.int32: DataType.Int32,
@@ -49,14 +38,13 @@ def test_the_decomposition_takes_what_numpy_takes(
     a = (rng.standard_normal((3, 7, 5)) * 4).astype(dtype)
     if a.dtype.kind == "f":
         a[0, :3, 0] = [-0.0, np.inf, np.nan]
-    index = rng.integers(-3, 10, (3, k, 5))
+    index = rng.integers(-10, 10, (3, k, 5))
     index[0, :, 0] = [0, 1, 2][:k]  # the -0.0, inf and NaN picked (one of them for k = 1)
-    expected = np.take_along_axis(a, np.clip(index, 0, 6), axis=1)
+    at = np.clip(np.where(index < 0, index + 7, index), 0, 6)
+    expected = np.take_along_axis(a, at, axis=1)
     (got,) = fd.reference([a, index])
     np.testing.assert_array_equal(got, expected)
-    (decomposed,) = _decomposed_reference(fd, [a, index])
-    np.testing.assert_array_equal(decomposed, expected)
-    assert np.array_equal(np.signbit(decomposed), np.signbit(expected))
+    assert np.array_equal(np.signbit(got), np.signbit(expected))
 
 
 def test_gather_reads_the_leading_part_of_its_input(rng: np.random.Generator) -> None:
@@ -118,7 +106,9 @@ def cross_entropy() -> FusionDefinition:
     return fd
 
 
-def test_a_cross_entropy_is_one_kernel(rng: np.random.Generator) -> None:
+def test_a_cross_entropy_picks_at_the_index(rng: np.random.Generator) -> None:
+    """The target pick is a pointwise kernel loading one element per row at the index; the
+    logsumexp kernel reads it once per row."""
     fd = cross_entropy()
     import ml_dtypes
 
@@ -128,7 +118,23 @@ def test_a_cross_entropy_is_one_kernel(rng: np.random.Generator) -> None:
     af = a.astype(np.float64)
     expected = scipy.special.logsumexp(af, 1) - af[np.arange(7), t[:, 0]]
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
-    assert [k.scheduler for k in fd.compile([a, t], arch="sm_90").kernels] == ["persistent"]
+    pick, lse = fd.compile([a, t], arch="sm_90").kernels
+    assert (pick.scheduler, lse.scheduler) == ("pointwise", "persistent")
+    assert pick.source.count(".data[") == 3  # the index, x at it, the store
+
+
+def test_a_wide_cross_entropy_reads_its_row_once(rng: np.random.Generator) -> None:
+    """At a 50257-wide vocabulary the looped kernel takes the max and the sum of exp(x - max)
+    in one pass over the row (the sum online beside its max)."""
+    import ml_dtypes
+
+    fd = cross_entropy()
+    a = rng.standard_normal((3, 50257)).astype(ml_dtypes.bfloat16)
+    t = rng.integers(0, 50257, (3, 1))
+    pick, lse = fd.compile([a, t], arch="sm_90").kernels
+    assert (pick.scheduler, lse.scheduler) == ("pointwise", "looped")
+    assert lse.source.count("for (int col") == 1  # one pass over the row
+    assert lse.source.count("block_reduce<") == 2  # the max and the online sum
 
 
 def test_run_time_extents_that_differ_are_an_input_error() -> None:

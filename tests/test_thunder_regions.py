@@ -7,20 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from thunder_regions import REGIONS, inputs_of
+from thunder_regions import KERNELS, REGIONS, inputs_of
 
 from fuser import DataType
-
-KERNELS = {
-    "rms_norm": ["persistent"],
-    "qkv_heads": ["pointwise"],  # the three outputs (copies: an output owns its memory)
-    "causal_softmax": ["persistent"],
-    "swiglu": ["pointwise"],
-    "heads_merge": ["pointwise"],  # writing the output in its merged shape
-    "cross_entropy": ["persistent"],
-    "rope": ["pointwise"],  # the halves are views of q; the cat reads them shifted
-    "rope_backward": ["pointwise"],  # the pads read views of g and sin, shifted
-}
 
 
 @pytest.mark.parametrize("name", sorted(REGIONS))

@@ -268,6 +268,18 @@ def inputs_of(rng: np.random.Generator, fd: FusionDefinition) -> list[np.ndarray
     return arrays
 
 
+KERNELS = {
+    "rms_norm": ["persistent"],
+    "qkv_heads": ["pointwise"],  # the three outputs (copies: an output owns its memory)
+    "causal_softmax": ["persistent"],
+    "swiglu": ["pointwise"],
+    "heads_merge": ["pointwise"],  # writing the output in its merged shape
+    "cross_entropy": ["pointwise", "persistent"],  # the target pick, loaded at its index
+    "rope": ["pointwise"],  # the halves are views of q; the cat reads them shifted
+    "rope_backward": ["pointwise"],  # the pads read views of g and sin, shifted
+}
+"""The kernels each region compiles to, in launch order (the CPU and GPU tests check them)."""
+
 REGIONS: dict[str, Callable[[DataType], Region]] = {
     "rms_norm": lambda d: rms_norm(d, 2, 127, 768),
     "qkv_heads": lambda d: qkv_heads(d, 2, 127, 12, 64),

@@ -1,24 +1,9 @@
 """`fuser-decompose`: rewrites the fusion ops that no scheduler reads into ops they do.
 
-`fusion.take_along_axis(x, index, d)` becomes a compare against an iota and a max reduction:
-each output element is the one element of `x` along `d` whose position equals its (clamped)
-index, every other position contributing the lowest value of the type,
-
-    max_j where(j == clamp(index, 0, n - 1), x[..., j, ...], lowest)    (n = x's extent on d)
-
-with `n - 1` read from the iota itself (its last element: a one-element slice, a view). A max keeps
-the picked element exactly (a -0.0, a NaN, an infinity), where a sum would turn -0.0 into +0.0. The
-kernels so never read outside `x`, whatever the indices: an index below 0 reads element 0, one past
-the end the last (fuser's choice, where torch raises). Where the index has extent 1 on `d` (a
-cross-entropy's target), the compare runs over `x`'s own shape and the reduction is one a row's
-other reductions (its logsumexp) can share a kernel with; otherwise a new dim holds the `n`
-candidates of each of the index's `k`, so the kernel reads each row of `x` `k` times (from cache):
-meant for small `k`.
-
-`fusion.scatter(x, index, src, d)` becomes the same compare, the other way round: each position
-`p` of `x` along `d` is compared with the index and with the index plus `n` (the iota's last
-element plus one), so an index in [-n, 0) counts from the end and any other outside [0, n)
-matches no position (writes nothing),
+`fusion.scatter(x, index, src, d)` becomes a compare against an iota: each position `p` of `x`
+along `d` is compared with the index and with the index plus `n` (`x`'s extent on `d`: the iota's
+last element plus one, read from the iota itself as a one-element slice, a view), so an index in
+[-n, 0) counts from the end and any other outside [0, n) matches no position (writes nothing),
 
     hit(p, j) = index[..., j, ...] == p  or  index[..., j, ...] + n == p
     out[..., p, ...] = any_j hit ? max_j where(hit, src[..., j, ...], lowest) : x[..., p, ...]
@@ -27,7 +12,11 @@ Where the index has extent 1 on `d`, the compare runs over `x`'s own shape and t
 where: one pointwise kernel. Otherwise a new dim after `d` holds the `k` candidates and two max
 reductions over it give whether any index wrote the element and the largest value written (in
 f32 for half types, exactly): a reduction kernel reading the index and `src` `n` times per row
-(from cache), meant for small `k`.
+(from cache), meant for small `k`. A max keeps the value written exactly (a -0.0, a NaN, an
+infinity), where a sum would turn -0.0 into +0.0.
+
+(`take_along_axis`, decomposed the same way at first, is now loaded at its index by the
+pointwise kernel, as `take` is: one load per element instead of a compare per candidate.)
 """
 
 from __future__ import annotations
@@ -101,69 +90,6 @@ class _Ops:
         t = value.type
         new = TensorType(el, t.get_shape()) if isinstance(t, TensorType) else el
         return self.add(fu.CastOp(value, new), role)
-
-
-class DecomposeTakeAlongAxis(RewritePattern):
-    """`take_along_axis` as an iota compare and a max reduction (see the module docstring)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: fu.TakeAlongAxisOp, rewriter: PatternRewriter, /):
-        b = _Ops(op.result.name_hint or "take")
-        x, index, d = op.input, op.index, op.axis
-        x_shape = fu.shape_of(x.type) or ()
-        index_type = fu.element_type(index.type)
-        result_shape = fu.shape_of(op.result.type) or ()
-        n, k = x_shape[d], result_shape[d]
-        # the positions along d, and the last one (n - 1), in the index's type
-        length = b.extent(x, d) if n == DYNAMIC_INDEX else None
-        iota = b.add(fu.IotaOp(0, 1, TensorType(index_type, [n]), length), "positions")
-        last = b.add(fu.SliceOp(iota, [-1], [END], [1]), "last")
-        if n == DYNAMIC_INDEX:  # of extent 1 (n > 0), typed so: it then broadcasts to k
-            last = b.add(fu.ReshapeOp(last, [1]), "last1")
-        rank = len(result_shape)
-
-        def of_result(j: int) -> SSAValue:  # an extent of the result's shape (the index's)
-            return b.extent(index, j)
-
-        last = b.broadcast(last, result_shape, [d], of_result, "lasts")
-        indices = b.broadcast(index, result_shape, range(rank), of_result, "index")
-        zero = b.add(fu.ConstantOp.of(0, index_type), "zero")
-        index_t = TensorType(index_type, result_shape)
-        below = b.add(fu.MinimumOp(indices, last, index_t), "below")
-        clamped = b.add(fu.MaximumOp(below, zero, index_t), "clamped")
-        # `candidates`: the dim the compare runs along (its n positions), which the max reduces
-        if k == 1:  # compare over x's own dims, reduce d keeping it
-            shape = [n if j == d else e for j, e in enumerate(result_shape)]
-            x_dims = index_dims = list(range(rank))
-            candidates = d
-
-            def extent(j: int) -> SSAValue:
-                return b.extent(x, d) if j == d else of_result(j)
-
-        else:  # a new dim d + 1 holds the n candidates of each of the k indices
-            shape = [*result_shape[: d + 1], n, *result_shape[d + 1 :]]
-            x_dims = [j if j < d else j + 1 for j in range(rank)]
-            index_dims = [j if j <= d else j + 1 for j in range(rank)]
-            candidates = d + 1
-
-            def extent(j: int) -> SSAValue:
-                if j == d + 1:
-                    return b.extent(x, d)
-                return of_result(j if j <= d else j - 1)
-
-        el = fu.element_type(x.type)
-        compute = _COMPUTE.get(el, el)
-        values = b.broadcast(b.cast(x, compute, "input"), shape, x_dims, extent, "values")
-        positions = b.broadcast(iota, shape, [candidates], extent, "each")
-        chosen = b.broadcast(clamped, shape, index_dims, extent, "chosen")
-        hit = b.add(fu.EqOp(positions, chosen, TensorType(fu.I1, shape)), "hit")
-        lowest = b.add(fu.ConstantOp.of(fu.reduction_identity("max", compute), compute), "lowest")
-        picked = b.add(fu.WhereOp(hit, values, lowest, TensorType(compute, shape)), "picked")
-        reduced_type = TensorType(compute, result_shape)
-        result = b.add(fu.MaxOp(picked, [candidates], k == 1, reduced_type), "taken")
-        result = b.cast(result, el, "cast")
-        result.name_hint = op.result.name_hint  # the value the fusion had
-        rewriter.replace(op, b.ops, [result])
 
 
 class DecomposeScatter(RewritePattern):
@@ -240,9 +166,7 @@ class DecomposeScatter(RewritePattern):
 def decompose(fusion: fu.FusionOp) -> None:
     """Applies the pass to one fusion, in place."""
     # no dead-code elimination: the compiler planned split factors on every matmul, dead or not
-    applier = GreedyRewritePatternApplier(
-        [DecomposeTakeAlongAxis(), DecomposeScatter()], dce_enabled=False
-    )
+    applier = GreedyRewritePatternApplier([DecomposeScatter()], dce_enabled=False)
     PatternRewriteWalker(applier).rewrite_region(fusion.body)
 
 

@@ -287,6 +287,8 @@ def _symbolic_shapes(
         elif isinstance(op, fu.TakeOp):
             index = tensor(op.index) if isinstance(op.index.type, TensorType) else ()
             results = [fu.taken_shape(tensor(op.input), index, op.axis)]
+        elif isinstance(op, fu.TakeAlongAxisOp):
+            results = [tensor(op.index)]
         elif isinstance(op, fu.MatmulOp):
             a, b = tensor(op.lhs), tensor(op.rhs)
             full = (*a[:-2], a[-2], b[-1])

@@ -2,8 +2,8 @@
 
 `PIPELINE` lists the stages in order, each the function its own pass applies:
 
-1. `fuser-decompose` (`transforms.decompose`): ops no scheduler reads (`take_along_axis`,
-   `scatter`) rewritten into ops they do;
+1. `fuser-decompose` (`transforms.decompose`): ops no scheduler reads (`scatter`) rewritten
+   into ops they do;
 2. `fuser-hoist-views` (`transforms.hoist_views`): reshapes and slices moved above pointwise
    chains to the inputs;
 3. `split-k` (`transforms.split_k`): the matmuls the compiler split, rewritten;

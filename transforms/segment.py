@@ -459,6 +459,11 @@ class Extents:
                     self.union((op.input, axis), (op.result, axis if axis < d else axis - 1 + r))
             for k in range(r):
                 self.union((op.index, k), (op.result, d + k))
+        elif isinstance(op, fu.TakeAlongAxisOp):
+            for axis in range(len(fu.shape_of(op.index.type) or ())):
+                self.union((op.index, axis), (op.result, axis))
+                if axis != op.axis:
+                    self.union((op.input, axis), (op.result, axis))
         elif isinstance(op, fu.PartialSumOp):
             rank = len(fu.shape_of(op.input.type) or ())
             for i in range(rank):

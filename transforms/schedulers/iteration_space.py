@@ -8,8 +8,8 @@ from the outputs through pointwise ops (operands are indexed like their result),
 dims (`permute`, `squeeze`: operand dim `source_dims[i]` is indexed like result dim i, a squeezed
 dim with 0) and the resize ops (`pad`, `cat`: an operand placed at offset o along a dim is indexed
 there by the result's index less o, a `Shifted` entry that also bounds it by the operand's extent)
-and `take` (the input's taken dim is indexed by the value of the index there, an `Indexed`
-entry).
+and the indexing ops (`take`, `take_along_axis`: the input's taken dim is indexed by the value
+of the index there, an `Indexed` entry).
 A value may be needed under several maps (an input broadcast two ways, or read whole and shifted);
 it is then read, or computed, once per map.
 
@@ -46,9 +46,10 @@ class Shifted:
 
 @dataclass(frozen=True)
 class Indexed:
-    """A dim indexed by the value of `index` (a `fusion.take`'s index: a tensor, or a scalar)
-    at the point, read under map `index_map`, clamped into the dim: the operand of a take, or
-    what it is computed from. A kernel computes the index before it loads such an input."""
+    """A dim indexed by the value of `index` (a `fusion.take`'s or `fusion.take_along_axis`'s
+    index: a tensor, or a scalar) at the point, read under map `index_map`, clamped into the
+    dim: the operand of an indexing op, or what it is computed from. A kernel computes the index
+    before it loads such an input."""
 
     index: SSAValue
     index_map: DimMap
@@ -130,7 +131,7 @@ def identity_map(t: TensorType) -> DimMap:
 def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
     """The map of each operand of `op` whose result is needed under `result_map` (None for
     `index` operands). Works for pointwise ops, `broadcast_in_dim`, `permute`, `squeeze`, `pad`,
-    `cat` and `take`."""
+    `cat`, `take` and `take_along_axis`."""
     maps: list[DimMap | None] = []
     for i, operand in enumerate(op.operands):
         t = operand.type
@@ -156,6 +157,8 @@ def operand_maps(op: Operation, result_map: DimMap) -> list[DimMap | None]:
             maps.append(_placed_map(t.get_shape(), offsets, result_map))
         elif isinstance(op, fu.TakeOp):
             maps.append(_taken_maps(op, result_map)[i])
+        elif isinstance(op, fu.TakeAlongAxisOp):
+            maps.append(_taken_along_maps(op, result_map)[i])
         elif is_pointwise(op):
             shape = t.get_shape()
             maps.append(
@@ -186,6 +189,18 @@ def _taken_maps(op: fu.TakeOp, result_map: DimMap) -> tuple[DimMap, DimMap]:
     )
     shape = fu.shape_of(op.input.type) or ()
     around = (*result_map[:d], Indexed(op.index, index_map), *result_map[d + r :])
+    return tuple(None if e == 1 else m for e, m in zip(shape, around, strict=True)), index_map
+
+
+def _taken_along_maps(op: fu.TakeAlongAxisOp, result_map: DimMap) -> tuple[DimMap, DimMap]:
+    """The maps of a `take_along_axis`'s input and index, for its result's `result_map`: the
+    index is indexed as the result (they share a shape), the input by the index's value along
+    the taken dim (`Indexed`) and as the result elsewhere (a dim of extent 1 at index 0)."""
+    index_shape = fu.shape_of(op.index.type) or ()
+    index_map = tuple(None if e == 1 else m for e, m in zip(index_shape, result_map, strict=True))
+    shape = fu.shape_of(op.input.type) or ()
+    d = op.axis
+    around = (*result_map[:d], Indexed(op.index, index_map), *result_map[d + 1 :])
     return tuple(None if e == 1 else m for e, m in zip(shape, around, strict=True)), index_map
 
 

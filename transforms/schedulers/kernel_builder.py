@@ -442,7 +442,7 @@ def compute_element(
             if comments:
                 kernel.CommentOp(op_text(op))
             maps = operand_maps(op, m)
-            if isinstance(op, fu.TakeOp):  # the input, loaded at the index (`Indexed`)
+            if isinstance(op, fu.INDEXING_OPS):  # the input, loaded at the index (`Indexed`)
                 env[result, m] = get(op.input, cast(DimMap, maps[0]))
                 continue
             operands = [

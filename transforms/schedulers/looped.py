@@ -179,17 +179,17 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
 
 
 def online_sums(structure: Structure) -> dict[int, OnlineSum]:
-    """Stage q -> the `sum` of stage q + 1 that pass q computes online: a stage holding one
-    `max(a)`, followed by a stage of one `sum(exp(a - broadcast(max(a))))` (softmax's and
-    logsumexp's normalizer). The sum is then kept relative to the running max and rescaled
-    when it grows (`reduction_parts.online_sum`): one pass over the row for both."""
+    """Stage q -> the `sum` of stage q + 1 that pass q computes online: a stage holding a
+    `max(a)` (beside any other reductions: a cross-entropy's target pick is a max too),
+    followed by a stage of one `sum(exp(a - broadcast(max(a))))` (softmax's and logsumexp's
+    normalizer). The sum is then kept relative to the running max and rescaled when it grows
+    (`reduction_parts.online_sum`): one pass over the row for both."""
     found: dict[int, OnlineSum] = {}
     stages = structure.stages
     for q in range(len(stages) - 1):
-        maxima = [op for op in stages[q] if isinstance(op, fu.MaxOp)]
-        if len(maxima) != 1 or len(stages[q + 1]) != 1 or q - 1 in found:
+        if len(stages[q + 1]) != 1 or q - 1 in found:
             continue
-        total, top = stages[q + 1][0], maxima[0]
+        total = stages[q + 1][0]
         if not isinstance(total, fu.SumOp) or not is_float(reduction_type(total)):
             continue
         exp = reduction_input(total).owner
@@ -197,9 +197,10 @@ def online_sums(structure: Structure) -> dict[int, OnlineSum]:
         if not isinstance(sub, fu.SubOp):
             continue
         broadcast = sub.operands[1].owner
+        top = broadcast.operands[0].owner if isinstance(broadcast, fu.BroadcastInDimOp) else None
         if (
-            isinstance(broadcast, fu.BroadcastInDimOp)
-            and broadcast.operands[0] is top.results[0]
+            isinstance(top, fu.MaxOp)
+            and top in stages[q]
             and sub.operands[0] is reduction_input(top)
             and reduction_type(top) == reduction_type(total)
         ):

@@ -146,7 +146,7 @@ def _ops_problem(fusion: fu.FusionOp) -> str | None:
             return f"{_op_label(op)} is a reduction"
         if isinstance(op, fu.MatmulOp):
             return f"{_op_label(op)} is a matmul"
-        if not (is_pointwise(op) or isinstance(op, fu.DimOp | fu.ResizeOp | fu.TakeOp)):
+        if not (is_pointwise(op) or isinstance(op, (fu.DimOp, fu.ResizeOp, *fu.INDEXING_OPS))):
             return f"{_op_label(op)} is not a pointwise op"
     return None
 

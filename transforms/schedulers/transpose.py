@@ -96,7 +96,7 @@ def _make_plan(fusion: fu.FusionOp, info: FusionInfo) -> TransposeParams | str:
         return "not a pointwise fusion (the pointwise scheduler says why)"
     if any(isinstance(op, fu.ResizeOp) for op in body_ops(fusion)):
         return "a resize op (pad, cat) selects per element: the pointwise kernel computes it"
-    if any(isinstance(op, fu.TakeOp) for op in body_ops(fusion)):
+    if any(isinstance(op, fu.INDEXING_OPS) for op in body_ops(fusion)):
         return "a take loads at an index: the pointwise kernel computes it"
     extents = analysis.extents
     rank = len(extents)
