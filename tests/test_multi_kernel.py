@@ -138,7 +138,7 @@ def test_summary_lists_the_variants(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     host_ir = fd._fusion_compiler().host_ir()  # the variants, on the program that runs one
     assert 'fuser.multi_kernel = "variants persistent fuser_lse_persistent_0, looped' in host_ir
     assert (
-        "host.launch @fuser_lse_looped_1 grid(%grid_x, %grid_y, %grid_z) block [512, 1, 1]"
+        "host.launch @fuser_lse_looped_1 grid(%grid_x, %grid_y, %grid_z) block [256, 1, 1]"
         in host_ir
     )
     monkeypatch.setenv(ENV, "0")

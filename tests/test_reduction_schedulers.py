@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import scipy.special
-from definitions import attention_softmax
+from definitions import attention_softmax, logsumexp_bf16
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects import math as mathd
@@ -917,6 +917,10 @@ def test_looped_takes_long_rows_read_by_two_passes() -> None:
     # rows of 32 KB: two blocks per SM fit half of L2, each 256 threads (two tiles per thread)
     short = LOOPED.heuristics(f, contiguous_info(f, [(10000, 8192)]))
     assert short.block == (256, 1, 1) and short.blocks == 264
+    # a logsumexp reads its row once (the sum online beside the max): four blocks per SM
+    lse = logsumexp_bf16().fusion
+    once = LOOPED.heuristics(lse, contiguous_info(lse, [(10, 100000)]))
+    assert once.block == (256, 1, 1) and once.blocks == 4 * 132
     # z / sum(x): x is read by the first pass only, z by the second: two kernels are as good
     sum_div = parse_fusion("""
 fusion.fusion @f(%x: tensor<?x?xf32>, %z: tensor<?x?xf32>) -> (tensor<?x?xf32>) {
