@@ -105,6 +105,7 @@ class Input:
     layout: str = "contiguous"
     broadcast_dims: tuple[int, ...] = ()  # the stride-0 dims of a "broadcast" layout
     value: Number | None = None  # a scalar input's value
+    index: bool = False  # an index (of a take, gather or scatter): its integers may be 0
 
 
 @dataclass(frozen=True)
@@ -272,16 +273,18 @@ def build(
 
 
 def _random_values(
-    rng: np.random.Generator, dtype: str, shape: tuple[int, ...], specials: bool
+    rng: np.random.Generator, dtype: str, shape: tuple[int, ...], specials: bool, index: bool
 ) -> np.ndarray:
     """Values of an input: normal floats (a few NaN, +-inf, +-0 with `specials`), integers in
-    [-9, 9] without 0 (they may divide), random bools."""
+    [-9, 9] without 0 (they may divide) or, for an `index`, with it, random bools."""
     if dtype in FLOATS:
         data = np.asarray(rng.standard_normal(shape) * rng.choice([0.5, 1.0, 2.0]))
         if specials and data.size:
             picks = rng.random(shape) < 0.05
             data[picks] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], size=int(picks.sum()))
         return data.astype(NUMPY_DTYPES[dtype])
+    if dtype in INTS and index:
+        return rng.integers(-9, 10, shape).astype(NUMPY_DTYPES[dtype])
     if dtype in INTS:
         data = rng.integers(1, 10, shape) * rng.choice([-1, 1], shape)
         return data.astype(NUMPY_DTYPES[dtype])
@@ -330,7 +333,7 @@ def input_buffers(program: Program) -> list[np.ndarray | Number]:
             assert inp.value is not None
             out.append(inp.value)
         else:
-            data = _random_values(rng, inp.dtype, base_shape(inp), program.specials)
+            data = _random_values(rng, inp.dtype, base_shape(inp), program.specials, inp.index)
             out.append(np.asarray(data, NUMPY_DTYPES[inp.dtype]))
     return out
 
@@ -488,18 +491,25 @@ class _Generator:
         return tuple(dims)
 
     def new_input(
-        self, dtype: str, shape: tuple[int, ...] | None, declared: Sequence[int] | None = None
+        self,
+        dtype: str,
+        shape: tuple[int, ...] | None,
+        declared: Sequence[int] | None = None,
+        index: bool = False,
     ) -> _Value:
+        """A new input (a scalar where `shape` is None); an `index` takes integers that may
+        be 0 (position 0 reached directly, not only from the end)."""
         name = self.fresh("x")
         if shape is None:
             value: Number
             if dtype in FLOATS:
                 value = float(np.float16(self.rng.gauss(0, 1.5)))
             elif dtype in INTS:
-                value = self.rng.choice([-5, -3, -1, 1, 2, 4])
+                values = [-5, -3, -1, 0, 1, 2, 4] if index else [-5, -3, -1, 1, 2, 4]
+                value = self.rng.choice(values)
             else:
                 value = self.rng.random() < 0.5
-            self.inputs.append(Input(name, dtype, None, value=value))
+            self.inputs.append(Input(name, dtype, None, value=value, index=index))
             v = _Value(name, dtype, None, None, abs(float(value)), True, value != 0)
         else:
             if declared is None:
@@ -515,9 +525,9 @@ class _Generator:
             bdims: tuple[int, ...] = ()
             if layout == "broadcast":
                 bdims = tuple(sorted(self.rng.sample(ones, self.rng.randint(1, len(ones)))))
-            self.inputs.append(Input(name, dtype, shape, declared, layout, bdims))
+            self.inputs.append(Input(name, dtype, shape, declared, layout, bdims, index=index))
             mag = 20.0 if dtype in FLOATS else (9.0 if dtype in INTS else 1.0)
-            v = _Value(name, dtype, shape, declared, mag, True, dtype in INTS)
+            v = _Value(name, dtype, shape, declared, mag, True, dtype in INTS and not index)
         self.values.append(v)
         return v
 
@@ -1003,11 +1013,11 @@ class _Generator:
             (k if self.rng.random() < 0.5 else -1) if j == d else e
             for j, e in enumerate(x.declared)
         )
-        return x, d, self.new_input(self.rng.choice(INTS), shape, declared)
+        return x, d, self.new_input(self.rng.choice(INTS), shape, declared, index=True)
 
     def gen_take_along_axis(self) -> bool:
-        """k of a tensor's elements along a dim, at a new index input (values in [-9, 9]:
-        many are clamped)."""
+        """k of a tensor's elements along a dim, at a new index input (values in [-9, 9], 0
+        included: many count from the end or are clamped)."""
         picked = self._index_along()
         if picked is None:
             return False
@@ -1085,7 +1095,7 @@ class _Generator:
         k = self.rng.choice(
             [1, 2, 5, self.pick_dim(BUDGET[self.sizes] // max(1, math.prod(x.shape)))]
         )
-        index = self.new_input(self.rng.choice(INTS), (k,))
+        index = self.new_input(self.rng.choice(INTS), (k,), index=True)
         assert index.declared is not None
         self.add_op(
             "index_select",
@@ -1116,7 +1126,7 @@ class _Generator:
         if self.rng.random() < 0.5:
             position = self.rng.randrange(-x.shape[d], x.shape[d])
         else:
-            position = self.new_input(self.rng.choice(INTS), None).name
+            position = self.new_input(self.rng.choice(INTS), None, index=True).name
         self.add_op(
             "select",
             [x.name, position],
@@ -1140,7 +1150,7 @@ class _Generator:
         shape: list[int] = []
         for _ in range(self.rng.randint(1, 2)):
             shape.append(self.pick_dim(room // max(1, math.prod(shape))))
-        ids = self.new_input(self.rng.choice(INTS), tuple(shape))
+        ids = self.new_input(self.rng.choice(INTS), tuple(shape), index=True)
         assert ids.shape is not None and ids.declared is not None
         self.add_op(
             "embedding_fwd",
