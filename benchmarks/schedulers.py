@@ -207,8 +207,9 @@ HEADS_SPLIT = (8, 2048, 32)
 
 
 def heads_split(f: Frontend, inputs: list[Any]) -> None:
-    """[b, t, heads * head_dim] into [b, heads, t, head_dim]: a reshape and a permute, written
-    out (attention reads its q, k and v so)."""
+    """[b, t, heads * head_dim] into [b, heads, t, head_dim]: a reshape and a permute. fuser
+    and nvFuser return it as a view of the input (no kernel); the torch version writes it out
+    (`.contiguous()`, as attention kernels that need it contiguous read it)."""
     fd, x = f.fd, inputs[0]
     b, t, heads = HEADS_SPLIT
     view = fd.ops.reshape(x, new_shape=[b, t, heads, f.width // heads])

@@ -1152,14 +1152,9 @@ def _check_dims(op: IRDLOperation, dims: Sequence[int], what: str) -> None:
         raise VerifyException(f"'{op.name}' {what} {list(dims)} name a dim twice")
 
 
-@irdl_op_definition
-class PermuteOp(RenumberOp):
-    """Reorders the dims of a tensor: result dim i is operand dim `dims[i]` (torch's `permute`).
-
-    `%y = fusion.permute %x [1, 0] : tensor<4x?xf32> -> tensor<?x4xf32>`
-    """
-
-    name = "fusion.permute"
+class PermuteLikeOp(RenumberOp):
+    """Reorders the dims of a tensor: result dim i is operand dim `dims[i]` (torch's
+    `permute`): the one definition of `fusion.permute` and `host.permute`."""
 
     permutation = prop_def(DenseArrayBase.constr(i64))
 
@@ -1187,6 +1182,17 @@ class PermuteOp(RenumberOp):
             )
         _check_dims(self, dims, "dims")
         self._check_result()
+
+
+@irdl_op_definition
+class PermuteOp(PermuteLikeOp):
+    """Reorders the dims of a tensor (see `PermuteLikeOp`): kernels index the operand through
+    it; an output that is a permute of an input (through views) is returned as a view of it.
+
+    `%y = fusion.permute %x [1, 0] : tensor<4x?xf32> -> tensor<?x4xf32>`
+    """
+
+    name = "fusion.permute"
 
 
 @irdl_op_definition

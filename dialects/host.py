@@ -4,9 +4,11 @@ A `host.program` takes and returns builtin ranked tensors (static or `?` dims) a
 body allocates device tensors (`host.allocate`, `host.deallocate`), takes extents (`host.dim`,
 then `arith` on `index`), asks kernels for their grids (`host.grid`), launches kernels
 (`host.launch`), loops (`host.for`), takes views (`host.alias_select`, `host.reshape`,
-`host.slice`) and holds constants (`host.iota`). A tensor value is a device buffer with sizes and
-strides (in elements): the evaluator passes it to a kernel as the `Tensor<T, N>` struct of a
-`!kernel.tensor<T, N>` parameter.
+`host.slice`, `host.permute`) and holds constants (`host.iota`). A tensor value is a device buffer
+with sizes and strides (in elements): the evaluator passes it to a kernel as the `Tensor<T, N>`
+struct of a `!kernel.tensor<T, N>` parameter. A program may return a view of an argument (an
+output that is a view of a fusion input, as nvFuser returns it): the evaluator hands back a view
+of the caller's tensor.
 
 Work is issued on the *current stream*, a piece of evaluator state: `host.get_current_stream`,
 `host.set_current_stream`, `host.stream %i` (a stream of the evaluator's pool) and
@@ -73,6 +75,7 @@ from fuser.dialects.common import FuncLikeOp, TensorDimOp
 from fuser.dialects.fusion import (
     ELEMENT_TYPES,
     IotaLikeOp,
+    PermuteLikeOp,
     SliceLikeOp,
     check_reshape,
     format_shape,
@@ -417,6 +420,18 @@ class ReshapeOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_reshape(self, self.input.type, self.result.type)
+
+
+@irdl_op_definition
+class PermuteOp(PermuteLikeOp):
+    """A view of `input` with its dims reordered (see `fuser.dialects.fusion.PermuteLikeOp`),
+    sharing its memory (`x.permute(dims)` in PyTorch): the evaluator permutes the operand's
+    extents and strides when it specializes the program.
+
+    `%v = host.permute %t [0, 2, 1, 3] : tensor<?x?x12x64xf32> -> tensor<?x12x?x64xf32>`
+    """
+
+    name = "host.permute"
 
 
 @irdl_op_definition
@@ -828,6 +843,7 @@ Host = Dialect(
         AllocateOp,
         DeallocateOp,
         AliasSelectOp,
+        PermuteOp,
         ReshapeOp,
         SliceOp,
         IotaOp,

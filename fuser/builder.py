@@ -109,7 +109,7 @@ from fuser.transforms.schedulers.base import (
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
 from fuser.transforms.schedulers.kernel_builder import kernel_comments
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
-from fuser.transforms.segment import NotAViewError, segment_calls
+from fuser.transforms.segment import NotAViewError, returned_view_chains, segment_calls
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import plan_split_k
 from fuser.transforms.split_reductions import plan_split_reductions, split_candidates
@@ -354,8 +354,10 @@ class FusionBuilder:
         self._always_segment = (
             should_merge is not None
             # a view is taken between kernels, an iota is the host's constant (a scatter is
-            # decomposed into one): never one kernel
+            # decomposed into one), an output that views an input is returned as a view: never
+            # one kernel
             or any(isinstance(op, _SEGMENTED_OPS) for op in fusion.body.walk())
+            or bool(returned_view_chains(fusion))
             or has_stream_parallel_ops(fusion)
         )
         self._compiled_signatures: set[tuple[str, tuple[int, ...]]] = set()

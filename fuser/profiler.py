@@ -259,6 +259,12 @@ def run_profiled(
                 )
     finally:
         previous.make_current()
+    # what the kernels wrote (not an input returned, or returned as a view)
+    written = (
+        outputs
+        if isinstance(runnable, Entry)
+        else [o for o, w in zip(outputs, runnable.result_is_output, strict=True) if w]
+    )
     profile = FusionProfile(
         fusion=call.layout.fusion_name,
         kernel_profiles=tuple(kernels),
@@ -270,7 +276,7 @@ def run_profiled(
             for m in _metas(call)
             if m is not None
         ),
-        output_bytes=sum(int(getattr(o, "nbytes", 0)) for o in outputs),
+        output_bytes=sum(int(getattr(o, "nbytes", 0)) for o in written),
         copy_gbs=copy_gbs,
     )
     return outputs, profile

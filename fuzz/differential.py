@@ -332,6 +332,7 @@ def _host_info(info: Any, inputs: Sequence[Any]) -> Any:
 def run_lowered(lowering: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
     """Runs a `HostLowering` on numpy inputs over host memory (see the module docstring)."""
     from fuser.runtime import driver
+    from fuser.runtime.arrays import host_view
     from fuser.runtime.frontends import Frontend
     from fuser.runtime.host_evaluator import HostEvaluator
 
@@ -339,6 +340,9 @@ def run_lowered(lowering: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
         def allocate(self, shapes: Any, dtypes: Any, device: int, stream: int) -> Any:
             outs = [np.full(s, 0xFF, d) for s, d in zip(shapes, dtypes, strict=True)]
             return outs, [o.ctypes.data for o in outs]
+
+        def view(self, base: Any, shape: Any, strides: Any, offset: int) -> Any:
+            return host_view(base, shape, strides, offset)  # the input array's own memory
 
     memory = _HostMemory()
     kernels = {s.kernel_name: _ReferenceKernel(s.fusion) for s in lowering.segments}

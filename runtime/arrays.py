@@ -361,6 +361,30 @@ def _view_of_dlpack(obj: Any, stream: driver.StreamLike) -> TensorView:
     return view
 
 
+class _HostView:
+    """What `host_view` hands numpy: an array interface, and the array whose memory it is."""
+
+    def __init__(self, interface: dict[str, Any], base: np.ndarray) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def host_view(
+    base: np.ndarray, shape: Sequence[int], strides: Sequence[int], offset: int
+) -> np.ndarray:
+    """A numpy view of `base`'s memory (any layout): these extents and strides (in elements),
+    its first element `offset` elements past `base`'s."""
+    item = base.itemsize
+    interface = {
+        **base.__array_interface__,
+        "data": (base.ctypes.data + offset * item, False),
+        "shape": tuple(shape),
+        "strides": tuple(s * item for s in strides),
+    }
+    # (an extension dtype such as bfloat16 comes back as raw bytes of its size)
+    return np.asarray(_HostView(interface, base)).view(base.dtype)
+
+
 def view_of(obj: Any, stream: driver.StreamLike = None) -> TensorView:
     """A TensorView of `obj`: a DeviceArray, torch tensor, object with __cuda_array_interface__
     or __dlpack__ (device memory, kind "cuda"), or numpy array (kind "host").
@@ -404,15 +428,18 @@ def _check_dtype(dtype: Any) -> np.dtype:
 
 
 class DeviceArray:
-    """A C-contiguous array in device memory from the stream-ordered pool.
+    """An array in device memory: C-contiguous memory from the stream-ordered pool, or a strided
+    view of another tensor's memory (`viewing`: an output a fusion returns as a view of an
+    input).
 
-    The memory is allocated on `stream` and freed on it when the array is garbage-collected, so
+    Pool memory is allocated on `stream` and freed on it when the array is garbage-collected, so
     work on other streams that uses the array must be ordered before that (events). `strides` are
     in bytes (numpy convention); `element_strides` in elements.
     """
 
     __slots__ = (
         "__weakref__",
+        "_base",
         "_owned",
         "device_id",
         "dtype",
@@ -425,6 +452,7 @@ class DeviceArray:
 
     def __init__(self, shape: Sequence[int] | int, dtype: Any, stream: driver.StreamLike = None):
         self._owned = False
+        self._base: Any = None
         shape_t = (shape,) if isinstance(shape, int) else tuple(int(n) for n in shape)
         if any(n < 0 for n in shape_t):
             raise ValueError(f"negative dimension in shape {shape_t}")
@@ -454,6 +482,31 @@ class DeviceArray:
         return arr
 
     @classmethod
+    def viewing(
+        cls,
+        owner: Any,
+        ptr: int,
+        shape: Sequence[int],
+        element_strides: Sequence[int],
+        dtype: Any,
+        device_id: int,
+        stream: driver.StreamLike = None,
+    ) -> DeviceArray:
+        """A view of memory at `ptr` that `owner` holds (kept alive while the view lives), with
+        these extents and (non-negative) strides in elements; it frees nothing."""
+        arr = cls.__new__(cls)
+        arr._owned = False
+        arr._base = owner
+        arr.shape = tuple(int(n) for n in shape)
+        arr.dtype = _check_dtype(dtype)
+        arr.stream = stream
+        arr.nbytes = math.prod(arr.shape) * arr.dtype.itemsize
+        arr.strides = tuple(int(s) * arr.dtype.itemsize for s in element_strides)
+        arr.device_id = device_id
+        arr.ptr = ptr
+        return arr
+
+    @classmethod
     def from_numpy(cls, array: Any, stream: driver.StreamLike = None) -> DeviceArray:
         """A device copy of a numpy array (any layout); returns when the copy is done."""
         host = np.ascontiguousarray(array)
@@ -478,7 +531,15 @@ class DeviceArray:
 
     @property
     def element_strides(self) -> tuple[int, ...]:
-        return contiguous_strides(self.shape)
+        return tuple(s // self.dtype.itemsize for s in self.strides)
+
+    def is_contiguous(self) -> bool:
+        """C-contiguous (size-1 dimensions may have any stride)."""
+        expected = contiguous_strides(self.shape)
+        return all(
+            n == 1 or s == e
+            for n, s, e in zip(self.shape, self.element_strides, expected, strict=True)
+        )
 
     def __len__(self) -> int:
         if not self.shape:
@@ -491,16 +552,26 @@ class DeviceArray:
     # copies ---------------------------------------------------------------------------------
 
     def numpy(self, stream: driver.StreamLike = None) -> np.ndarray:
-        """A host copy, read after the work queued on the array's stream (or `stream`)."""
-        out = np.empty(self.shape, self.dtype)
-        if self.nbytes:
-            s = self.stream if stream is None else stream
+        """A host copy, read after the work queued on the array's stream (or `stream`); a
+        strided view reads the span of memory it covers and takes its elements on the host."""
+        s = self.stream if stream is None else stream
+        if not self.nbytes:
+            return np.empty(self.shape, self.dtype)
+        if self.is_contiguous():
+            out = np.empty(self.shape, self.dtype)
             driver.memcpy_dtoh(out.ctypes.data, self.ptr, self.nbytes, s)
-        return out
+            return out
+        span = 1 + sum((n - 1) * e for n, e in zip(self.shape, self.element_strides, strict=True))
+        covered = np.empty(span, self.dtype)
+        driver.memcpy_dtoh(covered.ctypes.data, self.ptr, covered.nbytes, s)
+        return np.lib.stride_tricks.as_strided(covered, self.shape, self.strides).copy()
 
     def copy(self, stream: driver.StreamLike = None) -> DeviceArray:
-        """A new device array with the same contents (ordered on `stream`, default its own)."""
+        """A new contiguous device array with the same contents (ordered on `stream`, default
+        its own); a strided view is copied through the host."""
         s = self.stream if stream is None else stream
+        if not self.is_contiguous():
+            return DeviceArray.from_numpy(self.numpy(s), s)
         out = DeviceArray(self.shape, self.dtype, s)
         if self.nbytes:
             driver.memcpy_dtod_async(out.ptr, self.ptr, self.nbytes, s)
@@ -519,7 +590,7 @@ class DeviceArray:
             "shape": self.shape,
             "typestr": self.dtype.str,
             "data": (self.ptr, False),
-            "strides": None,
+            "strides": None if self.is_contiguous() else self.strides,
             "version": 3,
             "stream": _dlpack_stream(self.stream),
         }
@@ -550,8 +621,9 @@ class DeviceArray:
             if consumer != driver.stream_handle(source.stream):
                 event = driver.Event(timing=False).record(source.stream)
                 driver.stream_wait_event(consumer, event)
+        strides = None if source.is_contiguous() else source.element_strides
         return make_dlpack_capsule(
-            source.ptr, source.shape, None, source.dtype, self.__dlpack_device__(), source
+            source.ptr, source.shape, strides, source.dtype, self.__dlpack_device__(), source
         )
 
     # lifetime -------------------------------------------------------------------------------

@@ -17,10 +17,11 @@ import numpy as np
 
 from fuser.errors import InputError
 from fuser.runtime import driver
-from fuser.runtime.arrays import BFLOAT16, DeviceArray, view_of
+from fuser.runtime.arrays import BFLOAT16, DeviceArray, host_view, view_of
 from fuser.runtime.signature import DTYPES_BY_CODE, TORCH_DTYPE_CODES
 
-Shapes = Sequence[tuple[int, ...]]
+Shape = tuple[int, ...]
+Shapes = Sequence[Shape]
 
 
 class Frontend:
@@ -39,6 +40,15 @@ class Frontend:
 
     def finish(self, outs: list[Any], stream: int) -> list[Any]:
         return outs
+
+    def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
+        """A view of the call's input `base`: an output the program returns as a view of an
+        input, as nvFuser aliases it. `shape` and `strides` (in elements) describe it, its first
+        element `offset` elements past `base`'s. Here a `DeviceArray` viewing `base`'s memory
+        (and keeping `base` alive)."""
+        v = view_of(base)
+        ptr = v.ptr + offset * v.dtype.itemsize
+        return DeviceArray.viewing(base, ptr, shape, strides, v.dtype, v.device)
 
     def check_writable(self, dst: Any, what: str) -> None:
         """InputError naming `what` where an output cannot be written into `dst` (an input the
@@ -68,6 +78,11 @@ class _NumpyFrontend(Frontend):
 
     def finish(self, outs: list[Any], stream: int) -> list[Any]:
         return [o.numpy(stream) for o in outs]
+
+    def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
+        """A numpy view of the input array (of a contiguous copy of it where it is strided: the
+        program saw the contiguous device copy)."""
+        return host_view(np.ascontiguousarray(base), shape, strides, offset)
 
     def check_writable(self, dst: Any, what: str) -> None:
         if not dst.flags.writeable:
@@ -147,6 +162,9 @@ class _TorchFrontend(Frontend):
     def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
         dst.copy_(src)  # on torch's current stream, the call's: any strides
 
+    def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
+        return base.as_strided(shape, strides, base.storage_offset() + offset)
+
     def allocate(
         self, shapes: Shapes, dtypes: Sequence[np.dtype], device: int, stream: int
     ) -> tuple[list[Any], list[int]]:
@@ -185,6 +203,14 @@ class _CupyFrontend(Frontend):
 
     def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
         dst[...] = src  # on cupy's current stream, the call's: any strides
+
+    def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
+        import cupy  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
+
+        item = base.dtype.itemsize
+        return cupy.ndarray(
+            shape, base.dtype, base.data + offset * item, tuple(s * item for s in strides)
+        )
 
     def allocate(
         self, shapes: Shapes, dtypes: Sequence[np.dtype], device: int, stream: int

@@ -188,6 +188,7 @@ _SUPPORTED: tuple[type[Operation], ...] = (
     host.AliasSelectOp,
     host.ReshapeOp,
     host.SliceOp,
+    host.PermuteOp,
     host.IotaOp,
     host.WorkspaceOp,
     host.WorkspaceViewOp,
@@ -202,6 +203,18 @@ _SUPPORTED: tuple[type[Operation], ...] = (
     host.SynchronizeOp,
     host.ReturnOp,
 )
+
+
+_VIEW_OPS = (host.ReshapeOp, host.SliceOp, host.PermuteOp)
+"""Ops whose result is a view of their operand, sharing its memory."""
+
+
+def _view_source(v: SSAValue) -> SSAValue:
+    """The tensor `v` is a view of through reshapes, slices and permutes (`v` itself if it is
+    no view)."""
+    while isinstance(v.owner, _VIEW_OPS):
+        v = v.owner.input
+    return v
 
 
 def parse_program(text: str) -> host.ProgramOp:
@@ -274,7 +287,10 @@ class HostEvaluator:
         self.returned = {v for v in ret.values}
         # an allocation that a returned reshape views: the output is allocated in its shape
         self.returned_views: dict[SSAValue, list[host.ReshapeOp]] = {}
+        args = set(self.program.args)
         for v in ret.values:
+            if _view_source(v) in args:
+                continue  # a view of an argument: a view of the caller's tensor (`returns`)
             chain: list[host.ReshapeOp] = []
             while isinstance(v.owner, host.ReshapeOp):
                 chain.insert(0, v.owner)
@@ -606,6 +622,9 @@ class _Builder:
         self.consts: dict[SSAValue, Any] = {}
         self.tensors: dict[SSAValue, TensorInfo] = {}
         self.owners: dict[SSAValue, int] = {}  # output value -> register of its object
+        self.arg_views: dict[SSAValue, tuple[int, int]] = {}
+        """A tensor argument or a view of one -> (the argument's position, the byte offset of
+        the view's first element from the argument's)."""
         self.cleanup: list[int] = []
         # per workspace: where its (placeholder) allocation sits, its registers and its views
         self.workspaces: dict[SSAValue, _WorkspacePlan] = {}
@@ -643,13 +662,14 @@ class _Builder:
         # tensor arguments, then scalar arguments, in consecutive registers (a call fills them
         # with two slice assignments)
         first = len(self.template)
-        for arg, meta in zip(args, self.metas, strict=True):
+        for position, (arg, meta) in enumerate(zip(args, self.metas, strict=True)):
             t = arg.type
             if isinstance(t, TensorType):
                 assert meta is not None
                 dtype = numpy_dtype(t.element_type)
                 self.tensors[arg] = TensorInfo(meta.shape, meta.strides, dtype, meta.alignment)
                 self.bind(arg)
+                self.arg_views[arg] = (position, 0)
         middle = len(self.template)
         index_values = iter(self.index_values)
         for arg in args:
@@ -733,6 +753,8 @@ class _Builder:
             self.reshape(op)
         elif isinstance(op, host.SliceOp):
             self.slice(op, code)
+        elif isinstance(op, host.PermuteOp):
+            self.permute(op)
         elif isinstance(op, host.IotaOp):
             self.iota(op)
         elif isinstance(op, host.GridOp):
@@ -1057,6 +1079,26 @@ class _Builder:
         self.alias(op.result, op.input)
         if op.input in self.owners:  # a returned view of an output allocated in its shape
             self.owners[op.result] = self.owners[op.input]
+        self.view_of_argument(op.input, op.result, 0)
+
+    def permute(self, op: host.PermuteOp) -> None:
+        """`host.permute`: a view, computed once per signature; the pointer is the operand's."""
+        base, dims = self.tensors[op.input], op.source_dims
+        self.tensors[op.result] = TensorInfo(
+            tuple(base.shape[d] for d in dims),
+            tuple(base.strides[d] for d in dims),
+            base.dtype,
+            base.alignment,
+        )
+        self.alias(op.result, op.input)
+        self.view_of_argument(op.input, op.result, 0)
+
+    def view_of_argument(self, source: SSAValue, view: SSAValue, offset: int) -> None:
+        """Records `view` as a view of the argument `source` is (or views), `offset` bytes
+        further, for `returns`."""
+        if source in self.arg_views:
+            position, base = self.arg_views[source]
+            self.arg_views[view] = (position, base + offset)
 
     def slice(self, op: host.SliceOp, code: Code) -> None:
         """`host.slice`: a view, computed once per signature; the pointer is the operand's
@@ -1067,6 +1109,7 @@ class _Builder:
         alignment = view_alignment(base.alignment, offset_bytes)
         self.tensors[op.result] = TensorInfo(shape, strides, base.dtype, alignment)
         self.offset_view(op.input, op.result, offset_bytes, code)
+        self.view_of_argument(op.input, op.result, offset_bytes)
 
     def iota(self, op: host.IotaOp) -> None:
         """`host.iota`: a constant of the specialization, computed now, uploaded by its first
@@ -1236,6 +1279,20 @@ class _Builder:
 
         code.append(synchronize)
 
+    def returned_view(self, v: SSAValue, code: Code) -> int:
+        """The register of a returned view of an argument: each call makes it a view of the
+        caller's tensor (`Frontend.view`), as nvFuser returns an output aliasing an input."""
+        info = self.tensors[v]
+        position, offset_bytes = self.arg_views[v]
+        shape, strides, offset = info.shape, info.strides, offset_bytes // info.dtype.itemsize
+        reg = self.new_reg()
+
+        def return_view(r: list[Any]) -> None:
+            r[reg] = r[_FE].view(r[_INPUTS][position], shape, strides, offset)
+
+        code.append(return_view)
+        return reg
+
     def returns(self, op: host.ReturnOp, code: Code) -> None:
         regs: list[int] = []
         is_output: list[bool] = []
@@ -1244,9 +1301,7 @@ class _Builder:
             if v in self.owners:
                 regs.append(self.owners[v])
                 is_output.append(True)
-            elif isinstance(v.type, TensorType):
-                if v not in args:
-                    raise self.fail(op, "returns a view; return allocated tensors or arguments")
+            elif v in args and isinstance(v.type, TensorType):
                 position = args.index(v)
                 reg = self.new_reg()
 
@@ -1255,6 +1310,11 @@ class _Builder:
 
                 code.append(pass_input)
                 regs.append(reg)
+                is_output.append(False)
+            elif isinstance(v.type, TensorType):
+                if v not in self.arg_views:
+                    raise self.fail(op, "returns a view; return allocated tensors or arguments")
+                regs.append(self.returned_view(v, code))
                 is_output.append(False)
             else:
                 regs.append(self.regs[v])

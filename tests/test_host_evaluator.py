@@ -33,6 +33,7 @@ from fuser.dialects.views import contiguous_strides
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.fuzz.differential import host_call
 from fuser.runtime import dispatch, driver, frontends
+from fuser.runtime.arrays import host_view
 from fuser.runtime.calls import Call
 from fuser.runtime.frontends import Frontend
 from fuser.runtime.host_evaluator import HostEvaluator
@@ -177,6 +178,9 @@ class HostMemoryFrontend(Frontend):
     def allocate(self, shapes, dtypes, device, stream):  # type: ignore[no-untyped-def]
         outs = [np.full(s, np.nan, d) for s, d in zip(shapes, dtypes, strict=True)]
         return outs, [o.ctypes.data for o in outs]
+
+    def view(self, base, shape, strides, offset):  # type: ignore[no-untyped-def]
+        return host_view(base, shape, strides, offset)  # the input array's own memory
 
 
 FRONTEND = HostMemoryFrontend()

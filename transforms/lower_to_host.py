@@ -5,7 +5,9 @@ Each `fusion.segment` is scheduled as a fusion of its own (`segment_as_fusion`, 
 are contiguous and 16-byte aligned) with `schedule_fusion`, honouring the scheduler the segment
 names. A fusion without `fusion.segment` ops is lowered as one segment. The program then:
 
-- takes the fusion's inputs and returns its outputs (`host.return`);
+- takes the fusion's inputs and returns its outputs (`host.return`), an output that is a view of
+  an input (the segmenter's returned views) as that view (`host.reshape`, `host.slice`,
+  `host.permute` of the argument);
 - computes every extent it needs with `host.dim` on its arguments (each dynamic extent of an
   intermediate or output follows from an input extent through the typing rules: pointwise
   operands, kept dims of reductions, `broadcast_in_dim` sizes, matmul dims);
@@ -82,7 +84,7 @@ from fuser.transforms.schedulers.base import (
 )
 from fuser.transforms.schedulers.info import DEFAULT_ARCH, DEFAULT_SM_COUNT, FusionInfo
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
-from fuser.transforms.segment import segment_calls, view_root
+from fuser.transforms.segment import returned_view_chains, segment_calls, view_root
 from fuser.transforms.stream_slicing import StreamSlicing, build_slice_loop, slice_fusion
 
 __all__ = [
@@ -162,9 +164,11 @@ def segment_pieces(fusion: fu.FusionOp, info: FusionInfo, scheduler: str = "") -
             )
             for c in segment_calls(fusion, info)
         ]
+    viewed = {op for chain in returned_view_chains(fusion) for op in chain}
     body = [op for op in fusion.body.block.ops if not isinstance(op, fu.OutputOp)]
+    body = [op for op in body if op not in viewed]
     if not any(isinstance(r.type, TensorType) for op in body for r in op.results):
-        return []  # the outputs are inputs: nothing to compute
+        return []  # the outputs are inputs or views of inputs: nothing to compute
     whole = fusion.clone()
     whole.sym_name = StringAttr(f"{fusion.sym_name.data}_s0")
     env = value_shapes(whole, info.input_shapes)
@@ -412,14 +416,21 @@ class _ProgramBuilder:
         return self.add(arith.DivUIOp(numel, self.index(known))).results[0]
 
     def value(self, v: SSAValue) -> SSAValue:
-        """The program's value for the fusion's tensor `v`; a `fusion.reshape`, `fusion.slice`
-        or `fusion.iota` between segments becomes its `host` twin here, at its first use."""
+        """The program's value for the fusion's tensor `v`; a `fusion.reshape`, `fusion.slice`,
+        `fusion.permute` (of a returned view) or `fusion.iota` between segments becomes its
+        `host` twin here, at its first use."""
         found = self.values.get(v)
         if found is not None:
             return found
         op = v.owner
         if isinstance(op, fu.IotaOp):
             return self._iota(v, op)
+        if isinstance(op, fu.PermuteOp):
+            permuted = host.PermuteOp(self.value(op.input), op.source_dims)
+            permuted.result.name_hint = v.name_hint
+            self.values[v] = self.add(permuted).results[0]
+            self.syms[v] = tuple(self.syms[op.input][d] for d in op.source_dims)
+            return self.values[v]
         assert isinstance(op, fu.VIEW_OPS), f"{v} has no value in the program yet"
         result_type = op.result.type
         view: Operation

@@ -70,8 +70,15 @@ Segments therefore never take `index` arguments, and `segment_as_fusion` of a se
 as an input (a reshape or slice is a view of the tensor it reshapes or slices, an iota a constant
 the host program computes, after the tensor whose extent its length is). `_copy_for_views` first
 copies what a view cannot give: an input no strides can view in the new shape, and an output that
-would share memory with an input, another output or an iota, or would be a slice (holding the
-memory of the whole tensor sliced).
+is a view of a segment's result and would share memory with another output, or of an iota, or
+would be a slice (holding the memory of the whole tensor sliced).
+
+**Returned views of inputs.** An output that is a fusion input seen through reshapes, slices and
+permutes (`input_view_chain`; a permute there read by nothing else), whose reshapes the input's
+strides can give, is returned as a view of the input, as nvFuser aliases it: no kernel computes
+it, and those ops (`returned_views`, the permutes too) stay between segments for the host program
+to take as views (`host.reshape`, `host.slice`, `host.permute`). A fusion of such outputs only has
+no segment at all.
 
 A `segment_set` that ends a segment becomes a `fusion.set` inside it: the segment op is the
 boundary now. Dead ops are erased first.
@@ -264,6 +271,9 @@ def _segment_calls(fusion: fu.FusionOp, info: FusionInfo) -> tuple[SegmentCall, 
             seg_fusion, seg_info = stream.sliced, stream.slice_info(seg_info)
             shapes = stream.slice_shapes(shapes)
         calls.append(SegmentCall(segment, seg_fusion, seg_info, shapes, stream))
+    for chain in returned_view_chains(fusion):  # a view of an input: its strides must give it
+        if chain[0].results[0] not in metas:
+            _view_metas(chain[0].results[0], metas)
     return tuple(calls)
 
 
@@ -272,10 +282,16 @@ class NotAViewError(SegmentationError):
     for these inputs (a program segmented for other strides, which copied none)."""
 
 
-def view_meta(op: fu.ReshapeOp | fu.SliceOp, source: TensorMeta) -> TensorMeta | None:
+def view_meta(
+    op: fu.ReshapeOp | fu.SliceOp | fu.PermuteOp, source: TensorMeta
+) -> TensorMeta | None:
     """The metadata of `op`'s result as a view of an operand with `source`'s, or None where
-    strides cannot give it (a reshape; a slice always can). Raises ReshapeError where a
-    reshape's element counts differ."""
+    strides cannot give it (a reshape; a slice or permute always can). Raises ReshapeError
+    where a reshape's element counts differ."""
+    if isinstance(op, fu.PermuteOp):
+        dims = op.source_dims
+        shape = tuple(source.shape[d] for d in dims)
+        return TensorMeta(shape, tuple(source.strides[d] for d in dims), source.alignment)
     if isinstance(op, fu.SliceOp):
         shape, strides, offset = slice_view(*op.bounds(), source.shape, source.strides)
         offset_bytes = offset * byte_size(fu.element_type(op.input.type))
@@ -292,7 +308,7 @@ def _view_metas(view: SSAValue, metas: dict[SSAValue, TensorMeta | None]) -> Non
     if isinstance(op, fu.IotaOp):  # the host's contiguous constant
         metas[view] = TensorMeta.contiguous((_iota_length(op, metas),))
         return
-    assert isinstance(op, fu.VIEW_OPS), "a view's operand is an input, segment or view"
+    assert isinstance(op, RETURNED_VIEW_OPS), "a view's operand is an input, segment or view"
     source = op.input
     if source not in metas:
         _view_metas(source, metas)
@@ -502,6 +518,37 @@ class Extents:
         return None
 
 
+RETURNED_VIEW_OPS = (*fu.VIEW_OPS, fu.PermuteOp)
+"""Ops through which a fusion output may be a view of a fusion input (returned as one)."""
+
+
+def input_view_chain(v: SSAValue) -> list[Operation] | None:
+    """The reshapes, slices and permutes (output first) through which `v` is a view of a
+    fusion input, each permute's result read by the next of them (or the output) only; None
+    where `v` is no such view. The program returns such an output as a view of the input (as
+    nvFuser aliases it), where the reshapes can view the input's strides."""
+    chain: list[Operation] = []
+    while isinstance(v, OpResult) and isinstance(v.op, RETURNED_VIEW_OPS):
+        if isinstance(v.op, fu.PermuteOp) and any(
+            u.operation is not chain[-1] if chain else not isinstance(u.operation, fu.OutputOp)
+            for u in v.uses
+        ):
+            return None  # also read by a kernel, which reads through the permute
+        chain.append(v.op)
+        v = v.op.input
+    return chain if chain and isinstance(v, BlockArgument) else None
+
+
+def returned_view_chains(fusion: fu.FusionOp) -> list[list[Operation]]:
+    """The `input_view_chain` of each output that is one, where no `alias_input` writes that
+    value into an input (written back, an output must be a tensor of its own)."""
+    output = fusion.output_op
+    aliases = zip(output.values, output.alias_inputs(), strict=True)
+    written = {v for v, i in aliases if i is not None}
+    chains = [input_view_chain(v) for v in dict.fromkeys(output.values) if v not in written]
+    return [c for c in chains if c is not None]
+
+
 def view_root(v: SSAValue) -> SSAValue:
     """The tensor `v` is a view of through reshapes and slices (`v` itself if it is no
     view's)."""
@@ -658,10 +705,19 @@ class _Segmenter:
         output is, where the view would share memory with an input or another output (an
         output is a tensor of its own). An output that is an iota (or a view of one) is
         copied too: the host program's iota is a constant that every call shares; and one that
-        is a slice (or a view of one): it would hold the memory of the whole tensor sliced."""
+        is a slice (or a view of one): it would hold the memory of the whole tensor sliced.
+
+        An output that is a view of a fusion input (`input_view_chain`), whose reshapes can view
+        the input's strides for `info`, is not copied: the program returns a view of the input
+        (nvFuser's aliasing). Its ops (`returned_views`, permutes too) stay between segments."""
+        self.returned_views = self._returned_views()
         copies: dict[SSAValue, SSAValue] = {}
         for op in list(self.block.ops):
-            if isinstance(op, fu.ReshapeOp) and not self._viewable(op):
+            if (
+                isinstance(op, fu.ReshapeOp)
+                and op not in self.returned_views
+                and not self._viewable(op)
+            ):
                 source = op.input
                 if source not in copies:
                     copy = fu.SetOp(source)
@@ -672,6 +728,8 @@ class _Segmenter:
         output = self.fusion.output_op
         roots: set[SSAValue] = set(output.operands)
         for i, v in enumerate(output.operands):
+            if isinstance(v, OpResult) and v.op in self.returned_views:
+                continue
             root = view_root(v)
             is_iota = isinstance(root, OpResult) and isinstance(root.op, fu.IotaOp)
             if root is v and not is_iota:
@@ -683,6 +741,23 @@ class _Segmenter:
                 output.operands = (*output.operands[:i], copy.result, *output.operands[i + 1 :])
             else:
                 roots.add(root)
+
+    def _returned_views(self) -> frozenset[Operation]:
+        """The ops of the outputs that are views of fusion inputs for `info` (see
+        `_copy_for_views`)."""
+        found: set[Operation] = set()
+        for chain in returned_view_chains(self.fusion):
+            v = chain[0].results[0]
+            if self.info is not None:
+                root = chain[-1].operands[0]
+                assert isinstance(root, BlockArgument)
+                metas: dict[SSAValue, TensorMeta | None] = {root: self.info.inputs[root.index]}
+                try:
+                    _view_metas(v, metas)
+                except (NotAViewError, ShapeMismatch):
+                    continue  # copied (a reshape no strides give), or segmenting names the op
+            found.update(chain)
+        return frozenset(found)
 
     def _viewable(self, op: fu.ReshapeOp) -> bool:
         """Whether `op`'s operand can be viewed in its shape for `info`: the views from a fusion
@@ -722,9 +797,10 @@ class _Segmenter:
 
     def _is_compute(self, op: Operation) -> bool:
         """An op that forms a group: one with a tensor result that is not forwarded (nor a
-        reshape or an iota: those stay between segments)."""
+        reshape, an iota or a returned view of an input: those stay between segments)."""
         return (
             op not in self.forwarded
+            and op not in self.returned_views
             and not isinstance(op, (fu.DimOp, fu.IotaOp, *fu.VIEW_OPS))
             and any(isinstance(r.type, TensorType) for r in op.results)
         )
@@ -753,6 +829,8 @@ class _Segmenter:
         return forwarded
 
     def _kind(self, op: Operation) -> str:
+        if op in self.returned_views:
+            return "view"
         if op in self.forwarded:
             return "forwarded"
         if isinstance(op, fu.DimOp):
@@ -1289,8 +1367,8 @@ class _Segmenter:
         terminator = self.fusion.output_op
 
         def view(v: SSAValue) -> SSAValue:
-            """`v` in the new body: a reshape is recreated there, after its operand, and an
-            iota with the extent it takes."""
+            """`v` in the new body: a reshape, slice or returned permute is recreated there,
+            after its operand, and an iota with the extent it takes."""
             if isinstance(v, BlockArgument) or v in outer:
                 return outer.get(v, v)
             op = v.owner
@@ -1308,6 +1386,8 @@ class _Segmenter:
                 new = fu.ReshapeOp(view(op.input), op.result.type.get_shape())
             elif isinstance(op, fu.SliceOp):
                 new = fu.SliceOp(view(op.input), *op.bounds(), op.result.type)
+            elif isinstance(op, fu.PermuteOp) and op in self.returned_views:
+                new = fu.PermuteOp(view(op.input), op.source_dims)
             else:
                 return outer[v]  # a segment's result
             self.block.insert_op_before(new, terminator)

@@ -352,3 +352,19 @@ host.program @p(%x: tensor<4x6xf32>) {
   %v = host.slice %x [3:, :] : tensor<4x6xf32> -> tensor<2x6xf32>
   host.return
 }
+
+// -----
+
+host.program @p(%x: tensor<4x6x2xf32>) {
+  // expected-error @+1 {{'host.permute' dims [0, 0, 1] name a dim twice}}
+  %v = host.permute %x [0, 0, 1] : tensor<4x6x2xf32> -> tensor<4x4x6xf32>
+  host.return
+}
+
+// -----
+
+host.program @p(%x: tensor<4x6x2xf32>) {
+  // expected-error @+1 {{'host.permute' result shape [6, 4, 2] must be [2, 4, 6]}}
+  %v = host.permute %x [2, 0, 1] : tensor<4x6x2xf32> -> tensor<6x4x2xf32>
+  host.return
+}

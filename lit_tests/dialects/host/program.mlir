@@ -3,8 +3,8 @@
 // RUN: FUSER_GENERIC_ROUNDTRIP
 // RUN: fuser-opt %s --print-op-generic | filecheck %s --check-prefix=CHECK-GENERIC
 
-// Allocates an [N, 2*D] result and a static scratch tensor, loops over rows taking views, and
-// returns the result with a scalar.
+// Allocates an [N, 2*D] result and a static scratch tensor, loops over rows taking views, takes
+// a permuted view, and returns the result with a scalar.
 host.program @shapes(%x: tensor<?x?xf32>, %w: tensor<3xbf16>, %eps: f32, %k: index) -> (tensor<?x?xf32>, f32) {
   %n = host.dim %x[0] : tensor<?x?xf32>
   %d = host.dim %x[1] : tensor<?x?xf32>
@@ -24,6 +24,7 @@ host.program @shapes(%x: tensor<?x?xf32>, %w: tensor<3xbf16>, %eps: f32, %k: ind
     } attributes {fuser.unroll = 2 : i64}
   }
   %w0 = host.alias_select %w[%c1] axis 0 : tensor<3xbf16> -> tensor<bf16>
+  %xt = host.permute %x [1, 0] : tensor<?x?xf32> -> tensor<?x?xf32>
   host.deallocate %scratch : tensor<4x3xi64>
   host.deallocate %flags : tensor<?x5xi1>
   host.return %y, %eps : tensor<?x?xf32>, f32
@@ -48,6 +49,7 @@ host.program @shapes(%x: tensor<?x?xf32>, %w: tensor<3xbf16>, %eps: f32, %k: ind
 // CHECK-NEXT:     } attributes {fuser.unroll = 2 : i64}
 // CHECK-NEXT:   }
 // CHECK-NEXT:   %w0 = host.alias_select %w[%c1] axis 0 : tensor<3xbf16> -> tensor<bf16>
+// CHECK-NEXT:   %xt = host.permute %x [1, 0] : tensor<?x?xf32> -> tensor<?x?xf32>
 // CHECK-NEXT:   host.deallocate %scratch : tensor<4x3xi64>
 // CHECK-NEXT:   host.deallocate %flags : tensor<?x5xi1>
 // CHECK-NEXT:   host.return %y, %eps : tensor<?x?xf32>, f32
@@ -66,6 +68,7 @@ host.program @shapes(%x: tensor<?x?xf32>, %w: tensor<3xbf16>, %eps: f32, %k: ind
 // CHECK-GENERIC-NEXT:     }) {fuser.unroll = 2 : i64} : (index, index, index) -> ()
 // CHECK-GENERIC-NEXT:     "host.yield"() : () -> ()
 // CHECK-GENERIC-NEXT:   }) : (index, index, index) -> ()
+// CHECK-GENERIC:        %xt = "host.permute"(%x) <{permutation = array<i64: 1, 0>}> : (tensor<?x?xf32>) -> tensor<?x?xf32>
 // CHECK-GENERIC:        "host.deallocate"(%scratch) : (tensor<4x3xi64>) -> ()
 // CHECK-GENERIC:        "host.return"(%y, %eps) : (tensor<?x?xf32>, f32) -> ()
 // CHECK-GENERIC-NEXT: }) : () -> ()
