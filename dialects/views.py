@@ -168,6 +168,14 @@ def slice_view(
     return extents, new_strides, offset
 
 
+def permute_view(
+    dims: Sequence[int], shape: Sequence[int], strides: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The extents and strides of a permute (result dim i is operand dim `dims[i]`) of a
+    tensor with these extents and strides: a view, always."""
+    return tuple(shape[d] for d in dims), tuple(strides[d] for d in dims)
+
+
 def view_alignment(alignment: int, offset_bytes: int) -> int:
     """The pointer alignment (a power of two, at most 16 bytes) of a view `offset_bytes` past
     a pointer of `alignment`."""

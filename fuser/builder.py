@@ -109,7 +109,12 @@ from fuser.transforms.schedulers.base import (
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta, arch_problem
 from fuser.transforms.schedulers.kernel_builder import kernel_comments
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
-from fuser.transforms.segment import NotAViewError, returned_view_chains, segment_calls
+from fuser.transforms.segment import (
+    NotAViewError,
+    returned_view_chains,
+    returned_view_outputs,
+    segment_calls,
+)
 from fuser.transforms.segment_rules import MergePredicate
 from fuser.transforms.split_k import plan_split_k
 from fuser.transforms.split_reductions import plan_split_reductions, split_candidates
@@ -229,7 +234,8 @@ class _Program:
     """A segmented fusion compiled for one set of heuristics: the segmented fusion, its host
     program and kernels (one module), an executor per segment, and the evaluator.
     `split_factors` are the split factors of the fusion's matmuls and sums it was
-    rewritten with (`FusionBuilder._split_factors`)."""
+    rewritten with (`FusionBuilder._split_factors`); `view_outputs` the outputs it returns as
+    views of inputs (`returned_view_outputs`)."""
 
     def __init__(
         self,
@@ -240,8 +246,10 @@ class _Program:
         split_factors: Splits = ((), ()),
         streams: int = DEFAULT_STREAMS,
         analyses: AnalysisCache | None = None,
+        view_outputs: frozenset[int] = frozenset(),
     ) -> None:
         self.segmented = segmented
+        self.view_outputs = view_outputs
         # the analyses of its segments (standalone fusions, never rewritten) for new shapes
         self.analyses = AnalysisCache() if analyses is None else analyses
         self.split_factors = split_factors
@@ -432,9 +440,15 @@ class FusionBuilder:
                     proposal = None
                 if proposal is not None:
                     return self._variants_for(info, *proposal, fusion)
+        views = returned_view_outputs(self.fusion, info)
         for program in self._programs:
-            # a program's kernels are those of its split factors: reused only for the same
-            if program.split_factors == factors and program.heuristics_hold(info):
+            # a program's kernels are those of its split factors, its outputs views or copies
+            # of inputs as its signature's strides allowed: reused only for the same
+            if (
+                program.split_factors == factors
+                and program.view_outputs == views
+                and program.heuristics_hold(info)
+            ):
                 return program, True, ()
         return self._new_program(info, factors), False, ()
 
@@ -667,6 +681,7 @@ class FusionBuilder:
             factors,
             streams=self.streams,
             analyses=analyses,
+            view_outputs=returned_view_outputs(self.fusion, info),
         )
         dump.dump("host_ir", f"@{name}", program.host_ir)
         program.evaluator.compile_kernels()  # in parallel: NVRTC releases the GIL

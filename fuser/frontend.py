@@ -2512,7 +2512,9 @@ class FusionDefinition:
 
         Inputs: numpy arrays (copied to the device, outputs copied back as numpy), or CUDA arrays
         (torch, cupy, `fuser.DeviceArray`, anything with `__cuda_array_interface__` or
-        `__dlpack__`), used in place; outputs come back as the same kind as the inputs.
+        `__dlpack__`), used in place; outputs come back as the same kind as the inputs. An
+        output that is an input through reshapes, slices and permutes comes back as a view of
+        that input (no kernel; nvFuser's aliasing): it shares the input's memory.
 
         nvFuser's keywords are taken: `device` (an ordinal, `"cuda:N"` or a torch device; "cuda"
         is the current device) must be the device of the torch inputs (the only kind that says

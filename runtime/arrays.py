@@ -377,7 +377,7 @@ def host_view(
     item = base.itemsize
     interface = {
         **base.__array_interface__,
-        "data": (base.ctypes.data + offset * item, False),
+        "data": (base.ctypes.data + offset * item, not base.flags.writeable),
         "shape": tuple(shape),
         "strides": tuple(s * item for s in strides),
     }

@@ -44,11 +44,13 @@ class Frontend:
     def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
         """A view of the call's input `base`: an output the program returns as a view of an
         input, as nvFuser aliases it. `shape` and `strides` (in elements) describe it, its first
-        element `offset` elements past `base`'s. Here a `DeviceArray` viewing `base`'s memory
-        (and keeping `base` alive)."""
+        element `offset` elements past `base`'s. Here (and for an input of another kind than
+        the call's frontend) a `DeviceArray` viewing `base`'s memory, keeping `base` alive, on
+        `base`'s stream where it is a DeviceArray."""
         v = view_of(base)
         ptr = v.ptr + offset * v.dtype.itemsize
-        return DeviceArray.viewing(base, ptr, shape, strides, v.dtype, v.device)
+        stream = base.stream if isinstance(base, DeviceArray) else None
+        return DeviceArray.viewing(base, ptr, shape, strides, v.dtype, v.device, stream)
 
     def check_writable(self, dst: Any, what: str) -> None:
         """InputError naming `what` where an output cannot be written into `dst` (an input the
@@ -163,6 +165,8 @@ class _TorchFrontend(Frontend):
         dst.copy_(src)  # on torch's current stream, the call's: any strides
 
     def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
+        if not type(base).__module__.startswith("torch"):  # a DeviceArray or cupy input
+            return super().view(base, shape, strides, offset)
         return base.as_strided(shape, strides, base.storage_offset() + offset)
 
     def allocate(
@@ -205,6 +209,8 @@ class _CupyFrontend(Frontend):
         dst[...] = src  # on cupy's current stream, the call's: any strides
 
     def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
+        if not type(base).__module__.startswith("cupy"):  # a DeviceArray beside cupy inputs
+            return super().view(base, shape, strides, offset)
         import cupy  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
         item = base.dtype.itemsize

@@ -21,6 +21,11 @@ It never walks IR on the hot path:
   `host.workspace_view` a pointer into it: with torch inputs the workspace is a `torch.empty`
   byte tensor (torch's caching allocator on torch's current stream, where the program runs),
   else it comes from the pool, and `host.release` returns it.
+- **Views.** `host.reshape`, `host.slice` and `host.permute` compute a view's extents and
+  strides once per signature (a slice moves the pointer). A returned view of an argument (an
+  output that views a fusion input, as nvFuser aliases it) is built per call by the frontend
+  (`Frontend.view`: `as_strided` of the caller's torch tensor, a strided `DeviceArray`, ...):
+  it is no output allocation and is not copied back.
 - **Constants.** A `host.iota` is computed with numpy for the signature and uploaded by the
   specialization's first `run` (the device current; before the dispatch fast path can call
   `execute`) into memory outside the pool (`driver.DeviceConstant`, whose free waits for the
@@ -81,6 +86,7 @@ from fuser.dialects import host
 from fuser.dialects.views import (
     ReshapeError,
     contiguous_strides,
+    permute_view,
     reshape_view,
     slice_view,
     view_alignment,
@@ -1083,13 +1089,9 @@ class _Builder:
 
     def permute(self, op: host.PermuteOp) -> None:
         """`host.permute`: a view, computed once per signature; the pointer is the operand's."""
-        base, dims = self.tensors[op.input], op.source_dims
-        self.tensors[op.result] = TensorInfo(
-            tuple(base.shape[d] for d in dims),
-            tuple(base.strides[d] for d in dims),
-            base.dtype,
-            base.alignment,
-        )
+        base = self.tensors[op.input]
+        shape, strides = permute_view(op.source_dims, base.shape, base.strides)
+        self.tensors[op.result] = TensorInfo(shape, strides, base.dtype, base.alignment)
         self.alias(op.result, op.input)
         self.view_of_argument(op.input, op.result, 0)
 

@@ -50,9 +50,10 @@ from fuser.runtime.reference import evaluate
 from fuser.transforms.schedulers import get_scheduler, propose
 from fuser.transforms.schedulers.base import Params, Scheduler
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
-from fuser.transforms.schedulers.looped import LoopedParams, LoopedScheduler
+from fuser.transforms.schedulers.looped import LoopedParams, LoopedScheduler, online_sums
 from fuser.transforms.schedulers.persistent import PersistentParams, PersistentScheduler
 from fuser.transforms.schedulers.reduction import ReductionParams, ReductionScheduler
+from fuser.transforms.schedulers.reduction_structure import structure_of
 from fuser.transforms.split_reductions import plan_split_reductions
 
 REDUCTION = ReductionScheduler()
@@ -949,6 +950,29 @@ def test_looped_computes_softmax_normalizer_online() -> None:
     assert len(loops[1].results) == 2
     names = [op.name for op in func.walk()]
     assert names.count("kernel.block_reduce") == 2
+
+
+TWO_MAXIMA = """
+fusion.fusion @f(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %d = fusion.dim %x[1] : tensor<?x?xf32>
+  %mx = fusion.max %x [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %my = fusion.max %y [1] : tensor<?x?xf32> -> tensor<?xf32>
+  %b = fusion.broadcast_in_dim %M [0] sizes(%d) : tensor<?xf32> -> tensor<?x?xf32>
+  %s = fusion.sub %y, %b : tensor<?x?xf32>
+  %e = fusion.exp %s : tensor<?x?xf32>
+  %t = fusion.sum %e [1] : tensor<?x?xf32> -> tensor<?xf32>
+  fusion.output %mx, %t : tensor<?xf32>, tensor<?xf32>
+}"""
+"""max(x) and max(y) in one stage, then sum(exp(y - M)) for M one of them."""
+
+
+def test_looped_finds_the_max_its_online_sum_subtracts() -> None:
+    """The online sum pairs with the max of its own input among the stage's maxima, and with
+    none where it subtracts another input's max."""
+    paired = structure_of(parse_fusion(TWO_MAXIMA.replace("%M", "%my")))
+    ((q, online),) = online_sums(paired).items()
+    assert q == 0 and online.max_op.results[0].name_hint == "my"
+    assert online_sums(structure_of(parse_fusion(TWO_MAXIMA.replace("%M", "%mx")))) == {}
 
 
 def test_looped_softmax_over_the_last_of_four_dims() -> None:

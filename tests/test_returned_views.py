@@ -123,3 +123,16 @@ def test_a_view_written_into_an_input_is_computed(rng: np.random.Generator) -> N
     lowering = lowered(fd, [a, b])
     assert [s.scheduler.name for s in lowering.segments] == ["pointwise"]
     assert "host.permute" not in str(lowering.program)
+
+
+def test_a_view_of_an_input_written_into_is_computed(rng: np.random.Generator) -> None:
+    """`add_output(x + 1, alias_input=x)` writes into x after the run: a view of x returned
+    beside it would show the values written, so the kernel writes that output too."""
+    with FusionDefinition("updated") as fd:
+        x = fd.define_tensor([-1, -1], F32)
+        fd.add_output(fd.ops.add(x, 1.0), alias_input=x)
+        fd.add_output(fd.ops.permute(x, dims=[1, 0]))
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    lowering = lowered(fd, [a])
+    assert "host.permute" not in str(lowering.program)
+    assert any("fusion.permute" in str(s.fusion) for s in lowering.segments)

@@ -75,10 +75,11 @@ would be a slice (holding the memory of the whole tensor sliced).
 
 **Returned views of inputs.** An output that is a fusion input seen through reshapes, slices and
 permutes (`input_view_chain`; a permute there read by nothing else), whose reshapes the input's
-strides can give, is returned as a view of the input, as nvFuser aliases it: no kernel computes
-it, and those ops (`returned_views`, the permutes too) stay between segments for the host program
-to take as views (`host.reshape`, `host.slice`, `host.permute`). A fusion of such outputs only has
-no segment at all.
+strides can give, and where no `alias_input` writes it or into its input
+(`returned_view_chains`), is returned as a view of the input, as nvFuser aliases it: no kernel
+computes it, and those ops (`input_views`, the permutes too) stay between segments for the host
+program to take as views (`host.reshape`, `host.slice`, `host.permute`). A fusion of such
+outputs only has no segment at all.
 
 A `segment_set` that ends a segment becomes a `fusion.set` inside it: the segment op is the
 boundary now. Dead ops are erased first.
@@ -127,7 +128,13 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.dialects.kernel import byte_size
-from fuser.dialects.views import ReshapeError, reshape_view, slice_view, view_alignment
+from fuser.dialects.views import (
+    ReshapeError,
+    permute_view,
+    reshape_view,
+    slice_view,
+    view_alignment,
+)
 from fuser.errors import CompilationError
 from fuser.transforms.schedule import (
     RECORDED_SHAPES,
@@ -289,9 +296,8 @@ def view_meta(
     strides cannot give it (a reshape; a slice or permute always can). Raises ReshapeError
     where a reshape's element counts differ."""
     if isinstance(op, fu.PermuteOp):
-        dims = op.source_dims
-        shape = tuple(source.shape[d] for d in dims)
-        return TensorMeta(shape, tuple(source.strides[d] for d in dims), source.alignment)
+        shape, strides = permute_view(op.source_dims, source.shape, source.strides)
+        return TensorMeta(shape, strides, source.alignment)
     if isinstance(op, fu.SliceOp):
         shape, strides, offset = slice_view(*op.bounds(), source.shape, source.strides)
         offset_bytes = offset * byte_size(fu.element_type(op.input.type))
@@ -301,14 +307,14 @@ def view_meta(
 
 
 def _view_metas(view: SSAValue, metas: dict[SSAValue, TensorMeta | None]) -> None:
-    """Adds the metadata of the view `view` (a reshape's or slice's result, and the views it is
-    taken of) to `metas`, which holds that of the tensor they view (an iota's is contiguous).
-    Raises NotAViewError where strides cannot give a reshape."""
+    """Adds the metadata of the view `view` (a reshape's, slice's or returned permute's result,
+    and the views it is taken of) to `metas`, which holds that of the tensor they view (an
+    iota's is contiguous). Raises NotAViewError where strides cannot give a reshape."""
     op = view.owner
     if isinstance(op, fu.IotaOp):  # the host's contiguous constant
         metas[view] = TensorMeta.contiguous((_iota_length(op, metas),))
         return
-    assert isinstance(op, RETURNED_VIEW_OPS), "a view's operand is an input, segment or view"
+    assert isinstance(op, INPUT_VIEW_OPS), "a view's operand is an input, segment or view"
     source = op.input
     if source not in metas:
         _view_metas(source, metas)
@@ -518,7 +524,7 @@ class Extents:
         return None
 
 
-RETURNED_VIEW_OPS = (*fu.VIEW_OPS, fu.PermuteOp)
+INPUT_VIEW_OPS = (*fu.VIEW_OPS, fu.PermuteOp)
 """Ops through which a fusion output may be a view of a fusion input (returned as one)."""
 
 
@@ -528,7 +534,7 @@ def input_view_chain(v: SSAValue) -> list[Operation] | None:
     where `v` is no such view. The program returns such an output as a view of the input (as
     nvFuser aliases it), where the reshapes can view the input's strides."""
     chain: list[Operation] = []
-    while isinstance(v, OpResult) and isinstance(v.op, RETURNED_VIEW_OPS):
+    while isinstance(v, OpResult) and isinstance(v.op, INPUT_VIEW_OPS):
         if isinstance(v.op, fu.PermuteOp) and any(
             u.operation is not chain[-1] if chain else not isinstance(u.operation, fu.OutputOp)
             for u in v.uses
@@ -539,14 +545,41 @@ def input_view_chain(v: SSAValue) -> list[Operation] | None:
     return chain if chain and isinstance(v, BlockArgument) else None
 
 
-def returned_view_chains(fusion: fu.FusionOp) -> list[list[Operation]]:
-    """The `input_view_chain` of each output that is one, where no `alias_input` writes that
-    value into an input (written back, an output must be a tensor of its own)."""
+def returned_view_chains(
+    fusion: fu.FusionOp, info: FusionInfo | None = None
+) -> list[list[Operation]]:
+    """The `input_view_chain` of each output returned as a view of a fusion input: one that no
+    `alias_input` writes into an input (written back, it must be a tensor of its own), of an
+    input that no output is written into (the view would show the values written after the
+    run), and, for `info`, whose reshapes the input's strides give."""
     output = fusion.output_op
-    aliases = zip(output.values, output.alias_inputs(), strict=True)
-    written = {v for v, i in aliases if i is not None}
-    chains = [input_view_chain(v) for v in dict.fromkeys(output.values) if v not in written]
-    return [c for c in chains if c is not None]
+    aliases = output.alias_inputs()
+    written = {v for v, i in zip(output.values, aliases, strict=True) if i is not None}
+    targets = {i for i in aliases if i is not None}
+    chains: list[list[Operation]] = []
+    for v in dict.fromkeys(output.values):
+        chain = input_view_chain(v) if v not in written else None
+        if chain is None:
+            continue
+        root = chain[-1].operands[0]
+        assert isinstance(root, BlockArgument)
+        if root.index in targets:
+            continue
+        if info is not None:
+            metas: dict[SSAValue, TensorMeta | None] = {root: info.inputs[root.index]}
+            try:
+                _view_metas(v, metas)
+            except (NotAViewError, ShapeMismatch):
+                continue  # copied (a reshape no strides give), or segmenting names the op
+        chains.append(chain)
+    return chains
+
+
+def returned_view_outputs(fusion: fu.FusionOp, info: FusionInfo) -> frozenset[int]:
+    """The positions of the outputs of (unsegmented) `fusion` returned as views for `info`:
+    a program is reused for another signature only where they are the same."""
+    heads = {chain[0].results[0] for chain in returned_view_chains(fusion, info)}
+    return frozenset(i for i, v in enumerate(fusion.output_op.values) if v in heads)
 
 
 def view_root(v: SSAValue) -> SSAValue:
@@ -674,6 +707,10 @@ class _Segmenter:
         self.should_merge = should_merge
         self.log = log
         self.block = fusion.body.block
+        self.input_views = frozenset(
+            op for chain in returned_view_chains(fusion, info) for op in chain
+        )
+        """The ops of the outputs returned as views of fusion inputs (see `_copy_for_views`)."""
         self._copy_for_views()
         body = [op for op in self.block.ops if not isinstance(op, fu.OutputOp)]
         self.extents = Extents(fusion.inputs, body)
@@ -709,13 +746,12 @@ class _Segmenter:
 
         An output that is a view of a fusion input (`input_view_chain`), whose reshapes can view
         the input's strides for `info`, is not copied: the program returns a view of the input
-        (nvFuser's aliasing). Its ops (`returned_views`, permutes too) stay between segments."""
-        self.returned_views = self._returned_views()
+        (nvFuser's aliasing). Its ops (`input_views`, permutes too) stay between segments."""
         copies: dict[SSAValue, SSAValue] = {}
         for op in list(self.block.ops):
             if (
                 isinstance(op, fu.ReshapeOp)
-                and op not in self.returned_views
+                and op not in self.input_views
                 and not self._viewable(op)
             ):
                 source = op.input
@@ -728,7 +764,7 @@ class _Segmenter:
         output = self.fusion.output_op
         roots: set[SSAValue] = set(output.operands)
         for i, v in enumerate(output.operands):
-            if isinstance(v, OpResult) and v.op in self.returned_views:
+            if isinstance(v, OpResult) and v.op in self.input_views:
                 continue
             root = view_root(v)
             is_iota = isinstance(root, OpResult) and isinstance(root.op, fu.IotaOp)
@@ -741,23 +777,6 @@ class _Segmenter:
                 output.operands = (*output.operands[:i], copy.result, *output.operands[i + 1 :])
             else:
                 roots.add(root)
-
-    def _returned_views(self) -> frozenset[Operation]:
-        """The ops of the outputs that are views of fusion inputs for `info` (see
-        `_copy_for_views`)."""
-        found: set[Operation] = set()
-        for chain in returned_view_chains(self.fusion):
-            v = chain[0].results[0]
-            if self.info is not None:
-                root = chain[-1].operands[0]
-                assert isinstance(root, BlockArgument)
-                metas: dict[SSAValue, TensorMeta | None] = {root: self.info.inputs[root.index]}
-                try:
-                    _view_metas(v, metas)
-                except (NotAViewError, ShapeMismatch):
-                    continue  # copied (a reshape no strides give), or segmenting names the op
-            found.update(chain)
-        return frozenset(found)
 
     def _viewable(self, op: fu.ReshapeOp) -> bool:
         """Whether `op`'s operand can be viewed in its shape for `info`: the views from a fusion
@@ -800,7 +819,7 @@ class _Segmenter:
         reshape, an iota or a returned view of an input: those stay between segments)."""
         return (
             op not in self.forwarded
-            and op not in self.returned_views
+            and op not in self.input_views
             and not isinstance(op, (fu.DimOp, fu.IotaOp, *fu.VIEW_OPS))
             and any(isinstance(r.type, TensorType) for r in op.results)
         )
@@ -829,7 +848,7 @@ class _Segmenter:
         return forwarded
 
     def _kind(self, op: Operation) -> str:
-        if op in self.returned_views:
+        if op in self.input_views:
             return "view"
         if op in self.forwarded:
             return "forwarded"
@@ -1386,7 +1405,7 @@ class _Segmenter:
                 new = fu.ReshapeOp(view(op.input), op.result.type.get_shape())
             elif isinstance(op, fu.SliceOp):
                 new = fu.SliceOp(view(op.input), *op.bounds(), op.result.type)
-            elif isinstance(op, fu.PermuteOp) and op in self.returned_views:
+            elif isinstance(op, fu.PermuteOp) and op in self.input_views:
                 new = fu.PermuteOp(view(op.input), op.source_dims)
             else:
                 return outer[v]  # a segment's result

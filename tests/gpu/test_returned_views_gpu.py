@@ -65,14 +65,17 @@ def test_a_slice_of_a_transposed_input_at_an_offset(rng: np.random.Generator, to
     assert schedulers(fd, [xt]) == ["pointwise"]  # exp only
 
 
-def test_device_array_inputs_give_strided_device_array_views(rng: np.random.Generator) -> None:
+def test_device_array_inputs_give_strided_device_array_views(
+    rng: np.random.Generator, stream: Any
+) -> None:
+    """On the input's own (non-blocking) stream: the view's reads are ordered after it."""
     b, t, h, d = 2, 127, 3, 5
     fd = heads_split(DataType.Float, b, t, h, d)
     x = random_of(rng, (b, t, h * d), DataType.Float)
-    arr = DeviceArray.from_numpy(x)
+    arr = DeviceArray.from_numpy(x, stream)
     (out,) = fd.execute([arr])
     expected = x.reshape(b, t, h, d).transpose(0, 2, 1, 3)
-    assert isinstance(out, DeviceArray) and out.ptr == arr.ptr
+    assert isinstance(out, DeviceArray) and out.ptr == arr.ptr and out.stream is arr.stream
     assert out.strides == expected.strides and not out.is_contiguous()
     np.testing.assert_array_equal(out.numpy(), expected)
     np.testing.assert_array_equal(out.copy().numpy(), expected)
@@ -92,18 +95,22 @@ def test_numpy_inputs_give_numpy_views(rng: np.random.Generator) -> None:
     assert np.shares_memory(out, x)
 
 
-def test_a_transposed_input_flattened_is_copied(rng: np.random.Generator, torch: Any) -> None:
-    """No strides view x^T flat: a kernel writes the output; a contiguous x is a view."""
+@pytest.mark.parametrize("transposed_first", [True, False])
+def test_a_transposed_input_flattened_is_copied(
+    rng: np.random.Generator, torch: Any, transposed_first: bool
+) -> None:
+    """No strides view x^T flat: a kernel writes the output; a contiguous x is a view, in
+    either order (a program is reused only for the same views)."""
     with FusionDefinition("flat") as fd:
         x = fd.define_tensor([-1, -1], DataType.Float)
         fd.add_output(fd.ops.reshape(x, [-1]))
     a = random_of(rng, (33, 129), DataType.Float)
     transposed = torch_of(torch, a).t()
-    (out,) = fd.execute([transposed])
-    np.testing.assert_array_equal(numpy_of(torch, out), a.T.reshape(-1))
-    assert out.data_ptr() != transposed.data_ptr()
+    contiguous = torch_of(torch, a.T.copy())
+    calls = [transposed, contiguous] if transposed_first else [contiguous, transposed]
+    for view in calls + calls:
+        (out,) = fd.execute([view])
+        np.testing.assert_array_equal(numpy_of(torch, out), a.T.reshape(-1))
+        assert (out.data_ptr() == view.data_ptr()) == (view is contiguous)
     assert len(schedulers(fd, [transposed])) == 1  # the copy
-    contiguous = torch_of(torch, a)
-    (out,) = fd.execute([contiguous])
-    assert out.data_ptr() == contiguous.data_ptr()
     assert schedulers(fd, [contiguous]) == []

@@ -190,10 +190,10 @@ def _analyze(fusion: fu.FusionOp, info: FusionInfo) -> Analysis:
 
 def online_sums(structure: Structure) -> dict[int, OnlineSum]:
     """Stage q -> the `sum` of stage q + 1 that pass q computes online: a stage holding a
-    `max(a)` (beside any other reductions: a cross-entropy's target pick is a max too),
-    followed by a stage of one `sum(exp(a - broadcast(max(a))))` (softmax's and logsumexp's
-    normalizer). The sum is then kept relative to the running max and rescaled when it grows
-    (`reduction_parts.online_sum`): one pass over the row for both."""
+    `max(a)` (beside any other reductions, maxima too), followed by a stage of one
+    `sum(exp(a - broadcast(max(a))))` (softmax's and logsumexp's normalizer). The sum is then
+    kept relative to the running max and rescaled when it grows (`reduction_parts.online_sum`):
+    one pass over the row for both."""
     found: dict[int, OnlineSum] = {}
     stages = structure.stages
     for q in range(len(stages) - 1):
