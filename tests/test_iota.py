@@ -183,12 +183,13 @@ def test_a_fusion_of_iotas_alone_runs_without_inputs() -> None:
 
 
 def test_an_iota_as_long_as_a_result_is_made_after_it() -> None:
-    """iota(y.size(0)) where only a reduction's result has that extent: the kernel reading the
-    iota runs after the reduction (the program sizes the iota from its result's extent), and
-    no union puts the two in one kernel."""
+    """iota(y.size(0)) where only a view of a reduction's result has that extent: the kernel
+    reading the iota runs after the reduction (the program sizes the iota from its result's
+    extent), and no union puts the two in one kernel. (Where a view of an input has the
+    extent, the iota takes it from that view, and the reduction is not needed for it.)"""
     with FusionDefinition("late") as fd:
         x = fd.define_tensor([-1, -1], F32)
-        y = fd.ops.sum(fd.ops.exp(fd.ops.slice(x, [1, 0], [x.size(0), x.size(1)])), [1])
+        y = fd.ops.slice(fd.ops.sum(fd.ops.exp(x), [1]), [1], [x.size(0)])
         fd.add_output(fd.ops.mul(fd.ops.iota(y.size(0), 0, 1, F32), 2.0))
     kernels, program = _lowered(fd, [TensorMeta.contiguous((6, 5))])
     assert kernels == ["reduction", "pointwise"]

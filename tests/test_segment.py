@@ -696,3 +696,25 @@ def test_pass_with_a_merge_rule_reports_recorded_shapes_that_do_not_fit() -> Non
         run_pass(text, "fuser-segment{merge=none}")
     assert str(e.value).startswith("fuser-segment: ")
     assert "shapes gives 1 shape(s), but fusion @sum_div has 2" in str(e.value)
+
+
+def test_an_extent_comes_from_a_view_of_an_input_not_a_result() -> None:
+    """The fuzzer's program 779966: a Welford translated before segmenting needs the extent of
+    log(x[-4095:4094]), which a take reads at an index. The extent is taken from the slice (a
+    view of the input, no kernel), so the log's result is not made an output of the kernel
+    that holds the take (which could not write it: the take reads it at an index)."""
+    from fuser import DataType, FusionDefinition
+
+    with FusionDefinition("fuzz", welford="always") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Double)
+        i = fd.define_tensor([-1], DataType.Int)
+        v = fd.ops.slice(fd.ops.log(x), [-4095, 0], [4094, 2**63 - 1], [1, 1])
+        b = fd.ops.broadcast_in_dim(v, shape=[v.size(0), 1, v.size(1)], broadcast_dims=[0, 2])
+        fd.add_output(fd.ops.index_select(b, i, dim=-1))
+        fd.add_output(fd.ops.welford(v, dims=[0])[2])
+    a, index = np.full((3, 2), 2.0), np.array([0, -1], np.int64)
+    kernels = [k.scheduler for k in fd.compile([a, index], arch="sm_90").kernels]
+    assert "pointwise" in kernels
+    taken, n = fd.reference([a, index])
+    np.testing.assert_allclose(taken, np.full((3, 1, 2), np.log(2.0)))
+    np.testing.assert_array_equal(n, [3, 3])

@@ -806,10 +806,18 @@ class _Segmenter:
     # --- classification ------------------------------------------------------------------
 
     def _canonicalize_dims(self, body: Sequence[Operation]) -> None:
-        """Points every `fusion.dim` at a fusion input of the same extent, where one has it."""
+        """Points every `fusion.dim` at a fusion input of the same extent, where one has it,
+        else at a view of a fusion input defined before it (a reshape or slice: no kernel
+        computes it), so that no segment result is materialized only for its extent."""
+        views: list[SSAValue] = []
         for op in body:
+            if isinstance(op, fu.VIEW_OPS) and isinstance(view_root(op.results[0]), BlockArgument):
+                views.append(op.results[0])
             if isinstance(op, fu.DimOp) and not isinstance(op.input, BlockArgument):
-                found = self.extents.find_axis((op.result, -1), self.fusion.inputs)
+                key = (op.result, -1)
+                found = self.extents.find_axis(key, self.fusion.inputs)
+                if found is None and op.input not in views:
+                    found = self.extents.find_axis(key, views)
                 if found is not None:
                     op.operands = (found[0],)
                     op.axis = IntegerAttr(found[1], i64)
@@ -935,14 +943,17 @@ class _Segmenter:
         return block
 
     def _check_outputs(self, members: frozenset[Operation]) -> list[SSAValue]:
-        """The results of `members` used by other compute ops or the fusion's outputs."""
+        """The results of `members` used by other compute ops or the fusion's outputs, in the
+        order `_layout` gives a final segment's (the fusion's outputs first, in their order):
+        a scheduler's verdict may depend on it (the pointwise scheduler's reference output)."""
         outputs = set(self.outputs)
         used: list[SSAValue] = []
         for op in sorted(members, key=self.index.__getitem__):
             for r in op.results:
                 if r in outputs or any(self._read_outside(u.operation, members) for u in r.uses):
                     used.append(r)
-        return used
+        first = [v for v in dict.fromkeys(self.outputs) if v in used]
+        return first + [r for r in used if r not in first]
 
     def _read_outside(self, user: Operation, members: frozenset[Operation]) -> bool:
         """Whether `user` reads a value outside the segment of `members`: a compute op or a
