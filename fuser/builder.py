@@ -450,7 +450,7 @@ class FusionBuilder:
                 and program.heuristics_hold(info)
             ):
                 return program, True, ()
-        return self._new_program(info, factors), False, ()
+        return self._new_program(info, factors, views), False, ()
 
     def _variants_for(
         self, info: FusionInfo, scheduler: Scheduler, params: Params, fusion: FusionOp
@@ -622,9 +622,10 @@ class FusionBuilder:
         self._variant_of[variant.executor] = variant
         return variant, False
 
-    def _new_program(self, info: FusionInfo, factors: Splits = ((), ())) -> _Program:
+    def _new_program(self, info: FusionInfo, factors: Splits, views: frozenset[int]) -> _Program:
         """Split matmuls and sums with `factors` (see `_split_factors`), segment, lower
-        and compile the fusion for `info`."""
+        and compile the fusion for `info`, whose outputs at `views` are returned as views of
+        inputs (`returned_view_outputs`)."""
         name = self.layout.fusion_name
         dump.dump("fusion_ir", f"@{name}", lambda: op_text(self.fusion))
         c = Compilation(
@@ -681,7 +682,7 @@ class FusionBuilder:
             factors,
             streams=self.streams,
             analyses=analyses,
-            view_outputs=returned_view_outputs(self.fusion, info),
+            view_outputs=views,
         )
         dump.dump("host_ir", f"@{name}", program.host_ir)
         program.evaluator.compile_kernels()  # in parallel: NVRTC releases the GIL

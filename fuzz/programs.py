@@ -1040,7 +1040,7 @@ class _Generator:
         return True
 
     def gen_scatter(self) -> bool:
-        """A tensor with values written along a dim at a new index input (values in ±1..9:
+        """A tensor with values written along a dim at a new index input (values in [-9, 9]:
         many count from the end or write nothing, some repeat): from a new tensor input of the
         index's shape, a new scalar input or a Python number."""
         picked = self._index_along()

@@ -165,7 +165,7 @@ class _TorchFrontend(Frontend):
         dst.copy_(src)  # on torch's current stream, the call's: any strides
 
     def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
-        if not type(base).__module__.startswith("torch"):  # a DeviceArray or cupy input
+        if frontend_of(base) is not self:  # a DeviceArray or cupy input beside torch ones
             return super().view(base, shape, strides, offset)
         return base.as_strided(shape, strides, base.storage_offset() + offset)
 
@@ -209,7 +209,7 @@ class _CupyFrontend(Frontend):
         dst[...] = src  # on cupy's current stream, the call's: any strides
 
     def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
-        if not type(base).__module__.startswith("cupy"):  # a DeviceArray beside cupy inputs
+        if frontend_of(base) is not self:  # a DeviceArray beside cupy inputs
             return super().view(base, shape, strides, offset)
         import cupy  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 

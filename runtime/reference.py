@@ -241,12 +241,18 @@ BINARY_FUNCTIONS: dict[type[BinaryOp], Callable[[Any, Any], Any]] = {
 """Binary ops and comparisons (CompareOp is a BinaryOp); both operands share one dtype."""
 
 
+def _from_end(index: np.ndarray, n: int) -> np.ndarray:
+    """`index` (int64) with a negative index counted from the end of a dim of extent `n`: the
+    rule of `take`, `take_along_axis` and `scatter`."""
+    wide = index.astype(np.int64)
+    return np.where(wide < 0, wide + n, wide)
+
+
 def _clamped_index(index: np.ndarray, n: int) -> np.ndarray:
     """Where a `take` or `take_along_axis` reads along a dim of extent `n` for `index`, as the
-    kernels compute it (`KernelBuilder.taken_index`): a negative index counts from the end,
-    then the result is clamped into [0, n)."""
-    wide = index.astype(np.int64)
-    return np.clip(np.where(wide < 0, wide + n, wide), 0, max(n - 1, 0))
+    kernels compute it (`KernelBuilder.taken_index`): from the end (`_from_end`), then clamped
+    into [0, n)."""
+    return np.clip(_from_end(index, n), 0, max(n - 1, 0))
 
 
 def _identity_max(dtype: np.dtype) -> Any:
@@ -535,7 +541,7 @@ class FusionFunctions(InterpreterFunctions):
         if problem is not None:
             raise InputError(f"{describe_op(op)}: {problem}")
         n = x.shape[d]
-        at = np.where(index < 0, index + n, index).astype(np.int64)
+        at = _from_end(index, n)
         hit = (at >= 0) & (at < n)  # an index outside [-n, n) writes nothing
         coords = np.indices(index.shape)
         target = tuple((at if j == d else coords[j])[hit] for j in range(index.ndim))

@@ -136,3 +136,19 @@ def test_a_view_of_an_input_written_into_is_computed(rng: np.random.Generator) -
     lowering = lowered(fd, [a])
     assert "host.permute" not in str(lowering.program)
     assert any("fusion.permute" in str(s.fusion) for s in lowering.segments)
+
+
+def test_an_unsegmented_fusion_is_a_view_only_where_strides_give_it() -> None:
+    """`fuser-lower-host` on a fusion never segmented: a reshape output the input's strides
+    give is a view (no segment); one they do not give is left to the schedulers, which name
+    the reshape (the segmenter would have copied the input first)."""
+    from fuser.transforms.schedulers.base import SchedulingError
+
+    with FusionDefinition("flat") as fd:
+        x = fd.define_tensor([4, 6], F32)
+        fd.add_output(fd.ops.reshape(x, new_shape=[24]))
+    contiguous = FusionInfo((TensorMeta.contiguous((4, 6)),), DeviceInfo())
+    assert lower_fusion(fd.fusion.clone(), contiguous).segments == ()
+    transposed = FusionInfo((TensorMeta((4, 6), (1, 4), 16),), DeviceInfo())
+    with pytest.raises(SchedulingError, match=r"fusion\.reshape"):
+        lower_fusion(fd.fusion.clone(), transposed)

@@ -164,7 +164,7 @@ def segment_pieces(fusion: fu.FusionOp, info: FusionInfo, scheduler: str = "") -
             )
             for c in segment_calls(fusion, info)
         ]
-    viewed = {op for chain in returned_view_chains(fusion) for op in chain}
+    viewed = {op for chain in returned_view_chains(fusion, info) for op in chain}
     body = [op for op in fusion.body.block.ops if not isinstance(op, fu.OutputOp)]
     body = [op for op in body if op not in viewed]
     if not any(isinstance(r.type, TensorType) for op in body for r in op.results):
