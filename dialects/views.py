@@ -192,6 +192,13 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether element strides `strides` lay out `shape` C-contiguously (a dim of extent 1 may
+    have any stride)."""
+    expected = contiguous_strides(shape)
+    return all(n == 1 or s == e for n, s, e in zip(shape, strides, expected, strict=True))
+
+
 def format_shape(shape: Sequence[int]) -> str:
     """A shape for messages: `[?, 4]`."""
     return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape) + "]"

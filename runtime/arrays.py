@@ -26,7 +26,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fuser.dialects.views import contiguous_strides
+from fuser.dialects.views import contiguous_strides, is_contiguous
 from fuser.errors import InputError
 from fuser.runtime import driver
 
@@ -227,10 +227,7 @@ class TensorView:
 
     def is_contiguous(self) -> bool:
         """C-contiguous (size-1 dimensions may have any stride)."""
-        expected = contiguous_strides(self.shape)
-        return all(
-            n == 1 or s == e for n, s, e in zip(self.shape, self.strides, expected, strict=True)
-        )
+        return is_contiguous(self.shape, self.strides)
 
 
 def _element_strides(byte_strides: Sequence[int], itemsize: int, what: str) -> tuple[int, ...]:
@@ -535,11 +532,7 @@ class DeviceArray:
 
     def is_contiguous(self) -> bool:
         """C-contiguous (size-1 dimensions may have any stride)."""
-        expected = contiguous_strides(self.shape)
-        return all(
-            n == 1 or s == e
-            for n, s, e in zip(self.shape, self.element_strides, expected, strict=True)
-        )
+        return is_contiguous(self.shape, self.element_strides)
 
     def __len__(self) -> int:
         if not self.shape:

@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
-from fuser.dialects.views import contiguous_strides
+from fuser.dialects.views import is_contiguous
 from fuser.errors import CompilationError, CudaError, InputError
 from fuser.runtime import driver
 from fuser.runtime.executor import Entry, KernelExecutor, ScalarParam, TensorParam
@@ -55,10 +55,7 @@ class TensorInfo:
 
     @property
     def is_contiguous(self) -> bool:
-        expected = contiguous_strides(self.shape)
-        return all(
-            n == 1 or s == e for n, s, e in zip(self.shape, self.strides, expected, strict=True)
-        )
+        return is_contiguous(self.shape, self.strides)
 
 
 def moved_bytes(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
