@@ -999,9 +999,12 @@ class _Generator:
         )
         return True
 
-    def _index_along(self) -> tuple[_Value, int, _Value] | None:
+    def _index_along(
+        self,
+    ) -> tuple[_Value, int, _Value, tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
         """A tensor, a dim of it with elements, and a new index input along that dim: its
-        extent 1, 2 or 3 there (static or not), the tensor's elsewhere."""
+        extent 1, 2 or 3 there (static or not), the tensor's elsewhere; then the tensor's
+        declared shape and the index's run-time and declared shapes."""
         x = self.pick(lambda v: v.is_tensor and any(e > 0 for e in v.shape or ()))
         if x is None:
             return None
@@ -1013,7 +1016,8 @@ class _Generator:
             (k if self.rng.random() < 0.5 else -1) if j == d else e
             for j, e in enumerate(x.declared)
         )
-        return x, d, self.new_input(self.rng.choice(INTS), shape, declared, index=True)
+        index = self.new_input(self.rng.choice(INTS), shape, declared, index=True)
+        return x, d, index, x.declared, shape, declared
 
     def gen_take_along_axis(self) -> bool:
         """k of a tensor's elements along a dim, at a new index input (values in [-9, 9], 0
@@ -1021,12 +1025,10 @@ class _Generator:
         picked = self._index_along()
         if picked is None:
             return False
-        x, d, index = picked
-        assert x.declared is not None and index.shape is not None and index.declared is not None
-        shape, declared = index.shape, index.declared
+        x, d, index, x_declared, shape, declared = picked
         result = tuple(
             b if j == d or b != -1 else a
-            for j, (a, b) in enumerate(zip(x.declared, declared, strict=True))
+            for j, (a, b) in enumerate(zip(x_declared, declared, strict=True))
         )
         self.add_op(
             "take_along_axis",
@@ -1046,9 +1048,7 @@ class _Generator:
         picked = self._index_along()
         if picked is None:
             return False
-        x, d, index = picked
-        assert x.declared is not None and index.shape is not None and index.declared is not None
-        shape, declared = index.shape, index.declared
+        x, d, index, x_declared, shape, declared = picked
         pick = self.rng.random()
         src: str | Number
         if pick < 0.5:
@@ -1068,7 +1068,7 @@ class _Generator:
         self.add_op(
             "scatter",
             [x.name, index.name, src],
-            [(x.dtype, x.shape, x.declared)],
+            [(x.dtype, x.shape, x_declared)],
             max(x.mag, mag),
             x.exact and exact,
             False,
