@@ -551,6 +551,17 @@ class CudaPrinter(BasePrinter):
         self._define_result(op, self._access(f"{self.expr(op.tensor)}.data", op.offset, t, True))
 
     @print_op.register
+    def _(self, op: kernel.SelectLoadOp):
+        t = op.result.type
+        a = f"&{self.expr(op.tensor_true)}.data[{self.expr(op.offset_true)}]"
+        b = f"&{self.expr(op.tensor_false)}.data[{self.expr(op.offset_false)}]"
+        address = f"{self.expr(op.condition)} ? {a} : {b}"
+        if isinstance(t, VectorType):
+            self._define_result(op, f"*reinterpret_cast<const {c_type(t)}*>({address})")
+        else:
+            self._define_result(op, f"*({address})")
+
+    @print_op.register
     def _(self, op: kernel.StoreOp):
         target = self._access(f"{self.expr(op.tensor)}.data", op.offset, op.value.type, False)
         self._line(f"{target} = {self.expr(op.value)};")

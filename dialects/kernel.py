@@ -10,7 +10,8 @@ specific to a GPU:
 
 - thread geometry: `kernel.thread_id`, `block_id`, `block_dim`, `grid_dim` (`threadIdx.x`, ...);
 - tensor parameters: `kernel.size`, `kernel.stride`, `kernel.load`, `kernel.store`, addressed by
-  an element offset that the kernel computes from strides with `arith`;
+  an element offset that the kernel computes from strides with `arith`; `kernel.select_load`
+  reads at one of two such places;
 - arrays: `kernel.alloc` of a `!kernel.array<NxT, local|shared>` (registers or `__shared__`;
   `zeroed` clears a local one), `kernel.array_load`, `kernel.array_store`. A local array stays in
   registers where every index is a constant once nvcc has unrolled the loops around it: loops
@@ -613,6 +614,55 @@ class LoadOp(IRDLOperation):
         t = self.tensor.type
         assert isinstance(t, TensorParamType)
         _check_access(self.name, "result", self.result.type, t.element_type)
+
+
+@irdl_op_definition
+class SelectLoadOp(IRDLOperation):
+    """Reads at one of two places: `offset_true` of `tensor_true` where `condition` holds, else
+    `offset_false` of `tensor_false`; an element or a vector, as `kernel.load`.
+
+    `%v = kernel.select_load %c, %a[%i], %b[%j] : ...` is `*(c ? &a.data[i] : &b.data[j])`: one
+    load instruction where a predicated load of each place would issue two (the operands of a
+    `fusion.cat` read at disjoint intervals of one dim: RoPE's rotated halves).
+    """
+
+    name = "kernel.select_load"
+
+    condition = operand_def(I1)
+    tensor_true = operand_def(TensorParamType)
+    offset_true = operand_def()
+    tensor_false = operand_def(TensorParamType)
+    offset_false = operand_def()
+    result = result_def()
+
+    traits = traits_def(MemoryReadEffect())
+
+    assembly_format = (
+        "$condition `,` $tensor_true `[` $offset_true `]` `,` $tensor_false `[` $offset_false `]`"
+        " attr-dict `:` type($tensor_true) `,` type($offset_true) `,` type($tensor_false) `,`"
+        " type($offset_false) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        condition: SSAValue,
+        places: tuple[tuple[SSAValue, SSAValue], tuple[SSAValue, SSAValue]],
+        result_type: Attribute,
+    ):
+        (a, i), (b, j) = places
+        super().__init__(operands=[condition, a, i, b, j], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_index(self.name, self.offset_true)
+        _check_index(self.name, self.offset_false)
+        a, b = self.tensor_true.type, self.tensor_false.type
+        assert isinstance(a, TensorParamType) and isinstance(b, TensorParamType)
+        if a.element_type != b.element_type:
+            raise VerifyException(
+                f"'{self.name}' reads tensors of element types {a.element_type} and "
+                f"{b.element_type}: they must be the same"
+            )
+        _check_access(self.name, "result", self.result.type, a.element_type)
 
 
 @irdl_op_definition
@@ -1479,6 +1529,7 @@ Kernel = Dialect(
         StrideOp,
         TransposedOp,
         LoadOp,
+        SelectLoadOp,
         StoreOp,
         AllocOp,
         ArrayLoadOp,

@@ -201,6 +201,32 @@ def test_an_output_the_size_of_a_cat_of_it_is_one_kernel_in_either_order(
     fd.compile([a, b], arch="sm_90")
 
 
+def test_a_rotation_loads_both_halves_with_one_load(rng: np.random.Generator) -> None:
+    """The cat's operands lie at disjoint halves of the row: one `kernel.select_load` reads the
+    half the point lies in, unpredicated, as the halves cover the row."""
+    fd = rotate(DataType.BFloat16, 64)
+    shapes = [(3, 5, 64), (5, 64), (5, 64)]
+    arrays = [rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in shapes]
+    fd.compile(arrays, arch="sm_90")
+    code = fd.last_cuda_code()
+    assert code.count("select_load0 = ") == 1
+    assert "Vec<__nv_bfloat16, 8> load" in code  # x itself, unshifted
+    assert "if (cmpi" not in code and "||" not in code
+
+
+def test_a_cat_beside_a_pad_loads_under_either_predicate() -> None:
+    """cat(x, pad(y)): x's and y's intervals leave the pad's fill between them, so the one load
+    is predicated on either and the array is zeroed first."""
+    with FusionDefinition("cat_pad") as fd:
+        x = fd.define_tensor([3, 8], F32)
+        y = fd.define_tensor([3, 4], F32)
+        fd.add_output(fd.ops.cat([x, fd.ops.pad(y, [4, 4], 1.0)], 1))
+    fd.compile([np.ones((3, 8), np.float32), np.ones((3, 4), np.float32)], arch="sm_90")
+    code = fd.last_cuda_code()
+    assert "bool ori0 = cmpi0 || cmpi1;" in code and "if (ori0) {" in code
+    assert "cmpi0 ? &t0.data[t0_off] : &t1.data[t1_off]" in code
+
+
 @pytest.mark.parametrize(
     "dtype", [DataType.Half, DataType.BFloat16, F32, DataType.Int, DataType.Bool], ids=str
 )

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import cast, overload
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -539,6 +540,8 @@ class _PointwiseKernel:
             }
         )
         """The iteration dims along which resize ops select (their indices are needed)."""
+        self.paired = self._paired_reads()
+        """Shifted reads loaded together with a later one (`load`), to that one."""
 
     def width(self, m: DimMap) -> int:
         """Elements per vector of an access with map `m` (1 if it is broadcast innermost)."""
@@ -547,7 +550,10 @@ class _PointwiseKernel:
     def build(self) -> kernel.FuncOp:
         kb, p = self.kb, self.p
         with kb.build():
+            partners = set(self.paired.values())
             for i, m in self.reads:
+                if (i, m) in partners:
+                    continue
                 arg = self.fusion.inputs[i]
                 el = fu.element_type(arg.type)
                 array = kernel.AllocOp(
@@ -555,6 +561,8 @@ class _PointwiseKernel:
                 ).result
                 array.name_hint = f"{kb.inputs[i].name_hint}_buf"
                 self.arrays[i, m] = array
+            for first, second in self.paired.items():
+                self.arrays[second] = self.arrays[first]
             if p.vector_width > 1:
                 for o, value in enumerate(self.fusion.output_op.values):
                     el = fu.element_type(value.type)
@@ -608,25 +616,92 @@ class _PointwiseKernel:
         offset = kb.access_offset(tensor, m, static, lambda x: point.index(x, lowest), taken=taken)
         return named(offset, f"{tensor.name_hint}_off")
 
+    def _paired_reads(self) -> dict[tuple[int, DimMap], tuple[int, DimMap]]:
+        """Shifted reads that one `kernel.select_load` loads, first to second: two reads of one
+        element type and vector width, each shifted along the same iteration dim only, at
+        disjoint intervals of it (the operands of a cat, such as RoPE's two halves). Where one
+        holds the point the other does not, so one load at the selected place fills the array
+        they then share; two predicated loads would each issue an instruction."""
+
+        def interval(m: DimMap) -> tuple[int, int, int] | None:
+            shifts = [e for e in m if isinstance(e, Shifted)]
+            if len(shifts) != 1 or indexed(m):
+                return None
+            e = shifts[0]
+            return None if e.dim is None else (e.dim, e.offset, e.offset + e.extent)
+
+        def key(read: tuple[int, DimMap]) -> tuple[Attribute, int]:
+            i, m = read
+            return fu.element_type(self.fusion.inputs[i].type), self.width(m)
+
+        paired: dict[tuple[int, DimMap], tuple[int, DimMap]] = {}
+        reads = [read for read, _ in self.ordered_reads]
+        for n, first in enumerate(reads):
+            a = interval(first[1])
+            if a is None or first in paired or first in paired.values():
+                continue
+            for second in reads[n + 1 :]:
+                b = interval(second[1])
+                if (
+                    b is not None
+                    and second not in paired.values()
+                    and b[0] == a[0]
+                    and (a[2] <= b[1] or b[2] <= a[1])
+                    and key(first) == key(second)
+                ):
+                    paired[first] = second
+                    break
+        return paired
+
+    def _covers(self, first: DimMap, second: DimMap) -> bool:
+        """Whether two paired reads' intervals cover their dim (of static extent)."""
+        (a,) = (e for e in first if isinstance(e, Shifted))
+        (b,) = (e for e in second if isinstance(e, Shifted))
+        assert a.dim is not None
+        extent = self.sizes.static[a.dim]
+        lo, hi = sorted([(a.offset, a.offset + a.extent), (b.offset, b.offset + b.extent)])
+        return lo[0] <= 0 and lo[1] >= hi[0] and hi[1] >= extent != DYNAMIC_INDEX
+
     def load(self, point: _Point, k: Index) -> None:
         """Loads the thread's vector `k` of each input. An input read by a resize op's operand
         is loaded where the point lies within it, and is 0 elsewhere (the op selects its
-        fill there). An input read by a take's operand is loaded last, at the index computed
-        from the others (`taken_indices`)."""
+        fill there); two such reads at disjoint intervals load together (`_paired_reads`). An
+        input read by a take's operand is loaded last, at the index computed from the others
+        (`taken_indices`)."""
         kb = self.kb
+        firsts = {second: first for first, second in self.paired.items()}
+        places: dict[tuple[int, DimMap], tuple[SSAValue, SSAValue, SSAValue | None]] = {}
         for (i, m), dense in self.ordered_reads:
             tensor, t = kb.inputs[i], cast(TensorType, self.fusion.inputs[i].type)
             taken = self.taken_indices(point, k, tensor, m)
-            off = self.offset(point, tensor, m, dense, t.get_shape(), taken)
-            w = self.width(m)
+            off = kb.value(self.offset(point, tensor, m, dense, t.get_shape(), taken))
             lowest = min(map_dims(m), default=0)
             within = kb.within(m, lambda x, lowest=lowest: point.index(x, lowest))
-            if within is not None:
+            if (i, m) in self.paired:  # loaded with its second
+                places[i, m] = (tensor, off, within)
+                continue
+            w = self.width(m)
+            first = firsts.get((i, m))
+            either, select = within, None
+            if first is not None:
+                select = places[first]
+                first_within = select[2]
+                assert within is not None and first_within is not None
+                covered = self._covers(first[1], m)
+                either = None if covered else arith.OrIOp(first_within, within).result
+            if either is not None:
                 zero, at = constant(0, t.element_type), kb.mul(k, w)
                 for e in range(w):
                     kernel.ArrayStoreOp(zero, self.arrays[i, m], kb.value(kb.add(at, e)))
-            with kb.if_(within):
-                loaded = kernel.LoadOp(tensor, kb.value(off), _vector(t.element_type, w)).result
+            with kb.if_(either):
+                vector = _vector(t.element_type, w)
+                if select is None:
+                    loaded = kernel.LoadOp(tensor, off, vector).result
+                else:
+                    first_tensor, first_off, first_within = select
+                    assert first_within is not None
+                    pair = ((first_tensor, first_off), (tensor, off))
+                    loaded = kernel.SelectLoadOp(first_within, pair, vector).result
                 kernel.ArrayStoreOp(loaded, self.arrays[i, m], kb.value(kb.mul(k, w)))
 
     def index_needs(self, e: Indexed) -> Needs:

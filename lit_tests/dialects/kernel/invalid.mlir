@@ -160,6 +160,30 @@ kernel.return
 
 // -----
 
+%c, %a, %b, %i = "test.op"() : () -> (i1, !kernel.tensor<f32, 1>, !kernel.tensor<f16, 1>, i64)
+// expected-error @+1 {{'kernel.select_load' reads tensors of element types f32 and f16: they must be the same}}
+%v = kernel.select_load %c, %a[%i], %b[%i] : !kernel.tensor<f32, 1>, i64, !kernel.tensor<f16, 1>, i64 -> f32
+
+// -----
+
+%c, %a, %i, %j = "test.op"() : () -> (i1, !kernel.tensor<f32, 1>, i64, index)
+// expected-error @+1 {{'kernel.select_load' index has type index, expected one of i32, i64}}
+%v = kernel.select_load %c, %a[%i], %a[%j] : !kernel.tensor<f32, 1>, i64, !kernel.tensor<f32, 1>, index -> f32
+
+// -----
+
+%c, %a, %i = "test.op"() : () -> (i1, !kernel.tensor<f16, 2>, i32)
+// expected-error @+1 {{'kernel.select_load' result type vector<4xf32> does not match element type f16}}
+%v = kernel.select_load %c, %a[%i], %a[%i] : !kernel.tensor<f16, 2>, i32, !kernel.tensor<f16, 2>, i32 -> vector<4xf32>
+
+// -----
+
+%c, %a, %i = "test.op"() : () -> (i32, !kernel.tensor<f32, 1>, i32)
+// expected-error @+1 {{operand is used with type i1, but has been previously used or defined with type i32}}
+%v = kernel.select_load %c, %a[%i], %a[%i] : !kernel.tensor<f32, 1>, i32, !kernel.tensor<f32, 1>, i32 -> f32
+
+// -----
+
 %x, %i, %v = "test.op"() : () -> (!kernel.tensor<i32, 1>, i32, i64)
 // expected-error @+1 {{'kernel.store' value type i64 does not match element type i32}}
 kernel.store %v, %x[%i] : i64, !kernel.tensor<i32, 1>, i32

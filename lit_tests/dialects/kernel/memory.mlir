@@ -50,6 +50,25 @@ kernel.func @relu_vec4(%x: !kernel.tensor<f32, 1>, %y: !kernel.tensor<f32, 1>) a
 // CHECK-GENERIC:      %w = "kernel.array_load"(%buf, %z) : (!kernel.array<4xf32, local>, i32) -> vector<4xf32>
 // CHECK-GENERIC-NEXT: "kernel.store"(%w, %y, %off) : (vector<4xf32>, !kernel.tensor<f32, 1>, i64) -> ()
 
+// The two halves of a row swapped (RoPE's rotation), 2 elements per thread: each thread
+// loads from the half it does not write, one load at the selected place.
+kernel.func @swap_halves(%x: !kernel.tensor<f16, 1>, %y: !kernel.tensor<f16, 1>) attributes {max_threads = 64 : i64} {
+  %tid = kernel.thread_id x : i32
+  %c2 = arith.constant 2 : i32
+  %c64 = arith.constant 64 : i32
+  %off = arith.muli %tid, %c2 : i32
+  %low = arith.cmpi ult, %off, %c64 : i32
+  %up = arith.addi %off, %c64 : i32
+  %down = arith.subi %off, %c64 : i32
+  %v = kernel.select_load %low, %x[%up], %x[%down] : !kernel.tensor<f16, 1>, i32, !kernel.tensor<f16, 1>, i32 -> vector<2xf16>
+  kernel.store %v, %y[%off] : vector<2xf16>, !kernel.tensor<f16, 1>, i32
+  kernel.return
+}
+
+// CHECK:      kernel.func @swap_halves
+// CHECK:        %v = kernel.select_load %low, %x[%up], %x[%down] : !kernel.tensor<f16, 1>, i32, !kernel.tensor<f16, 1>, i32 -> vector<2xf16>
+// CHECK-GENERIC: %v = "kernel.select_load"(%low, %x, %up, %x, %down) : (i1, !kernel.tensor<f16, 1>, i32, !kernel.tensor<f16, 1>, i32) -> vector<2xf16>
+
 // A 32x32 tile through shared memory (launched with 32x32 threads): read row-wise, barrier,
 // read column-wise, so that x = transpose(y) for the tile.
 kernel.func @transpose_tile(%x: !kernel.tensor<f64, 2>, %y: !kernel.tensor<f64, 2>) attributes {max_threads = 1024 : i64} {
