@@ -25,7 +25,7 @@ import numbers
 import threading
 from collections.abc import Callable, Sequence
 from enum import Enum, auto
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, TensorType, i64
@@ -242,8 +242,29 @@ class _Value:
         )
 
 
+def _stride_order_arg(op: str, order: object, rank: int) -> tuple[int, ...]:
+    """An nvFuser `stride_order` argument (entry i: the rank of dim i's stride, 0 the
+    innermost; empty: row-major), checked; () for row-major."""
+    if (
+        not isinstance(order, Sequence)
+        or isinstance(order, str)
+        or not all(type(i) is int for i in order)
+        or (order and sorted(cast(Sequence[int], order)) != list(range(rank)))
+    ):
+        _fail(
+            op,
+            f"argument 'stride_order' must be empty or a permutation of the {rank} dims, "
+            f"got {order!r}",
+        )
+    given = tuple(cast(Sequence[int], order))
+    return () if given == tuple(range(rank - 1, -1, -1)) else given
+
+
 class Tensor(_Value):
     """A tensor of a FusionDefinition: an input, or the result of an `fd.ops` call."""
+
+    _stride_order: tuple[int, ...] | None = None
+    """The layout `fd.ops.stride_order` asked for (None: row-major); checked by `add_output`."""
 
     @property
     def _shape(self) -> tuple[int, ...]:
@@ -984,6 +1005,21 @@ class FusionOps:
         if len(set(order)) != len(order):
             _fail(op, f"argument 'dims' {list(dims)} names a dim twice")
         return self._definition._wrap_tensor(PermuteOp(x._value, order))
+
+    @_api
+    def stride_order(self, t: Any, stride_order: Any) -> Tensor:
+        """`t`, to be laid out in `stride_order` (nvFuser's: entry i is the rank of dim i's
+        stride, 0 the innermost, so [n-1, ..., 0] is row-major). The values are `t`'s: a
+        layout inside the fusion is fuser's to choose. fuser writes its outputs row-major, so
+        `add_output` refuses a tensor asked for another order, naming it."""
+        op = "fd.ops.stride_order"
+        x = self._tensor(op, "t", t)
+        order = _stride_order_arg(op, stride_order, x.ndim)
+        if not order:
+            return x
+        ordered = Tensor(self._definition, x._value)
+        ordered._stride_order = order
+        return ordered
 
     @_api
     def squeeze(self, t: Any, dims: Any, squeeze_expanded: Any = False) -> Tensor:
@@ -2193,18 +2229,7 @@ class FusionDefinition:
                     )
                 dims[d] = 1
         if stride_order is not None:
-            order = stride_order
-            if (
-                not isinstance(order, Sequence)
-                or isinstance(order, str)
-                or not all(type(i) is int for i in order)
-                or (order and sorted(order) != list(range(len(dims))))
-            ):
-                _fail(
-                    op,
-                    f"argument 'stride_order' must be empty or a permutation of the {len(dims)} "
-                    f"dims, got {stride_order!r}",
-                )
+            _stride_order_arg(op, stride_order, len(dims))
         if is_cpu is not False:
             if is_cpu is not True:
                 _fail(op, f"argument 'is_cpu' must be True or False, got {is_cpu!r}")
@@ -2347,18 +2372,32 @@ class FusionDefinition:
         return entries
 
     @_api
-    def add_output(self, t: Any, alias_input: Any = None) -> None:
+    def add_output(self, t: Any, alias_input: Any = None, stride_order: Any = None) -> None:
         """Marks `t` an output; outputs are returned in the order they are added.
 
         With `alias_input` (a tensor input of `t`'s dtype and shape), `t` is written into that
         input's memory after each run instead (nvFuser's in-place update: `fusion.output`'s
         `aliases`), and is not returned; add `t` again without it to have it returned too. The
         input may be read by the fusion as well: it is written after every kernel has run.
+
+        `stride_order` (nvFuser's, as in `fd.ops.stride_order`) must be row-major, the layout
+        fuser writes: another order, here or from `fd.ops.stride_order`, is refused by name.
         """
         op = "fd.add_output"
         if isinstance(t, Scalar):
             _fail(op, "argument 't' is a Scalar; fusion outputs are tensors")
         value = self.ops._tensor(op, "t", t)
+        order = value._stride_order
+        if stride_order is not None:
+            order = _stride_order_arg(op, stride_order, value.ndim) or None
+        if order is not None:
+            row_major = list(range(value.ndim - 1, -1, -1))
+            _fail(
+                op,
+                f"output {value.name} is asked for stride_order {list(order)}; fuser writes "
+                f"outputs row-major (stride_order {row_major}): add it in that layout, or "
+                "permute it (fd.ops.permute) to the order wanted",
+            )
         into = -1
         if alias_input is not None:
             x = self.ops._tensor(op, "alias_input", alias_input)

@@ -316,12 +316,47 @@ def test_expand_adds_leading_dims_and_takes_no_scalars(rng: np.random.Generator)
         (lambda fd: fd.define_scalar(DataType.Null), "DataType.Null is no type"),
         (lambda fd: fd.define_tensor([-1], DataType.Half, dtype=DataType.Float), "'contiguity'"),
         (lambda fd: fd.define_tensor([-1, -1], stride_order=[0, "a"]), "a permutation of the 2"),
+        (
+            lambda fd: fd.ops.stride_order(fd.define_tensor([-1, -1]), [1, 1]),
+            "fd.ops.stride_order: argument 'stride_order' must be empty or a permutation of the 2",
+        ),
+        (
+            lambda fd: fd.add_output(fd.define_tensor([-1]), stride_order=[1]),
+            "fd.add_output: argument 'stride_order' must be empty or a permutation of the 1",
+        ),
     ],
 )
 def test_more_definition_mistakes(call: Any, message: str) -> None:
     with pytest.raises(DefinitionError) as e, FusionDefinition("bad") as fd:
         call(fd)
     assert message in str(e.value)
+
+
+def test_stride_order_as_thunder_emits_it(rng: np.random.Generator) -> None:
+    """`fd.ops.stride_order(t, [n-1, ..., 0])` after a permute (Thunder's spelling of "make
+    it contiguous") and `add_output(t, stride_order=)` in row-major order: the values are `t`'s,
+    the output row-major; another order is taken inside the fusion (the layout of an
+    intermediate is fuser's to choose) and refused where it would be an output's, by name."""
+    with FusionDefinition("heads") as fd:
+        x = fd.define_tensor([-1, -1, -1], stride_order=[2, 1, 0])
+        p = fd.ops.stride_order(fd.ops.permute(x, [1, 0, 2]), stride_order=[2, 1, 0])
+        r = fd.ops.reshape(p, new_shape=[-1])
+        inner = fd.ops.stride_order(fd.ops.exp(x), [0, 1, 2])  # not an output: only values count
+        fd.add_output(r, stride_order=[0])
+        fd.add_output(fd.ops.add(inner, x), stride_order=[])
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    got = fd.reference([a])
+    np.testing.assert_array_equal(got[0], a.transpose(1, 0, 2).reshape(-1))
+    np.testing.assert_allclose(got[1], np.exp(a) + a, rtol=1e-6)
+    assert "fd.ops.stride_order(T1, stride_order=[2, 1, 0])" in fd.python_definition()
+    with pytest.raises(DefinitionError) as e, FusionDefinition("col") as f2:
+        y = f2.define_tensor([-1, -1])
+        f2.add_output(f2.ops.stride_order(f2.ops.neg(y), [0, 1]))
+    assert "fd.add_output: output t1 is asked for stride_order [0, 1]" in str(e.value)
+    assert "row-major (stride_order [1, 0])" in str(e.value)
+    with pytest.raises(DefinitionError) as e, FusionDefinition("col2") as f3:
+        f3.add_output(f3.ops.neg(f3.define_tensor([-1, -1])), stride_order=[0, 1])
+    assert "is asked for stride_order [0, 1]" in str(e.value)
 
 
 def test_welford_without_dims_reduces_every_dim(rng: np.random.Generator) -> None:

@@ -2,7 +2,8 @@
 them to nvFuser, written in the form its nvFuser executor emits (`define_tensor(shape=,
 contiguity=, dtype=, is_cpu=, stride_order=)`, constants through `define_scalar(value, dtype=)`,
 keyword arguments, static shapes): RMSNorm, the q/k/v split of a fused projection into heads,
-the causal-masked softmax with its mask from iotas, SwiGLU, the heads merge, and a
+the causal-masked softmax with its mask from iotas, SwiGLU, the heads merge (its permute put
+row-major with `stride_order`, as Thunder does), and a
 cross-entropy forward through `take_along_axis`, and the rotary embedding (its slice-rotate-cat
 forward, and its backward through two pads).
 
@@ -137,8 +138,9 @@ def heads_merge(dtype: DataType, b: int, heads: int, t: int, hs: int) -> Region:
     """[b, heads, t, hs] back to [b, t, heads * hs] (after attention)."""
     with FusionDefinition(f"heads_merge_{dtype.name}") as fd:
         y = _tensor(fd, [b, heads, t, hs], dtype)
-        merged = fd.ops.reshape(fd.ops.permute(y, dims=[0, 2, 1, 3]), new_shape=[b, t, heads * hs])
-        fd.add_output(merged)
+        permuted = fd.ops.permute(y, dims=[0, 2, 1, 3])
+        ordered = fd.ops.stride_order(permuted, stride_order=[3, 2, 1, 0])  # as Thunder emits it
+        fd.add_output(fd.ops.reshape(ordered, new_shape=[b, t, heads * hs]))
 
     def expected(y: np.ndarray) -> list[np.ndarray]:
         return [_f64(y).transpose(0, 2, 1, 3).reshape(b, t, heads * hs)]
@@ -242,7 +244,8 @@ def rope_backward(dtype: DataType, b: int, t: int, heads: int, hs: int) -> Regio
         from_x2 = fd.ops.pad(fd.ops.neg(lo), [half, 0, 0, 0, 0, 0, 0, 0], zero)
         dx = fd.ops.add(fd.ops.add(from_x1, from_x2), fd.ops.mul(gf, c))
         merged = fd.ops.permute(fd.ops.cast(dx, dtype=dtype), dims=[0, 2, 1, 3])
-        fd.add_output(fd.ops.reshape(merged, new_shape=[b, t, heads * hs]))
+        merged = fd.ops.stride_order(merged, stride_order=[3, 2, 1, 0])
+        fd.add_output(fd.ops.reshape(merged, new_shape=[b, t, heads * hs]), stride_order=[2, 1, 0])
 
     def expected(g: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> list[np.ndarray]:
         gs = _f64(g) * _f64(sin)
