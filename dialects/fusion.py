@@ -43,6 +43,7 @@ from typing import ClassVar, Self, TypeVar, cast
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
+    ArrayAttr,
     BFloat16Type,
     DenseArrayBase,
     Float16Type,
@@ -249,6 +250,11 @@ class GeluApproximationAttr(EnumAttribute[GeluApproximation], SpacedOpaqueSyntax
 # --------------------------------------------------------------------------------------------
 
 
+def _ints(array: DenseArrayBase) -> tuple[int, ...]:
+    """The entries of an i64 dense array."""
+    return tuple(int(v) for v in cast(DenseArrayBase[IntegerType], array).get_values())
+
+
 @irdl_op_definition
 class FusionOp(FuncLikeOp):
     """One fusion: inputs are the block arguments, outputs the `fusion.output` operands.
@@ -301,22 +307,47 @@ class OutputOp(IRDLOperation):
     (nvFuser's `add_output(t, alias_input=x)`: an in-place update), or -1. An aliased output is
     not returned by a run; its input is a tensor of the output's element type and (compatible)
     shape, and is aliased by one output at most.
+
+    `stride_orders` (optional) gives, per output, the layout it is returned in (nvFuser's
+    `add_output(t, stride_order=)`: entry i is the rank of dim i's stride, 0 the innermost), or
+    an empty array for row-major. The values do not depend on it; `transforms.output_layouts`
+    has the kernels write such an output permuted, and a run returns its inverse permutation.
     """
 
     name = "fusion.output"
 
     values = var_operand_def()
     aliases = opt_prop_def(DenseArrayBase.constr(i64))
+    stride_orders = opt_prop_def(ArrayAttr[DenseArrayBase])
 
     traits = traits_def(IsTerminator(), HasParent(FusionOp))
 
-    assembly_format = "($values^ `:` type($values))? (`aliases` $aliases^)? attr-dict"
+    assembly_format = (
+        "($values^ `:` type($values))? (`aliases` $aliases^)? (`stride_orders` $stride_orders^)? "
+        "attr-dict"
+    )
 
     def __init__(
-        self, values: Sequence[SSAValue | Operation], aliases: Sequence[int] | None = None
+        self,
+        values: Sequence[SSAValue | Operation],
+        aliases: Sequence[int] | None = None,
+        stride_orders: Sequence[Sequence[int]] | None = None,
     ):
-        properties = {} if aliases is None else {"aliases": DenseArrayBase.from_list(i64, aliases)}
+        properties: dict[str, Attribute] = {}
+        if aliases is not None:
+            properties["aliases"] = DenseArrayBase.from_list(i64, aliases)
+        if stride_orders is not None:
+            properties["stride_orders"] = ArrayAttr(
+                [DenseArrayBase.from_list(i64, list(order)) for order in stride_orders]
+            )
         super().__init__(operands=[values], properties=properties)
+
+    def layouts(self) -> list[tuple[int, ...] | None]:
+        """Per output, its stride order where it is not row-major, else None."""
+        if self.stride_orders is None:
+            return [None] * len(self.values)
+        orders = [_ints(a) for a in self.stride_orders.data]
+        return [o if o and o != tuple(range(len(o) - 1, -1, -1)) else None for o in orders]
 
     def alias_inputs(self) -> list[int | None]:
         """Per output, the input its values are written into after a run, or None."""
@@ -333,6 +364,7 @@ class OutputOp(IRDLOperation):
         return [(o, i) for o, i in enumerate(self.alias_inputs()) if i is not None]
 
     def verify_(self) -> None:
+        self._verify_stride_orders()
         if self.aliases is None:
             return
         entries = self.aliases.get_values()
@@ -368,6 +400,30 @@ class OutputOp(IRDLOperation):
                 raise VerifyException(
                     f"'{self.name}' output #{o} ({t}) cannot be written into input #{i} "
                     f"({target}): an alias needs the input's element type and shape"
+                )
+
+    def _verify_stride_orders(self) -> None:
+        if self.stride_orders is None:
+            return
+        orders = self.stride_orders.data
+        if len(orders) != len(self.values):
+            raise VerifyException(
+                f"'{self.name}' has {len(orders)} stride orders for {len(self.values)} outputs: "
+                "one per output (empty for row-major)"
+            )
+        aliases = self.alias_inputs()
+        for o, (value, order) in enumerate(zip(self.values, orders, strict=True)):
+            entries = list(_ints(order))
+            rank = len(shape_of(value.type) or ())
+            if entries and sorted(entries) != list(range(rank)):
+                raise VerifyException(
+                    f"'{self.name}' output #{o} has stride order {entries}: it must be empty or a "
+                    f"permutation of its {rank} dims"
+                )
+            if entries and entries != list(range(rank - 1, -1, -1)) and aliases[o] is not None:
+                raise VerifyException(
+                    f"'{self.name}' output #{o} is written into input #{aliases[o]} and has "
+                    f"stride order {entries}: an aliased output takes its input's layout"
                 )
 
 

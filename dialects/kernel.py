@@ -27,10 +27,11 @@ specific to a GPU:
 
 Vector accesses: a load may return, and a store may take, a `vector<NxT>` of N consecutive
 elements (N in {2, 4, 8}, at most 16 bytes), one 32/64/128-bit memory transaction. Vectors are
-moved, not computed on: they travel between `kernel.load`/`kernel.array_load` and
-`kernel.store`/`kernel.array_store` (typically global memory <-> a local array), and arithmetic
-works on scalars read from the array. The offset of a vector access must be a multiple of N, and
-the tensor's data suitably aligned; that is a precondition the generated code does not check.
+moved, not computed on: they travel between `kernel.load`/`kernel.select_load`/
+`kernel.array_load` and `kernel.store`/`kernel.array_store` (typically global memory <-> a local
+array), and arithmetic works on scalars read from the array. The offset of a vector access must
+be a multiple of N, and the tensor's data suitably aligned; that is a precondition the generated
+code does not check.
 
 Cooperative ops (`barrier`, `block_reduce`, `block_welford`, `grid_reduce`, `matmul_mainloop`)
 must be reached by every thread of the block; warp ops by every lane of the warp (full mask).

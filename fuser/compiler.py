@@ -47,7 +47,7 @@ from fuser.runtime.calls import Call, InputLayout, read_inputs
 from fuser.runtime.dispatch import Runnable, SignatureCache
 from fuser.runtime.dtypes import numpy_dtype
 from fuser.runtime.executor import Entry
-from fuser.runtime.frontends import write_aliases
+from fuser.runtime.frontends import permute_outputs, write_aliases
 from fuser.runtime.runnable_store import RunnableStore
 from fuser.runtime.signature import SCALAR_BOOL, SCALAR_FLOAT, SCALAR_INT, SCALAR_KINDS
 
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from fuser.builder import FusionBuilder, _Program, _Variant
     from fuser.profiler import FusionProfile
     from fuser.runtime.host_evaluator import Specialization
+    from fuser.transforms.output_layouts import OutputPermutes
     from fuser.transforms.schedulers.base import LaunchConfig, Params
     from fuser.transforms.schedulers.info import FusionInfo
     from fuser.transforms.segment_rules import MergePredicate
@@ -174,7 +175,6 @@ class FusionCompiler:
         the Welford translation (`transforms.translate_welford`), decided per signature for a
         fusion one kernel runs, per segment by the segmenter otherwise."""
         check_options("FusionCompiler", streams=streams, welford=welford, split_k=split_k)
-        self.fusion = fusion
         self.should_merge = should_merge
         self.split_k = split_k
         self.streams = streams
@@ -184,6 +184,17 @@ class FusionCompiler:
         self.n_outputs = len(fusion.output_op.values)
         self.aliases = tuple(fusion.output_op.written())
         """(output, input) pairs: output o is written into input i after a run, not returned."""
+        self.output_permutes: OutputPermutes = ()
+        """Outputs the kernels write in another order of their dims (a stride order), each
+        handed back permuted (`transforms.output_layouts`)."""
+        if any(fusion.output_op.layouts()):
+            from fuser.transforms.output_layouts import physical_outputs  # (a pass: imported late)
+
+            fusion = fusion.clone()
+            self.output_permutes = physical_outputs(fusion)
+        self.fusion = fusion
+        """The fusion the kernels compute: the definition's, its outputs with stride orders
+        written row-major in the order of their strides."""
         hints = tuple(a.name_hint for a in args)
         self.layout = InputLayout(
             fusion_name=fusion.sym_name.data,
@@ -316,6 +327,8 @@ class FusionCompiler:
         numpy), an aliased one written into its input instead (`write_aliases`). Compiles on
         the first call for each new signature."""
         outputs = self._signatures.execute(inputs)
+        if self.output_permutes:
+            outputs = permute_outputs(outputs, self.output_permutes)
         if self.aliases:
             layout = self.layout
             return write_aliases(inputs, outputs, self.aliases, layout.names, layout.tensors[0])
@@ -336,6 +349,8 @@ class FusionCompiler:
         assert isinstance(runnable, Entry | Specialization)
         schedulers = {s.kernel: s.scheduler for s in self._last().segments()}
         outputs, profile = run_profiled(runnable, call, schedulers, compile_ms)
+        if self.output_permutes:
+            outputs = permute_outputs(outputs, self.output_permutes)
         if self.aliases:
             layout = self.layout
             outputs = write_aliases(inputs, outputs, self.aliases, layout.names, layout.tensors[0])

@@ -264,7 +264,7 @@ class Tensor(_Value):
     """A tensor of a FusionDefinition: an input, or the result of an `fd.ops` call."""
 
     _stride_order: tuple[int, ...] | None = None
-    """The layout `fd.ops.stride_order` asked for (None: row-major); checked by `add_output`."""
+    """The layout `fd.ops.stride_order` asked for (None: row-major), which `add_output` gives."""
 
     @property
     def _shape(self) -> tuple[int, ...]:
@@ -1009,9 +1009,9 @@ class FusionOps:
     @_api
     def stride_order(self, t: Any, stride_order: Any) -> Tensor:
         """`t`, to be laid out in `stride_order` (nvFuser's: entry i is the rank of dim i's
-        stride, 0 the innermost, so [n-1, ..., 0] is row-major). The values are `t`'s: a
-        layout inside the fusion is fuser's to choose. fuser writes its outputs row-major, so
-        `add_output` refuses a tensor asked for another order, naming it."""
+        stride, 0 the innermost, so [n-1, ..., 0] is row-major). The values are `t`'s: inside
+        the fusion a layout is fuser's to choose; `add_output` returns the tensor in this
+        order (unless given its own `stride_order`)."""
         op = "fd.ops.stride_order"
         x = self._tensor(op, "t", t)
         order = _stride_order_arg(op, stride_order, x.ndim)
@@ -2013,6 +2013,7 @@ class FusionDefinition:
         """The positions of the CPU scalar tensor inputs (`is_cpu=True`): read on the host."""
         self._outputs: list[Tensor] = []
         self._output_aliases: list[int] = []
+        self._output_orders: list[tuple[int, ...]] = []  # () for row-major
         """Per output, the input it is written into after a run (`alias_input`), or -1."""
         self._counters = {"t": 0, "s": 0}
         self._extents: dict[tuple[SSAValue, int], SSAValue] = {}
@@ -2054,7 +2055,8 @@ class FusionDefinition:
                 "inside the with block"
             )
         aliases = self._output_aliases if any(i >= 0 for i in self._output_aliases) else None
-        self._builder.insert(OutputOp([t._value for t in self._outputs], aliases))
+        orders = self._output_orders if any(self._output_orders) else None
+        self._builder.insert(OutputOp([t._value for t in self._outputs], aliases, orders))
         fusion = FusionOp(
             self.name,
             [a.type for a in self._block.args],
@@ -2093,7 +2095,7 @@ class FusionDefinition:
         while len(self._block.args) > n_args:
             self._block.erase_arg(self._block.args[-1], safe_erase=False)
         del self._inputs[n_inputs:], self._cpu_inputs[n_cpu:], self._outputs[n_outputs:]
-        del self._output_aliases[n_outputs:]
+        del self._output_aliases[n_outputs:], self._output_orders[n_outputs:]
         self._counters = counters
         # the caches are only ever inserted into: the newest keys come last
         for cast_key in list(self._casts)[n_casts:]:
@@ -2380,23 +2382,26 @@ class FusionDefinition:
         `aliases`), and is not returned; add `t` again without it to have it returned too. The
         input may be read by the fusion as well: it is written after every kernel has run.
 
-        `stride_order` (nvFuser's, as in `fd.ops.stride_order`) must be row-major, the layout
-        fuser writes: another order, here or from `fd.ops.stride_order`, is refused by name.
+        With `stride_order` (nvFuser's: entry i is the rank of dim i's stride, 0 the innermost;
+        None or empty: the order `fd.ops.stride_order` gave `t`, else row-major), the output is
+        returned in that layout: a dense tensor whose strides follow the order
+        (`fusion.output`'s `stride_orders`, `transforms.output_layouts`). An output written into
+        an input takes the input's layout, so it takes no other order.
         """
         op = "fd.add_output"
         if isinstance(t, Scalar):
             _fail(op, "argument 't' is a Scalar; fusion outputs are tensors")
         value = self.ops._tensor(op, "t", t)
-        order = value._stride_order
+        order = value._stride_order or ()
         if stride_order is not None:
-            order = _stride_order_arg(op, stride_order, value.ndim) or None
-        if order is not None:
-            row_major = list(range(value.ndim - 1, -1, -1))
+            given = _stride_order_arg(op, stride_order, value.ndim)
+            if len(stride_order):  # empty: unspecified, as nvFuser reads it
+                order = given
+        if order and alias_input is not None:
             _fail(
                 op,
-                f"output {value.name} is asked for stride_order {list(order)}; fuser writes "
-                f"outputs row-major (stride_order {row_major}): add it in that layout, or "
-                "permute it (fd.ops.permute) to the order wanted",
+                f"output {value.name} is written into 'alias_input' and asked for stride_order "
+                f"{list(order)}: an aliased output takes its input's layout",
             )
         into = -1
         if alias_input is not None:
@@ -2425,6 +2430,7 @@ class FusionDefinition:
                 )
         self._outputs.append(value)
         self._output_aliases.append(into)
+        self._output_orders.append(order)
 
     @_api
     def parallelize(self, t: Any, axis: Any, ptype: Any) -> None:

@@ -4,12 +4,13 @@
 The frontend records each call a user makes (every `fd.*` and `fd.ops.*` entry point, Python
 operators included, as the `fd.ops` call they make; not the calls those make themselves) as a
 `Call`: the entry point's name, its arguments as given and what it returned. Printing turns each
-into one line, `T3 = fd.ops.add(T0, S1)`, naming a tensor or scalar by its name in the IR
-(`t3` is `T3`) and an extent by `T0.size(1)`. Queries that return extents or plain values
+into one line, `T3 = fd.ops.add(T0, S1)`, naming a tensor or scalar by its name in the IR (`t3`
+is `T3`) and an extent by `T0.size(1)`. Queries that return extents or plain values
 (`fd.ops.size`, `fd.ops.shape`, `fd.define_vector`) print nothing: their values print where they
-are used. `fd.from_pytorch` prints as the `fd.define_tensor` it makes, so the text re-runs
-without the torch tensor. Running the text defines a FusionDefinition `fd` with the same IR.
-"""
+are used; so does a tensor `fd.ops.stride_order` gave another layout than row-major (the same IR
+value as its operand, under the same name). `fd.from_pytorch` prints as the `fd.define_tensor`
+it makes, so the text re-runs without the torch tensor. Running the text defines a
+FusionDefinition `fd` with the same IR."""
 
 from __future__ import annotations
 
@@ -54,6 +55,8 @@ def printed(call: Call) -> str | None:
     result = call.result
     if result is None:
         return text
+    if getattr(result, "_stride_order", None) is not None:
+        return None  # the same value in another layout: printed where used (`python_text`)
     if _is_handle(result):
         return f"{python_text(result)} = {text}"
     if isinstance(result, tuple | list) and result and all(_is_handle(r) for r in result):
@@ -77,7 +80,9 @@ def python_text(x: Any) -> str:
     from fuser.frontend import Extent  # the frontend imports this module
 
     if _is_handle(x):
-        return x.name.upper()
+        order = getattr(x, "_stride_order", None)
+        name = x.name.upper()
+        return name if order is None else f"fd.ops.stride_order({name}, {list(order)})"
     if isinstance(x, Extent):
         return f"{python_text(x.tensor)}.size({x.axis})"
     if isinstance(x, DataType | ParallelType):

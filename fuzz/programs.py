@@ -136,6 +136,14 @@ class Program:
     outputs: tuple[str, ...]
     data_seed: int = 0
     specials: bool = False
+    output_orders: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """Outputs returned in a stride order (`add_output(t, stride_order=)`), by name; one whose
+    rank no longer fits its order (a shrunk program) is added row-major."""
+
+    def order_of(self, name: str, rank: int) -> tuple[int, ...] | None:
+        """The stride order output `name` of rank `rank` is added with, if any."""
+        order = dict(self.output_orders).get(name)
+        return order if order is not None and len(order) == rank else None
 
     def describe(self) -> str:
         """One line: the ops and the input shapes."""
@@ -264,7 +272,11 @@ def build(
             for r_name, r in zip(op.results, results, strict=True):
                 env[r_name] = r
         for out in program.outputs:
-            fd.add_output(env[out])
+            order = program.order_of(out, env[out].ndim)
+            if order is None:
+                fd.add_output(env[out])
+            else:
+                fd.add_output(env[out], stride_order=list(order))
     return fd
 
 
@@ -1488,12 +1500,23 @@ def generate(seed: int, sizes: str = "small") -> Program:
     for v in rng.sample(results, min(len(results), rng.randint(0, 2))):
         outputs.add(v.name)
     ordered = tuple(v.name for v in results if v.name in outputs)
+    data_seed, specials = rng.randrange(2**31), rng.random() < 0.15
+    # stride orders from their own stream, so each seed's program is otherwise as it was
+    layout_rng = random.Random(seed ^ 0x5EED)
+    orders = []
+    for v in results:
+        rank = 0 if v.shape is None else len(v.shape)
+        if v.name in outputs and rank >= 2 and layout_rng.random() < 0.3:
+            order = list(range(rank))
+            layout_rng.shuffle(order)
+            orders.append((v.name, tuple(order)))
     return Program(
         tuple(gen.inputs),
         tuple(gen.ops),
         ordered,
-        data_seed=rng.randrange(2**31),
-        specials=rng.random() < 0.15,
+        data_seed=data_seed,
+        specials=specials,
+        output_orders=tuple(orders),
     )
 
 
@@ -1534,8 +1557,13 @@ def definition_lines(program: Program) -> list[str]:
         ]
         lhs = ", ".join(op.results)
         lines.append(f"    {lhs} = fd.{callee}({', '.join(parts)})")
+    handles: dict[str, Any] = {}
+    if program.output_orders:
+        build(program, handles=handles)  # the outputs' ranks (`order_of`)
     for out in program.outputs:
-        lines.append(f"    fd.add_output({out})")
+        order = program.order_of(out, handles[out].ndim) if out in handles else None
+        given = "" if order is None else f", stride_order={list(order)}"
+        lines.append(f"    fd.add_output({out}{given})")
     return lines
 
 

@@ -52,6 +52,15 @@ class Frontend:
         stream = base.stream if isinstance(base, DeviceArray) else None
         return DeviceArray.viewing(base, ptr, shape, strides, v.dtype, v.device, stream)
 
+    def permuted(self, out: Any, dims: Sequence[int]) -> Any:
+        """A view of `out` (an output of this frontend's kind) with its dims in the order
+        `dims`, as torch's `permute` (`permute_outputs`); here a strided `DeviceArray`."""
+        strides = out.element_strides
+        shape, strides = [out.shape[d] for d in dims], [strides[d] for d in dims]
+        return DeviceArray.viewing(
+            out, out.ptr, shape, strides, out.dtype, out.device_id, out.stream
+        )
+
     def check_writable(self, dst: Any, what: str) -> None:
         """InputError naming `what` where an output cannot be written into `dst` (an input the
         fusion aliases): here, a strided array (arrays of this kind are written whole)."""
@@ -85,6 +94,9 @@ class _NumpyFrontend(Frontend):
         """A numpy view of the input array (of a contiguous copy of it where it is strided: the
         program saw the contiguous device copy)."""
         return host_view(np.ascontiguousarray(base), shape, strides, offset)
+
+    def permuted(self, out: Any, dims: Sequence[int]) -> Any:
+        return out.transpose(dims)
 
     def check_writable(self, dst: Any, what: str) -> None:
         if not dst.flags.writeable:
@@ -164,6 +176,9 @@ class _TorchFrontend(Frontend):
     def write_into(self, dst: Any, src: Any, what: str, first: Any) -> None:
         dst.copy_(src)  # on torch's current stream, the call's: any strides
 
+    def permuted(self, out: Any, dims: Sequence[int]) -> Any:
+        return out.permute(*dims)
+
     def view(self, base: Any, shape: Shape, strides: Shape, offset: int) -> Any:
         if frontend_of(base) is not self:  # a DeviceArray or cupy input beside torch ones
             return super().view(base, shape, strides, offset)
@@ -201,6 +216,9 @@ class _CupyFrontend(Frontend):
         import cupy  # pyright: ignore[reportMissingImports]  (optional; not in the test venv)
 
         return int(cupy.cuda.get_current_stream().ptr)
+
+    def permuted(self, out: Any, dims: Sequence[int]) -> Any:
+        return out.transpose(dims)
 
     def check_writable(self, dst: Any, what: str) -> None:
         _check_not_expanded(dst.shape, dst.strides, what)
@@ -265,6 +283,17 @@ def frontend_of(x: Any) -> Frontend:
             return DEVICE_FRONTEND  # CAI / DLPack producers, or a wrong object (view_of says)
         _FRONTENDS[cls] = fe
     return fe
+
+
+def permute_outputs(outputs: list[Any], permutes: Sequence[tuple[int, Sequence[int]]]) -> list[Any]:
+    """A call's outputs with each output k of `permutes` (`transforms.output_layouts`: the
+    kernels wrote it row-major in another order of its dims) handed back as its view permuted
+    by `dims`, in its own kind (`Frontend.permuted`)."""
+    outputs = list(outputs)
+    for k, dims in permutes:
+        out = outputs[k]
+        outputs[k] = frontend_of(out).permuted(out, dims)
+    return outputs
 
 
 def write_aliases(

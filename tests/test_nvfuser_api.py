@@ -334,9 +334,9 @@ def test_more_definition_mistakes(call: Any, message: str) -> None:
 
 def test_stride_order_as_thunder_emits_it(rng: np.random.Generator) -> None:
     """`fd.ops.stride_order(t, [n-1, ..., 0])` after a permute (Thunder's spelling of "make
-    it contiguous") and `add_output(t, stride_order=)` in row-major order: the values are `t`'s,
-    the output row-major; another order is taken inside the fusion (the layout of an
-    intermediate is fuser's to choose) and refused where it would be an output's, by name."""
+    it contiguous") and `add_output(t, stride_order=)` in row-major order change nothing; the
+    values are `t`'s; another order inside the fusion only matters where it becomes an
+    output's."""
     with FusionDefinition("heads") as fd:
         x = fd.define_tensor([-1, -1, -1], stride_order=[2, 1, 0])
         p = fd.ops.stride_order(fd.ops.permute(x, [1, 0, 2]), stride_order=[2, 1, 0])
@@ -344,19 +344,46 @@ def test_stride_order_as_thunder_emits_it(rng: np.random.Generator) -> None:
         inner = fd.ops.stride_order(fd.ops.exp(x), [0, 1, 2])  # not an output: only values count
         fd.add_output(r, stride_order=[0])
         fd.add_output(fd.ops.add(inner, x), stride_order=[])
+    assert fd.fusion.output_op.stride_orders is None
     a = rng.standard_normal((2, 3, 4)).astype(np.float32)
     got = fd.reference([a])
     np.testing.assert_array_equal(got[0], a.transpose(1, 0, 2).reshape(-1))
     np.testing.assert_allclose(got[1], np.exp(a) + a, rtol=1e-6)
     assert "fd.ops.stride_order(T1, stride_order=[2, 1, 0])" in fd.python_definition()
-    with pytest.raises(DefinitionError) as e, FusionDefinition("col") as f2:
-        y = f2.define_tensor([-1, -1])
-        f2.add_output(f2.ops.stride_order(f2.ops.neg(y), [0, 1]))
-    assert "fd.add_output: output t1 is asked for stride_order [0, 1]" in str(e.value)
-    assert "row-major (stride_order [1, 0])" in str(e.value)
-    with pytest.raises(DefinitionError) as e, FusionDefinition("col2") as f3:
-        f3.add_output(f3.ops.neg(f3.define_tensor([-1, -1])), stride_order=[0, 1])
-    assert "is asked for stride_order [0, 1]" in str(e.value)
+
+
+def test_an_output_in_another_stride_order_is_written_permuted() -> None:
+    """An output asked for another order (by `fd.ops.stride_order` or `add_output`) is a
+    `fusion.output` stride order; the kernels write its row-major permutation (outermost dim
+    first) and a run hands back the inverse permutation (`FusionCompiler.output_permutes`).
+    The same tensor added again without an order stays row-major, and the printed definition
+    keeps the two apart."""
+    with FusionDefinition("layouts") as fd:
+        x = fd.define_tensor([-1, -1, -1])
+        y = fd.ops.exp(x)
+        fd.add_output(fd.ops.stride_order(y, [0, 2, 1]))
+        fd.add_output(fd.ops.sum(x, [1]), stride_order=[0, 1])
+        fd.add_output(y)
+    output = fd.fusion.output_op
+    assert output.layouts() == [(0, 2, 1), (0, 1), None]
+    compiler = fd._fusion_compiler()
+    assert compiler.output_permutes == ((0, (2, 0, 1)), (1, (1, 0)))
+    assert compiler.fusion.output_op.stride_orders is None
+    assert "fusion.permute %t1 [1, 2, 0]" in str(compiler.fusion)
+    assert "fusion.permute %t2 [1, 0]" in str(compiler.fusion)
+    text = fd.python_definition()
+    assert "fd.add_output(fd.ops.stride_order(T1, [0, 2, 1]))" in text
+    assert text.rstrip().endswith("fd.add_output(T1)")
+    a = np.ones((3, 4, 5), np.float32)
+    assert fd.compile([a], arch="sm_90").kernels  # NVRTC takes every kernel
+
+
+def test_an_aliased_output_takes_no_other_stride_order() -> None:
+    with pytest.raises(DefinitionError) as e, FusionDefinition("alias_order") as fd:
+        x = fd.define_tensor([-1, -1])
+        fd.add_output(fd.ops.neg(x), alias_input=x, stride_order=[0, 1])
+    assert "fd.add_output: output t1 is written into 'alias_input' and asked for" in str(e.value)
+    assert "stride_order [0, 1]" in str(e.value)
 
 
 def test_welford_without_dims_reduces_every_dim(rng: np.random.Generator) -> None:

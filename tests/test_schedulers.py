@@ -155,6 +155,7 @@ SCALAR_OPS: dict[type[Operation], Callable[[Operation, list[Any]], Any]] = {
     arith.MaxSIOp: lambda op, a: np.maximum(a[0], a[1]),
     arith.MinSIOp: lambda op, a: np.minimum(a[0], a[1]),
     arith.AndIOp: lambda op, a: a[0] & a[1],
+    arith.OrIOp: lambda op, a: a[0] | a[1],
     arith.CmpfOp: lambda op, a: CMPF[op.predicate.value.data](a[0], a[1]),  # type: ignore[attr-defined]
     arith.CmpiOp: lambda op, a: CMPI[op.predicate.value.data](a[0], a[1]),  # type: ignore[attr-defined]
     arith.SelectOp: lambda op, a: _scalar(np.where(a[0], a[1], a[2])),
@@ -266,6 +267,10 @@ class ThreadSim:
                 memory, index = args
                 buffer = memory.buffer if isinstance(memory, TensorArg) else memory
                 env[op.result] = _access(buffer, int(index), op.result.type)
+            elif isinstance(op, kernel.SelectLoadOp):
+                condition, a, i, b, j = args
+                memory, index = (a, i) if condition else (b, j)
+                env[op.result] = _access(memory.buffer, int(index), op.result.type)
             elif isinstance(op, kernel.StoreOp | kernel.ArrayStoreOp):
                 value, memory, index = args
                 buffer = memory.buffer if isinstance(memory, TensorArg) else memory
@@ -715,6 +720,45 @@ def test_one_input_read_two_ways(rng: np.random.Generator) -> None:
     }}"""
     params = run_kernel(text, [random_values(rng, (12,), "i32")])
     assert params.vector_width == 4
+
+
+CAT_HALVES = """
+fusion.fusion @rotate(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> (tensor<?x16xf32>) {
+  %n = fusion.neg %b : tensor<?x8xf32>
+  %c = fusion.cat %n, %a dim 1 : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x16xf32>
+  fusion.output %c : tensor<?x16xf32>
+}
+"""
+
+CAT_BESIDE_PAD = """
+fusion.fusion @cat_pad(%a: tensor<?x8xf32>, %b: tensor<?x4xf32>, %v: f32) -> (tensor<?x20xf32>) {
+  %p = fusion.pad %b low [0, 4] high [0, 4] value %v : tensor<?x4xf32> -> tensor<?x12xf32>
+  %c = fusion.cat %a, %p dim 1 : tensor<?x8xf32>, tensor<?x12xf32> -> tensor<?x20xf32>
+  fusion.output %c : tensor<?x20xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(("unroll", "width"), [(1, 4), (2, 4), (4, 2), (1, 1)])
+@pytest.mark.parametrize("text", [CAT_HALVES, CAT_BESIDE_PAD], ids=["halves", "beside_pad"])
+def test_a_cats_operands_load_together(
+    rng: np.random.Generator, text: str, unroll: int, width: int
+) -> None:
+    """A cat's operands at disjoint intervals of the row share one array, loaded once at the
+    selected place (`kernel.select_load`): unpredicated where they cover the row, under either
+    predicate beside a pad's fill; every element against the reference, in bounds."""
+    rows = 5
+    a = random_values(rng, (rows, 8), "f32")
+    second = random_values(rng, (rows, 8 if text is CAT_HALVES else 4), "f32")
+    inputs = [a, second] if text is CAT_HALVES else [a, second, np.float32(1.5)]
+    run_kernel(text, inputs, unroll=unroll, vector_width=width)
+    fusion = parse_fusion(text)
+    info = info_of(fusion, inputs, None)
+    scheduler, params = propose(fusion, info)
+    func = scheduler.emit(fusion, dataclasses.replace(params, vector_width=width), "k")
+    ops = list(func.walk())
+    assert sum(isinstance(op, kernel.SelectLoadOp) for op in ops) == 1
+    assert any(isinstance(op, arith.OrIOp) for op in ops) == (text is CAT_BESIDE_PAD)
 
 
 def test_strided_and_runtime_broadcast_inputs(rng: np.random.Generator) -> None:

@@ -18,6 +18,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return DecomposePass
 
+    def get_output_layouts() -> type[ModulePass]:
+        from fuser.transforms.output_layouts import OutputLayoutsPass
+
+        return OutputLayoutsPass
+
     def get_hoist_views() -> type[ModulePass]:
         from fuser.transforms.hoist_views import HoistViewsPass
 
@@ -66,6 +71,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "fuser-schedule": get_schedule,
         "fuser-decompose": get_decompose,
+        "fuser-output-layouts": get_output_layouts,
         "fuser-hoist-views": get_hoist_views,
         "fuser-segment": get_segment,
         "fuser-lower-host": get_lower_host,

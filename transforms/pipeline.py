@@ -14,6 +14,10 @@
 7. `lower-stream-parallel` (`transforms.lower_stream_parallel`): marked loops over streams;
 8. `fuser-plan-memory` (`transforms.plan_memory`): the intermediates in one workspace.
 
+Before them, outputs with a stride order are made row-major permutations of themselves
+(`transforms.output_layouts`; `FusionCompiler` hands them back permuted, as it writes aliased
+outputs into their inputs after a run).
+
 `run_pipeline` runs them on a `Compilation` (one fusion, its input metadata and the options).
 `fd.execute` runs it for a signature that needs a new program (`FusionCompiler._new_program`),
 and `fuser-opt -p 'fuser-compile{shapes=...}'` runs the same stages through `CompilePass`, which
@@ -41,6 +45,7 @@ from fuser.transforms.decompose import decompose
 from fuser.transforms.hoist_views import hoist_views
 from fuser.transforms.lower_stream_parallel import lower_stream_parallel
 from fuser.transforms.lower_to_host import HostLowering, lower_fusion, replace_by_lowering
+from fuser.transforms.output_layouts import physical_outputs
 from fuser.transforms.plan_memory import plan_memory
 from fuser.transforms.schedule import (
     ScheduleOptionError,
@@ -202,6 +207,7 @@ class CompilePass(ModulePass):
             self.name, self.shapes, self.arch, self.sm_count, ScheduleOptionError
         )
         for fusion in [f for f in op.walk() if isinstance(f, fu.FusionOp)]:
+            physical_outputs(fusion)  # as FusionCompiler does first (fuser-output-layouts)
             given = (
                 shapes
                 if shapes is not None

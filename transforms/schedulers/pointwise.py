@@ -9,14 +9,17 @@ threads apart so that a warp's accesses are coalesced. It first issues every loa
 into local arrays (so that many loads are in flight), then per vector computes the fusion one
 element at a time from the arrays (`compute_element`) and stores the results as vectors. Inputs
 broadcast along the innermost dim are read once per vector; outputs that do not span the whole
-space (a value before a broadcast) are written by the points whose extra indices are 0. The
-last block's tail is predicated. An input read under a `Shifted` map (an operand of a pad or cat)
-is loaded where the point lies within it and is 0 elsewhere; the pad or cat selects per element
-(`lower_resize`). A vector of such an input lies wholly within or outside it when the offset and
-extent along the innermost dim divide by the width, which `_vector_width` requires. An input
-read under an `Indexed` map (a take's operand) is loaded after the reads its index is computed
-from (`take_depth`), at the computed index clamped into the dim (`taken_indices`); the index is
-the same along a vector unless it follows the innermost dim, where vectors are one element.
+space (a value before a broadcast) are written by the points whose extra indices are 0. The last
+block's tail is predicated. An input read under a `Shifted` map (an operand of a pad or cat) is
+loaded where the point lies within it and is 0 elsewhere; the pad or cat selects per element
+(`lower_resize`), so an operand's value outside its interval is never used. Two such reads at
+disjoint intervals of one dim (a cat's operands) share an array that one `kernel.select_load`
+fills from whichever holds the point (0 where neither does: `_paired_reads`). A vector of such
+an input lies wholly within or outside it when the offset and extent along the innermost dim
+divide by the width, which `_vector_width` requires. An input read under an `Indexed` map (a
+take's operand) is loaded after the reads its index is computed from (`take_depth`), at the
+computed index clamped into the dim (`taken_indices`); the index is the same along a vector
+unless it follows the innermost dim, where vectors are one element.
 
 The grid is 1-D over the flattened space (the offset of a contiguous tensor of the space's shape
 is the flat index itself; others delinearize it and use their strides), or 2-D when rows are
@@ -665,7 +668,8 @@ class _PointwiseKernel:
     def load(self, point: _Point, k: Index) -> None:
         """Loads the thread's vector `k` of each input. An input read by a resize op's operand
         is loaded where the point lies within it, and is 0 elsewhere (the op selects its
-        fill there); two such reads at disjoint intervals load together (`_paired_reads`). An
+        fill there); two such reads at disjoint intervals load together into the array they
+        share, which holds whichever is within, and 0 where neither is (`_paired_reads`). An
         input read by a take's operand is loaded last, at the index computed from the others
         (`taken_indices`)."""
         kb = self.kb

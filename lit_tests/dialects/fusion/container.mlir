@@ -32,6 +32,17 @@ fusion.fusion @update(%m: tensor<8xf32>, %x: tensor<8xf32>) -> (tensor<8xf32>, t
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "update"
 // CHECK-GENERIC:         "fusion.output"(%y, %x) <{aliases = array<i64: 0, -1>}> : (tensor<8xf32>, tensor<8xf32>) -> ()
 
+// Outputs in other layouts (add_output's stride_order): #0 column-major, #1 row-major.
+fusion.fusion @layouts(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %y = fusion.exp %x : tensor<?x8xf32>
+  fusion.output %y, %x : tensor<?x8xf32>, tensor<?x8xf32> stride_orders [array<i64: 0, 1>, array<i64>]
+}
+
+// CHECK-LABEL: fusion.fusion @layouts
+// CHECK:         fusion.output %y, %x : tensor<?x8xf32>, tensor<?x8xf32> stride_orders [array<i64: 0, 1>, array<i64>]
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "layouts"
+// CHECK-GENERIC:         "fusion.output"(%y, %x) <{stride_orders = [array<i64: 0, 1>, array<i64>]}> : (tensor<?x8xf32>, tensor<?x8xf32>) -> ()
+
 // An input passed straight through, a discardable attribute on the fusion, a rank-0 tensor.
 fusion.fusion @identity(%x: tensor<f64>) -> (tensor<f64>) attributes {origin = "test"} {
   fusion.output %x : tensor<f64>

@@ -1307,6 +1307,31 @@ fusion.fusion @f(%x: tensor<4x6xf32>, %i: tensor<4x2xi64>) -> () {
 
 // -----
 
+// fusion.output: one stride order per output
+fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<4xf32>) {
+  // expected-error @+1 {{'fusion.output' has 2 stride orders for 1 outputs: one per output (empty for row-major)}}
+  fusion.output %x : tensor<4xf32> stride_orders [array<i64>, array<i64>]
+}
+
+// -----
+
+// fusion.output: a stride order is a permutation of the output's dims
+fusion.fusion @f(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>) {
+  // expected-error @+1 {{'fusion.output' output #0 has stride order [0, 2]: it must be empty or a permutation of its 2 dims}}
+  fusion.output %x : tensor<4x2xf32> stride_orders [array<i64: 0, 2>]
+}
+
+// -----
+
+// fusion.output: an output written into an input takes the input's layout
+fusion.fusion @f(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>) {
+  %y = fusion.neg %x : tensor<4x2xf32>
+  // expected-error @+1 {{'fusion.output' output #0 is written into input #0 and has stride order [0, 1]: an aliased output takes its input's layout}}
+  fusion.output %y : tensor<4x2xf32> aliases [0] stride_orders [array<i64: 0, 1>]
+}
+
+// -----
+
 // fusion.output: one alias per output
 fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<4xf32>) {
   // expected-error @+1 {{'fusion.output' has 2 aliases for 1 outputs: one per output (-1 for none)}}
