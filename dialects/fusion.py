@@ -310,8 +310,10 @@ class OutputOp(IRDLOperation):
 
     `stride_orders` (optional) gives, per output, the layout it is returned in (nvFuser's
     `add_output(t, stride_order=)`: entry i is the rank of dim i's stride, 0 the innermost), or
-    an empty array for row-major. The values do not depend on it; `transforms.output_layouts`
-    has the kernels write such an output permuted, and a run returns its inverse permutation.
+    an empty array for none: a dense tensor of its own whose strides follow the order (so a
+    row-major order makes an output that is a view of an input a copy). The values do not
+    depend on it; `transforms.output_layouts` has the kernels write such an output permuted,
+    and a run returns its inverse permutation.
     """
 
     name = "fusion.output"
@@ -343,11 +345,10 @@ class OutputOp(IRDLOperation):
         super().__init__(operands=[values], properties=properties)
 
     def layouts(self) -> list[tuple[int, ...] | None]:
-        """Per output, its stride order where it is not row-major, else None."""
+        """Per output, the stride order it is returned in, or None where none is given."""
         if self.stride_orders is None:
             return [None] * len(self.values)
-        orders = [_ints(a) for a in self.stride_orders.data]
-        return [o if o and o != tuple(range(len(o) - 1, -1, -1)) else None for o in orders]
+        return [_ints(a) or None for a in self.stride_orders.data]
 
     def alias_inputs(self) -> list[int | None]:
         """Per output, the input its values are written into after a run, or None."""
@@ -364,7 +365,10 @@ class OutputOp(IRDLOperation):
         return [(o, i) for o, i in enumerate(self.alias_inputs()) if i is not None]
 
     def verify_(self) -> None:
+        self._verify_aliases()
         self._verify_stride_orders()
+
+    def _verify_aliases(self) -> None:
         if self.aliases is None:
             return
         entries = self.aliases.get_values()
@@ -413,6 +417,11 @@ class OutputOp(IRDLOperation):
             )
         aliases = self.alias_inputs()
         for o, (value, order) in enumerate(zip(self.values, orders, strict=True)):
+            if order.elt_type != i64:
+                raise VerifyException(
+                    f"'{self.name}' output #{o} has a stride order of {order.elt_type}: an i64 "
+                    "array"
+                )
             entries = list(_ints(order))
             rank = len(shape_of(value.type) or ())
             if entries and sorted(entries) != list(range(rank)):

@@ -244,7 +244,7 @@ class _Value:
 
 def _stride_order_arg(op: str, order: object, rank: int) -> tuple[int, ...]:
     """An nvFuser `stride_order` argument (entry i: the rank of dim i's stride, 0 the
-    innermost; empty: row-major), checked; () for row-major."""
+    innermost; empty: none given), checked."""
     if (
         not isinstance(order, Sequence)
         or isinstance(order, str)
@@ -256,15 +256,14 @@ def _stride_order_arg(op: str, order: object, rank: int) -> tuple[int, ...]:
             f"argument 'stride_order' must be empty or a permutation of the {rank} dims, "
             f"got {order!r}",
         )
-    given = tuple(cast(Sequence[int], order))
-    return () if given == tuple(range(rank - 1, -1, -1)) else given
+    return tuple(cast(Sequence[int], order))
 
 
 class Tensor(_Value):
     """A tensor of a FusionDefinition: an input, or the result of an `fd.ops` call."""
 
     _stride_order: tuple[int, ...] | None = None
-    """The layout `fd.ops.stride_order` asked for (None: row-major), which `add_output` gives."""
+    """The layout `fd.ops.stride_order` asked for (None: none), which `add_output` gives."""
 
     @property
     def _shape(self) -> tuple[int, ...]:
@@ -1010,15 +1009,16 @@ class FusionOps:
     def stride_order(self, t: Any, stride_order: Any) -> Tensor:
         """`t`, to be laid out in `stride_order` (nvFuser's: entry i is the rank of dim i's
         stride, 0 the innermost, so [n-1, ..., 0] is row-major). The values are `t`'s: inside
-        the fusion a layout is fuser's to choose; `add_output` returns the tensor in this
-        order (unless given its own `stride_order`)."""
+        the fusion a layout is fuser's to choose; `add_output` returns the tensor dense in this
+        order (unless given its own `stride_order`), a copy where it would be a view of an
+        input. An empty order asks for none."""
         op = "fd.ops.stride_order"
         x = self._tensor(op, "t", t)
         order = _stride_order_arg(op, stride_order, x.ndim)
-        if not order:
+        if not order and x._stride_order is None:
             return x
         ordered = Tensor(self._definition, x._value)
-        ordered._stride_order = order
+        ordered._stride_order = order or None
         return ordered
 
     @_api
@@ -2013,8 +2013,9 @@ class FusionDefinition:
         """The positions of the CPU scalar tensor inputs (`is_cpu=True`): read on the host."""
         self._outputs: list[Tensor] = []
         self._output_aliases: list[int] = []
-        self._output_orders: list[tuple[int, ...]] = []  # () for row-major
         """Per output, the input it is written into after a run (`alias_input`), or -1."""
+        self._output_orders: list[tuple[int, ...]] = []
+        """Per output, the stride order it is returned in (`stride_order`), or () for none."""
         self._counters = {"t": 0, "s": 0}
         self._extents: dict[tuple[SSAValue, int], SSAValue] = {}
         self._casts: dict[tuple[SSAValue, DataType], SSAValue] = {}
@@ -2383,10 +2384,11 @@ class FusionDefinition:
         input may be read by the fusion as well: it is written after every kernel has run.
 
         With `stride_order` (nvFuser's: entry i is the rank of dim i's stride, 0 the innermost;
-        None or empty: the order `fd.ops.stride_order` gave `t`, else row-major), the output is
-        returned in that layout: a dense tensor whose strides follow the order
-        (`fusion.output`'s `stride_orders`, `transforms.output_layouts`). An output written into
-        an input takes the input's layout, so it takes no other order.
+        None or empty: the order `fd.ops.stride_order` gave `t`, if any), the output is returned
+        in that layout: a dense tensor of its own whose strides follow the order (a copy where
+        it would be a view of an input; `fusion.output`'s `stride_orders`,
+        `transforms.output_layouts`). An output written into an input takes the input's
+        layout, so it takes no other order than row-major.
         """
         op = "fd.add_output"
         if isinstance(t, Scalar):
@@ -2395,9 +2397,9 @@ class FusionDefinition:
         order = value._stride_order or ()
         if stride_order is not None:
             given = _stride_order_arg(op, stride_order, value.ndim)
-            if len(stride_order):  # empty: unspecified, as nvFuser reads it
+            if given:  # empty: unspecified, as nvFuser reads it
                 order = given
-        if order and alias_input is not None:
+        if order and order != tuple(range(value.ndim - 1, -1, -1)) and alias_input is not None:
             _fail(
                 op,
                 f"output {value.name} is written into 'alias_input' and asked for stride_order "

@@ -7,10 +7,10 @@ operators included, as the `fd.ops` call they make; not the calls those make the
 into one line, `T3 = fd.ops.add(T0, S1)`, naming a tensor or scalar by its name in the IR (`t3`
 is `T3`) and an extent by `T0.size(1)`. Queries that return extents or plain values
 (`fd.ops.size`, `fd.ops.shape`, `fd.define_vector`) print nothing: their values print where they
-are used; so does a tensor `fd.ops.stride_order` gave another layout than row-major (the same IR
-value as its operand, under the same name). `fd.from_pytorch` prints as the `fd.define_tensor`
-it makes, so the text re-runs without the torch tensor. Running the text defines a
-FusionDefinition `fd` with the same IR."""
+are used; so does a tensor `fd.ops.stride_order` gave a layout (the same IR value as its
+operand, under the same name). `fd.from_pytorch` prints as the `fd.define_tensor` it makes, so
+the text re-runs without the torch tensor. Running the text defines a FusionDefinition `fd` with
+the same IR."""
 
 from __future__ import annotations
 

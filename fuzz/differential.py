@@ -566,7 +566,24 @@ def run_on_gpu(fd: FusionDefinition, program: Program) -> list[np.ndarray]:
     del poison  # its block returns to torch's cache, NaN-filled, for the outputs to reuse
     outputs = fd.execute(torch_inputs(program))
     torch.cuda.synchronize()
+    for name, out in zip(program.outputs, outputs, strict=True):
+        order = program.order_of(name, out.dim())
+        if order is not None and tuple(out.stride()) != dense_strides(tuple(out.shape), order):
+            raise AssertionError(
+                f"output {name} in stride order {list(order)} has strides {tuple(out.stride())}"
+            )
     return [host_array(o) for o in outputs]
+
+
+def dense_strides(shape: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides of a dense tensor of `shape` in stride order `order` (as torch
+    computes them: an empty dim counts as extent 1)."""
+    strides = [0] * len(shape)
+    step = 1
+    for d in sorted(range(len(shape)), key=lambda d: order[d]):  # the innermost first
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
 
 
 # --------------------------------------------------------------------------------------------
@@ -634,7 +651,8 @@ def _bypass(
     old, new = op.results[0], same[0]
     ops = tuple(_renamed(o, old, new) for o in program.ops[:index] + program.ops[index + 1 :])
     outputs = tuple(dict.fromkeys(new if x == old else x for x in program.outputs))
-    return replace(program, ops=ops, outputs=outputs)
+    orders = tuple((new if x == old else x, o) for x, o in program.output_orders)
+    return replace(program, ops=ops, outputs=outputs, output_orders=orders)
 
 
 def _cut(
@@ -710,6 +728,8 @@ def _variants(program: Program) -> list[Program]:
             out.append(replace(program, outputs=tuple(x for x in program.outputs if x != o)))
     if program.specials:
         out.append(replace(program, specials=False))
+    if program.output_orders:
+        out.append(replace(program, output_orders=()))
     for k, inp in enumerate(program.inputs):
         simpler: list[Input] = []
         if inp.layout != "contiguous":

@@ -33,6 +33,7 @@ import numpy as np
 
 from fuser import DataType, FusionDefinition
 from fuser.dialects.views import END, slice_range
+from fuser.errors import DefinitionError
 
 # --------------------------------------------------------------------------------------------
 # Dtypes
@@ -1559,7 +1560,10 @@ def definition_lines(program: Program) -> list[str]:
         lines.append(f"    {lhs} = fd.{callee}({', '.join(parts)})")
     handles: dict[str, Any] = {}
     if program.output_orders:
-        build(program, handles=handles)  # the outputs' ranks (`order_of`)
+        try:
+            build(program, handles=handles)  # the outputs' ranks (`order_of`)
+        except DefinitionError:
+            handles.clear()  # a program the frontend refuses: its outputs printed plainly
     for out in program.outputs:
         order = program.order_of(out, handles[out].ndim) if out in handles else None
         given = "" if order is None else f", stride_order={list(order)}"

@@ -334,9 +334,9 @@ def test_more_definition_mistakes(call: Any, message: str) -> None:
 
 def test_stride_order_as_thunder_emits_it(rng: np.random.Generator) -> None:
     """`fd.ops.stride_order(t, [n-1, ..., 0])` after a permute (Thunder's spelling of "make
-    it contiguous") and `add_output(t, stride_order=)` in row-major order change nothing; the
-    values are `t`'s; another order inside the fusion only matters where it becomes an
-    output's."""
+    it contiguous") and `add_output(t, stride_order=)` in row-major order: the values are
+    `t`'s; an order inside the fusion only matters where it becomes an output's, and an empty
+    one asks for none."""
     with FusionDefinition("heads") as fd:
         x = fd.define_tensor([-1, -1, -1], stride_order=[2, 1, 0])
         p = fd.ops.stride_order(fd.ops.permute(x, [1, 0, 2]), stride_order=[2, 1, 0])
@@ -344,12 +344,13 @@ def test_stride_order_as_thunder_emits_it(rng: np.random.Generator) -> None:
         inner = fd.ops.stride_order(fd.ops.exp(x), [0, 1, 2])  # not an output: only values count
         fd.add_output(r, stride_order=[0])
         fd.add_output(fd.ops.add(inner, x), stride_order=[])
-    assert fd.fusion.output_op.stride_orders is None
+    assert fd.fusion.output_op.layouts() == [(0,), None]
     a = rng.standard_normal((2, 3, 4)).astype(np.float32)
     got = fd.reference([a])
     np.testing.assert_array_equal(got[0], a.transpose(1, 0, 2).reshape(-1))
     np.testing.assert_allclose(got[1], np.exp(a) + a, rtol=1e-6)
-    assert "fd.ops.stride_order(T1, stride_order=[2, 1, 0])" in fd.python_definition()
+    text = fd.python_definition()
+    assert "fd.ops.reshape(fd.ops.stride_order(T1, [2, 1, 0]), new_shape=[-1])" in text
 
 
 def test_an_output_in_another_stride_order_is_written_permuted() -> None:
@@ -366,6 +367,12 @@ def test_an_output_in_another_stride_order_is_written_permuted() -> None:
         fd.add_output(y)
     output = fd.fusion.output_op
     assert output.layouts() == [(0, 2, 1), (0, 1), None]
+    with FusionDefinition("reordered") as f2:  # a later order replaces an earlier one
+        y = f2.ops.stride_order(f2.ops.neg(f2.define_tensor([-1, -1])), [0, 1])
+        f2.add_output(f2.ops.stride_order(y, [1, 0]))
+        f2.add_output(f2.ops.stride_order(y, []))
+        f2.add_output(y, stride_order=[])
+    assert f2.fusion.output_op.layouts() == [(1, 0), None, (0, 1)]
     compiler = fd._fusion_compiler()
     assert compiler.output_permutes == ((0, (2, 0, 1)), (1, (1, 0)))
     assert compiler.fusion.output_op.stride_orders is None

@@ -68,6 +68,28 @@ def test_outputs_come_back_in_their_stride_order(
     assert plain.is_contiguous()
 
 
+@pytest.mark.parametrize("order", [(3, 2, 1, 0), (0, 1, 2, 3), (3, 1, 2, 0)])
+def test_a_view_of_an_input_in_a_stride_order_is_a_dense_copy(
+    rng: np.random.Generator, torch: Any, order: tuple[int, ...]
+) -> None:
+    """Thunder's `stride_order(permute(x), [3, 2, 1, 0])`: without the order the permute is a
+    view of the caller's tensor; with any order (row-major included) a dense tensor of its own
+    in that order. The input itself, asked for an order, is copied too."""
+    with FusionDefinition(f"heads_{''.join(map(str, order))}") as fd:
+        x = fd.define_tensor([-1, -1, -1, -1], DataType.BFloat16)
+        fd.add_output(fd.ops.stride_order(fd.ops.permute(x, [0, 2, 1, 3]), list(order)))
+        fd.add_output(x, stride_order=[0, 1, 2, 3])
+    a = random_of(rng, (2, 127, 3, 8), DataType.BFloat16)
+    view = torch_of(torch, a)
+    heads, same = fd.execute([view])
+    expected = a.transpose(0, 2, 1, 3)
+    assert heads.stride() == _dense_strides(expected.shape, order)
+    assert same.stride() == _dense_strides(a.shape, (0, 1, 2, 3))
+    assert heads.data_ptr() != view.data_ptr() and same.data_ptr() != view.data_ptr()
+    np.testing.assert_array_equal(numpy_of(torch, heads), expected)
+    np.testing.assert_array_equal(numpy_of(torch, same), a)
+
+
 def test_device_array_and_numpy_outputs(rng: np.random.Generator, stream: Any) -> None:
     """DeviceArray inputs give strided DeviceArray outputs, which read back and feed another
     fusion; numpy inputs give transposed numpy arrays."""

@@ -1332,6 +1332,22 @@ fusion.fusion @f(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>) {
 
 // -----
 
+// fusion.output: a stride order is an i64 array
+fusion.fusion @f(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>) {
+  // expected-error @+1 {{'fusion.output' output #0 has a stride order of f32: an i64 array}}
+  fusion.output %x : tensor<4x2xf32> stride_orders [array<f32: 0.0, 1.0>]
+}
+
+// -----
+
+// fusion.output: the aliases are checked first (one per output)
+fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{'fusion.output' has 1 aliases for 2 outputs: one per output (-1 for none)}}
+  fusion.output %x, %x : tensor<4xf32>, tensor<4xf32> aliases [-1] stride_orders [array<i64: 0>, array<i64>]
+}
+
+// -----
+
 // fusion.output: one alias per output
 fusion.fusion @f(%x: tensor<4xf32>) -> (tensor<4xf32>) {
   // expected-error @+1 {{'fusion.output' has 2 aliases for 1 outputs: one per output (-1 for none)}}
