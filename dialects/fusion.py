@@ -1307,41 +1307,99 @@ class SqueezeOp(RenumberOp):
         self._check_result()
 
 
-def check_reshape(op: IRDLOperation, source: Attribute, result: Attribute) -> None:
-    """The rules of `fusion.reshape` and `host.reshape`: the element type is kept, the result
-    has at most one `?` (the extent inferred from the element count), and a static operand
-    has a static result of as many elements."""
-    _check_same_element(op, op.results[0])
-    shape = shape_of(source) or ()
-    target = shape_of(result) or ()
-    inferred = target.count(DYNAMIC_INDEX)
-    if inferred > 1:
-        raise VerifyException(
-            f"'{op.name}' result {format_shape(target)} may leave one extent to infer (?), not "
-            f"{inferred}"
-        )
-    if DYNAMIC_INDEX in shape:
-        if inferred and 0 in target:
-            raise VerifyException(
-                f"'{op.name}' result {format_shape(target)} has a zero extent: the ? cannot be "
-                "inferred"
+class ReshapeLikeOp(IRDLOperation, ABC):
+    """The operand's elements, in row-major order, in the result type's shape (torch's and
+    nvFuser's `reshape`): the one definition of `fusion.reshape` and `host.reshape`.
+
+    A result dim listed in `kept` has the operand's extent at the same dim (nvFuser's
+    `reshape(x, [x.size(0), x.size(1), 32, 128])`: run-time extents carried through); one
+    other `?` of the result is the extent inferred from the element count. `target` gives the
+    result's extents for an operand's, all known.
+
+    `%y = fusion.reshape %x kept [0] : tensor<?x?x768xf32> -> tensor<?x?x12x64xf32>`
+    """
+
+    input = operand_def(base(TensorType))
+    result = result_def(base(TensorType))
+    kept = opt_prop_def(DenseArrayBase.constr(i64))
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$input (`kept` $kept^)? attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute, kept: Sequence[int] = ()):
+        properties = {"kept": DenseArrayBase.from_list(i64, list(kept))} if kept else {}
+        super().__init__(operands=[input], result_types=[result_type], properties=properties)
+
+    @property
+    def kept_dims(self) -> tuple[int, ...]:
+        """The result dims whose extents are the operand's at the same dim."""
+        return () if self.kept is None else _ints(self.kept)
+
+    def target(self, source: Sequence[int]) -> tuple[int, ...]:
+        """The result type's shape for an operand of extents `source`: each kept dim the
+        operand's extent there, and a `?` besides inferred from the other dims' elements (well
+        defined where a kept dim is 0). Raises ReshapeError as `reshape_extents`."""
+        kept = self.kept_dims
+        shape = tuple(shape_of(self.result.type) or ())
+        if not kept:
+            return shape
+        rest = iter(
+            reshape_extents(
+                [e for d, e in enumerate(shape) if d not in kept],
+                [n for d, n in enumerate(source) if d not in kept],
             )
-        return
-    try:
-        expected = reshape_extents(target, shape)
-    except ReshapeError as e:
-        raise VerifyException(f"'{op.name}' {e}") from None
-    if inferred:
-        raise VerifyException(
-            f"'{op.name}' result {format_shape(target)} of a static operand must be static: "
-            f"{format_shape(expected)}"
         )
+        return tuple(source[d] if d in kept else next(rest) for d in range(len(shape)))
+
+    def verify_(self) -> None:
+        """The element type is kept; a kept dim is a dim of both, of one extent (`?` in both
+        where dynamic); at most one other `?` is left to infer; a static operand has a static
+        result of as many elements."""
+        _check_same_element(self, self.result)
+        shape = shape_of(self.input.type) or ()
+        result = shape_of(self.result.type) or ()
+        kept = self.kept_dims
+        for d in kept:
+            if not 0 <= d < min(len(shape), len(result)):
+                raise VerifyException(
+                    f"'{self.name}' keeps dim {d}, which {format_shape(shape)} -> "
+                    f"{format_shape(result)} do not both have"
+                )
+            if shape[d] != result[d]:
+                raise VerifyException(
+                    f"'{self.name}' keeps dim {d}, but its extents differ: {format_shape(shape)} "
+                    f"-> {format_shape(result)}"
+                )
+        if len(set(kept)) != len(kept):
+            raise VerifyException(f"'{self.name}' keeps {list(kept)}: a dim twice")
+        inferred = sum(1 for d, e in enumerate(result) if e == DYNAMIC_INDEX and d not in kept)
+        if inferred > 1:
+            raise VerifyException(
+                f"'{self.name}' result {format_shape(result)} may leave one extent to infer "
+                f"(?){' besides the kept dims' if kept else ''}, not {inferred}"
+            )
+        if DYNAMIC_INDEX in shape:
+            if inferred and 0 in result:
+                raise VerifyException(
+                    f"'{self.name}' result {format_shape(result)} has a zero extent: the ? cannot "
+                    "be inferred"
+                )
+            return
+        try:
+            expected = reshape_extents(result, shape)
+        except ReshapeError as e:
+            raise VerifyException(f"'{self.name}' {e}") from None
+        if DYNAMIC_INDEX in result:
+            raise VerifyException(
+                f"'{self.name}' result {format_shape(result)} of a static operand must be "
+                f"static: {format_shape(expected)}"
+            )
 
 
 @irdl_op_definition
-class ReshapeOp(IRDLOperation):
-    """The operand's elements, in row-major order, in the result type's shape (torch's and
-    nvFuser's `reshape`); a `?` of the result is the extent inferred from the element count.
+class ReshapeOp(ReshapeLikeOp):
+    """`reshape` in a fusion (see `ReshapeLikeOp`).
 
     `%y = fusion.reshape %x : tensor<?x768xf32> -> tensor<?x12x64xf32>`
 
@@ -1352,21 +1410,12 @@ class ReshapeOp(IRDLOperation):
 
     name = "fusion.reshape"
 
-    input = operand_def(base(TensorType))
-    result = result_def(base(TensorType))
-
-    traits = traits_def(Pure())
-
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, shape: Sequence[int]):
-        super().__init__(
-            operands=[input], result_types=[TensorType(element_type(input.type), shape)]
-        )
+    def __init__(self, input: SSAValue, shape: Sequence[int], kept: Sequence[int] = ()):
+        super().__init__(input, TensorType(element_type(input.type), shape), kept)
 
     def verify_(self) -> None:
         _check_values(self)
-        check_reshape(self, self.input.type, self.result.type)
+        super().verify_()
 
 
 class SliceLikeOp(IRDLOperation, ABC):

@@ -76,8 +76,8 @@ from fuser.dialects.fusion import (
     ELEMENT_TYPES,
     IotaLikeOp,
     PermuteLikeOp,
+    ReshapeLikeOp,
     SliceLikeOp,
-    check_reshape,
     format_shape,
 )
 from fuser.dialects.kernel import FuncOp as KernelFuncOp
@@ -397,29 +397,17 @@ class AliasSelectOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReshapeOp(IRDLOperation):
+class ReshapeOp(ReshapeLikeOp):
     """A view of `input` in the result type's shape, sharing its memory (`x.view(shape)` in
-    PyTorch); a `?` of the result is inferred from the element count. The evaluator computes
-    the view's strides when it specializes the program (`fuser.dialects.views.view_strides`);
-    the segmenter copies an operand that no strides can view so.
+    PyTorch; see `fuser.dialects.fusion.ReshapeLikeOp` for `kept` and the inferred `?`). The
+    evaluator computes the view's strides when it specializes the program
+    (`fuser.dialects.views.view_strides`); the segmenter copies an operand that no strides can
+    view so.
 
     `%v = host.reshape %t : tensor<?x768xf32> -> tensor<?x12x64xf32>`
     """
 
     name = "host.reshape"
-
-    input = operand_def(base(TensorType))
-    result = result_def(base(TensorType))
-
-    traits = traits_def(Pure())
-
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, result_type: TensorType):
-        super().__init__(operands=[input], result_types=[result_type])
-
-    def verify_(self) -> None:
-        check_reshape(self, self.input.type, self.result.type)
 
 
 @irdl_op_definition

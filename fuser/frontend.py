@@ -1580,10 +1580,11 @@ class FusionOps:
 
     @_api
     def reshape(self, t: Any, new_shape: Any, legacy_new_shape: Any = None) -> Tensor:
-        """`t`'s elements in row-major order in `new_shape` (ints, static extents, and one -1
-        for the extent inferred from the element count), as torch's and nvFuser's `reshape`.
-        nvFuser's older `reshape(t, original_shape, new_shape)` is accepted too. On the GPU it
-        is a view where strides allow (a contiguous tensor always), else a copy."""
+        """`t`'s elements in row-major order in `new_shape` (ints, static extents, `t`'s own
+        run-time extents at their own dims, `t.size(d)` at entry d, and one -1 for the extent
+        inferred from the element count), as torch's and nvFuser's `reshape`. nvFuser's older
+        `reshape(t, original_shape, new_shape)` is accepted too. On the GPU it is a view where
+        strides allow (a contiguous tensor always), else a copy."""
         op = "fd.ops.reshape"
         x = self._tensor(op, "t", t)
         if legacy_new_shape is not None:  # reshape(t, original_shape, new_shape)
@@ -1592,14 +1593,30 @@ class FusionOps:
         if not isinstance(new_shape, Sequence) or isinstance(new_shape, str):
             _fail(op, f"argument 'new_shape' must be a list of ints, got {new_shape!r}")
         shape: list[int] = []
+        kept: list[int] = []
         for d, entry in enumerate(new_shape):
+            if isinstance(entry, Extent) and entry.static is None and entry.tensor is x:
+                if entry.axis != d:
+                    _fail(
+                        op,
+                        f"argument 'new_shape' entry {d} is {entry!r}, a run-time extent of "
+                        f"dim {entry.axis}; a run-time extent of the operand is kept at its own "
+                        "dim only (use -1 for the one extent to infer)",
+                    )
+                kept.append(d)
+                shape.append(DYNAMIC_INDEX)
+                continue
             value = self._static_extent(op, "new_shape", d, entry)
             if value < -1:
                 _fail(op, f"argument 'new_shape' entry {d} is {value}; use -1 or an extent")
             shape.append(DYNAMIC_INDEX if value == -1 else value)
-        if shape.count(DYNAMIC_INDEX) > 1:
+        if sum(1 for d, e in enumerate(shape) if e == DYNAMIC_INDEX and d not in kept) > 1:
             _fail(op, f"argument 'new_shape' {list(new_shape)} has more than one -1")
         source = x._shape
+        if kept:
+            if shape == list(source):
+                return x
+            return self._definition._wrap_tensor(ReshapeOp(x._value, shape, kept))
         if DYNAMIC_INDEX not in source:
             try:
                 shape = list(reshape_extents(shape, source))
@@ -1644,8 +1661,9 @@ class FusionOps:
             if entry.static is None:
                 _fail(
                     op,
-                    f"argument '{arg}' entry {d} is a run-time extent ({entry!r}); "
-                    "fuser's reshape takes ints and one -1, the extent it infers",
+                    f"argument '{arg}' entry {d} is a run-time extent ({entry!r}), not the "
+                    "operand's own at that dim; fuser's reshape takes ints, the operand's own "
+                    "run-time extents at their dims, and one -1, the extent it infers",
                 )
             return entry.static
         expected = "an int or a constant Int Scalar"

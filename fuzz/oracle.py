@@ -656,7 +656,16 @@ class Oracle:
     def op_reshape(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:
-        return self._moved(deps[0], lambda a: np.reshape(a, op.kw["new_shape"]))
+        # a kept run-time extent (`x.size(d)`) is the operand's extent there; the -1 is inferred
+        # from the other dims, as fuser infers it (where a kept extent is 0 too)
+        x = deps[0].data
+        entries = [x.shape[e.axis] if hasattr(e, "axis") else e for e in op.kw["new_shape"]]
+        kept = [d for d, e in enumerate(op.kw["new_shape"]) if hasattr(e, "axis")]
+        if -1 in entries:
+            rest = math.prod(n for d, n in enumerate(x.shape) if d not in kept)
+            known = math.prod(e for d, e in enumerate(entries) if d not in kept and e != -1)
+            entries[entries.index(-1)] = rest // known
+        return self._moved(deps[0], lambda a: np.reshape(a, entries))
 
     def _reduce(self, op: Op, x: Value) -> list[Value]:
         kw = op.kw

@@ -1176,13 +1176,15 @@ class _Generator:
         return True
 
     def gen_reshape(self) -> bool:
-        """Merges two adjacent dims, splits one, or flattens; one entry may be -1 (inferred)."""
+        """Merges two adjacent dims, splits one, or flattens; one entry may be -1 (inferred),
+        and dynamic dims before the change may be the operand's run-time extents (kept)."""
         x = self.pick(lambda v: v.is_tensor and len(v.shape or ()) >= 1)
         if x is None:
             return False
         assert x.shape is not None and x.declared is not None
         shape = list(x.shape)
         how = self.rng.choice(["merge", "split", "flatten"] if len(shape) >= 2 else ["split"])
+        i = 0
         if how == "merge":
             i = self.rng.randrange(len(shape) - 1)
             new = [*shape[:i], shape[i] * shape[i + 1], *shape[i + 2 :]]
@@ -1193,11 +1195,16 @@ class _Generator:
             new = [*shape[:i], f, shape[i] // f, *shape[i + 1 :]]
         else:
             new = [math.prod(shape)]
-        entries = list(new)
+        entries: list[Any] = list(new)
+        kept = [d for d in range(i) if x.declared[d] == -1 and self.rng.random() < 0.5]
+        for d in kept:
+            entries[d] = _Extent(x.name, d)
         if 0 not in new and self.rng.random() < 0.5:
-            entries[self.rng.randrange(len(new))] = -1
+            entries[self.rng.choice([d for d in range(len(new)) if d not in kept])] = -1
         static = all(e != -1 for e in x.declared)
-        declared = tuple(new) if static else tuple(entries)
+        declared = (
+            tuple(new) if static else tuple(-1 if isinstance(e, _Extent) else e for e in entries)
+        )
         self.add_op(
             "reshape",
             [x.name],

@@ -1066,9 +1066,8 @@ class _Builder:
 
     def view_of(self, op: host.ReshapeOp, base: TensorInfo) -> TensorInfo:
         """The TensorInfo of `op`'s view of a tensor described by `base`."""
-        target = cast(TensorType, op.result.type).get_shape()
         try:
-            shape, strides = reshape_view(target, base.shape, base.strides)
+            shape, strides = reshape_view(op.target(base.shape), base.shape, base.strides)
         except ReshapeError as e:
             raise InputError(f"'{op.name}' {e}") from None
         if strides is None:  # the segmenter copies an operand it cannot view

@@ -498,9 +498,8 @@ class FusionFunctions(InterpreterFunctions):
     @impl(ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: ReshapeOp, args: PythonValues) -> PythonValues:
         x = np.asarray(args[0])
-        target = cast(TensorType, op.result.type).get_shape()
         try:
-            shape = reshape_extents(target, x.shape)
+            shape = reshape_extents(op.target(x.shape), x.shape)
         except ReshapeError as e:
             raise InputError(f"{describe_op(op)}: {e}") from None
         return (np.reshape(x, shape),)

@@ -100,11 +100,48 @@ def test_the_legacy_form_takes_the_operands_own_extents(rng: np.random.Generator
     np.testing.assert_array_equal(fd.reference([a])[0], -a.reshape(4, 2, 3))
 
 
-def test_a_run_time_extent_is_refused_with_advice() -> None:
-    message = r"a run-time extent .* takes ints and one -1"
-    with pytest.raises(DefinitionError, match=message), FusionDefinition("dyn") as fd:
+def test_run_time_extents_of_the_operand_are_kept(rng: np.random.Generator) -> None:
+    """`reshape(x, [x.size(0), x.size(1), 32, -1])` (nvFuser's spelling with a symbolic
+    batch): the operand's own run-time extents at their dims are kept (`fusion.reshape ...
+    kept [0, 1]`), one -1 is inferred; the heads merge back through `z.size(0), z.size(1)`; the
+    host program's views carry the kept dims, and the extents follow each new shape."""
+    with FusionDefinition("kept") as fd:
+        x = fd.define_tensor([-1, -1, 4096], F32)
+        y = fd.ops.reshape(x, [x.size(0), x.size(1), 32, -1])
+        z = fd.ops.exp(y)
+        fd.add_output(fd.ops.permute(y, [0, 2, 1, 3]))
+        fd.add_output(fd.ops.reshape(z, [z.size(0), z.size(1), -1]))
+    assert "fusion.reshape %t0 kept [0, 1] : tensor<?x?x4096xf32> -> tensor<?x?x32x?xf32>" in str(
+        fd.fusion
+    )
+    for shape in [(2, 3, 4096), (1, 5, 4096), (0, 2, 4096)]:
+        (a,) = _values(rng, shape)
+        heads, merged = fd.reference([a])
+        np.testing.assert_array_equal(heads, a.reshape(shape[0], shape[1], 32, 128).swapaxes(1, 2))
+        np.testing.assert_allclose(merged, np.exp(a), rtol=1e-6)
+        assert fd.compile([a], arch="sm_90").kernels
+    assert "host.reshape %t0 kept [0, 1]" in str(fd._fusion_compiler().host_ir())
+
+
+@pytest.mark.parametrize(
+    ("new_shape", "message"),
+    [
+        (lambda x: [x.size(1), -1], "entry 0 is Extent(t0[1] = ?), a run-time extent of dim 1"),
+        (lambda x: [x.size(0), -1, -1], "has more than one -1"),
+    ],
+)
+def test_a_run_time_extent_elsewhere_is_refused_with_advice(new_shape: Any, message: str) -> None:
+    with pytest.raises(DefinitionError) as e, FusionDefinition("dyn") as fd:
         x = fd.define_tensor([-1, -1], F32)
-        fd.ops.reshape(x, [x.size(0), -1])
+        fd.ops.reshape(x, new_shape(x))
+    assert message in str(e.value)
+    with (
+        pytest.raises(DefinitionError, match="not the operand's own at that dim"),
+        FusionDefinition("other") as f2,
+    ):
+        a = f2.define_tensor([-1, -1], F32)
+        b = f2.define_tensor([-1, 4], F32)
+        f2.ops.reshape(a, [b.size(0), -1])
 
 
 def test_reshape_extents_infers_and_checks() -> None:

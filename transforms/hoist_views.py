@@ -77,7 +77,7 @@ def _reaches_inputs(v: SSAValue, viewable: Callable[[BlockArgument], bool]) -> b
         return False
     op = v.op
     if isinstance(op, fu.ReshapeOp):
-        return _reaches_inputs(op.input, viewable)
+        return not op.kept_dims and _reaches_inputs(op.input, viewable)
     return _commutes(op) and all(
         _reaches_inputs(o, viewable) for o in op.operands if isinstance(o.type, TensorType)
     )
@@ -166,11 +166,13 @@ class HoistReshape(RewritePattern):
         if source.type == op.result.type:
             rewriter.replace(op, [], [source])
             return
-        if not isinstance(source, OpResult) or not source.has_one_use():
-            return
+        if not isinstance(source, OpResult) or not source.has_one_use() or op.kept_dims:
+            return  # (a kept dim names the operand's dim: it stays where it is)
         producer = source.op
         target = op.result.type.get_shape()
         if isinstance(producer, fu.ReshapeOp):
+            if producer.kept_dims:
+                return
             folded = fu.ReshapeOp(producer.input, target)
             rewriter.replace(op, [folded], [folded.result])
             rewriter.erase(producer)

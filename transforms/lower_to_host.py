@@ -408,11 +408,16 @@ class _ProgramBuilder:
         return self.add(arith.CeilDivSIOp(span, self.index(step))).results[0]
 
     def _reshaped_extent(self, op: fu.ReshapeOp) -> SSAValue:
-        factors = [self.index(e) for e in self.syms[op.input] if e != 1]
+        """The one `?` of a reshape's result that is inferred: the operand's elements outside
+        the kept dims over the result's static extents."""
+        kept = op.kept_dims
+        syms = [e for d, e in enumerate(self.syms[op.input]) if d not in kept]
+        factors = [self.index(e) for e in syms if e != 1]
         numel = factors[0] if factors else self.index(1)
         for f in factors[1:]:
             numel = self.add(arith.MuliOp(numel, f)).results[0]
-        known = math.prod(e for e in op.result.type.get_shape() if e != DYNAMIC_INDEX)
+        shape = op.result.type.get_shape()
+        known = math.prod(e for d, e in enumerate(shape) if e != DYNAMIC_INDEX and d not in kept)
         return self.add(arith.DivUIOp(numel, self.index(known))).results[0]
 
     def value(self, v: SSAValue) -> SSAValue:
@@ -437,11 +442,16 @@ class _ProgramBuilder:
         if isinstance(op, fu.SliceOp):
             view = host.SliceOp(self.value(op.input), *op.bounds(), result_type)
         else:
-            view = host.ReshapeOp(self.value(op.input), result_type)
+            view = host.ReshapeOp(self.value(op.input), result_type, op.kept_dims)
         view.result.name_hint = v.name_hint
         self.values[v] = self.add(view).results[0]
+        kept = op.kept_dims if isinstance(op, fu.ReshapeOp) else ()
         self.syms[v] = tuple(
-            e if e != DYNAMIC_INDEX else _ViewDim(v, axis)
+            self.syms[op.input][axis]
+            if axis in kept
+            else e
+            if e != DYNAMIC_INDEX
+            else _ViewDim(v, axis)
             for axis, e in enumerate(result_type.get_shape())
         )
         return self.values[v]
@@ -486,7 +496,7 @@ class _ProgramBuilder:
             source = tuple(self.numeric(e) for e in self.syms[op.input])
             if isinstance(op, fu.SliceOp):
                 return slice_extents(*op.bounds(), source)[extent.axis]
-            return reshape_extents(op.result.type.get_shape(), source)[extent.axis]
+            return reshape_extents(op.target(source), source)[extent.axis]
         meta = self.info.inputs[extent.arg]
         assert meta is not None
         return meta.shape[extent.axis]

@@ -302,7 +302,7 @@ def view_meta(
         shape, strides, offset = slice_view(*op.bounds(), source.shape, source.strides)
         offset_bytes = offset * byte_size(fu.element_type(op.input.type))
         return TensorMeta(shape, strides, view_alignment(source.alignment, offset_bytes))
-    shape, strides = reshape_view(op.result.type.get_shape(), source.shape, source.strides)
+    shape, strides = reshape_view(op.target(source.shape), source.shape, source.strides)
     return None if strides is None else TensorMeta(shape, strides, source.alignment)
 
 
@@ -1413,7 +1413,7 @@ class _Segmenter:
                 start, step = op.values()
                 new = fu.IotaOp(start, step, op.result.type, length)
             elif isinstance(op, fu.ReshapeOp):
-                new = fu.ReshapeOp(view(op.input), op.result.type.get_shape())
+                new = fu.ReshapeOp(view(op.input), op.result.type.get_shape(), op.kept_dims)
             elif isinstance(op, fu.SliceOp):
                 new = fu.SliceOp(view(op.input), *op.bounds(), op.result.type)
             elif isinstance(op, fu.PermuteOp) and op in self.input_views:

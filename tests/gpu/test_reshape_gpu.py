@@ -12,7 +12,9 @@ it. The tests check the values and, where it says so, the kernels. Covered:
   transposed inputs in turn (the program of the contiguous one is not reused for the other);
 - a column slice of a wider tensor (strided but viewable) split into heads;
 - an inferred extent (-1) on dynamic inputs, a reshaped input returned as an output (a view),
-  and a count that does not fit (an InputError before launch).
+  and a count that does not fit (an InputError before launch);
+- run-time extents of the operand kept at their dims (`reshape(x, [x.size(0), x.size(1), h,
+  -1])`), one definition over many batches and sequences, contiguous and transposed.
 
 Every test here is marked `gpu` and skipped (see conftest.py) where no device is present.
 """
@@ -153,3 +155,30 @@ def test_a_count_that_does_not_fit_is_an_input_error(torch: Any) -> None:
         fd.add_output(fd.ops.neg(fd.ops.reshape(x, [-1, 4])))
     with pytest.raises(InputError, match=r"cannot reshape \[3, 5\] \(15 elements\)"):
         fd.execute([torch.ones(3, 5, device="cuda")])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_run_time_extents_kept_over_many_shapes(
+    rng: np.random.Generator, torch: Any, dtype: DataType
+) -> None:
+    """`reshape(x, [x.size(0), x.size(1), h, -1])` and back through `z.size(0), z.size(1)`:
+    one definition for every batch and sequence (0, 1, 3, 127, 4097 tokens), contiguous and
+    transposed inputs (copied first), against the reference; the split heads come back as a
+    view of a contiguous input, as with static extents."""
+    h, d = 3, 64
+    with FusionDefinition(f"kept_{dtype.name}") as fd:
+        x = fd.define_tensor([-1, -1, h * d], dtype)
+        heads = fd.ops.reshape(x, [x.size(0), x.size(1), h, -1])
+        z = fd.ops.mul(fd.ops.cast(heads, DataType.Float), 0.125)
+        fd.add_output(fd.ops.permute(heads, [0, 2, 1, 3]))
+        fd.add_output(fd.ops.reshape(z, [z.size(0), z.size(1), -1]))
+    for b, t in [(2, 0), (1, 1), (2, 3), (3, 127), (1, 4097)]:
+        a = random_of(rng, (b, t, h * d), dtype)
+        view = torch_of(torch, a)
+        check_against_reference(fd, torch, [view], [a])
+        split, merged = fd.execute([view])
+        assert tuple(split.shape) == (b, h, t, d) and tuple(merged.shape) == (b, t, h * d)
+        if t > 1:
+            assert split.data_ptr() == view.data_ptr()  # a view of the caller's tensor
+        transposed = torch_of(torch, np.ascontiguousarray(a.transpose(1, 0, 2))).transpose(0, 1)
+        check_against_reference(fd, torch, [transposed], [a])

@@ -96,7 +96,8 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
         return [op.result_extents(_shape(env, op.input))]
     if isinstance(op, fu.ReshapeOp):
         try:
-            return [reshape_extents(fu.shape_of(op.result.type) or (), _shape(env, op.input))]
+            source = _shape(env, op.input)
+            return [reshape_extents(op.target(source), source)]
         except ReshapeError as e:
             raise ShapeMismatch(f"'{op.name}' {e}") from None
     if isinstance(op, fu.SliceOp):

@@ -187,3 +187,17 @@ fusion.fusion @resize(%x: tensor<?x4xbf16>, %y: tensor<?x5xbf16>, %v: bf16) -> (
 // CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "resize"
 // CHECK-GENERIC:         %p = "fusion.pad"(%x, %v) <{low = array<i64: 0, -1>, high = array<i64: 0, 4>}> : (tensor<?x4xbf16>, bf16) -> tensor<?x7xbf16>
 // CHECK-GENERIC-NEXT:    %c = "fusion.cat"(%x, %y, %x) <{dim = 1 : i64}> : (tensor<?x4xbf16>, tensor<?x5xbf16>, tensor<?x4xbf16>) -> tensor<?x13xbf16>
+
+// Reshapes: the one ? inferred; run-time extents kept at their dims (the heads split of a
+// symbolic batch and sequence).
+fusion.fusion @reshapes(%x: tensor<?x?x768xf32>) -> (tensor<?x?x12x64xf32>, tensor<?x12x64xf32>) {
+  %h = fusion.reshape %x kept [0, 1] : tensor<?x?x768xf32> -> tensor<?x?x12x64xf32>
+  %f = fusion.reshape %x : tensor<?x?x768xf32> -> tensor<?x12x64xf32>
+  fusion.output %h, %f : tensor<?x?x12x64xf32>, tensor<?x12x64xf32>
+}
+
+// CHECK-LABEL: fusion.fusion @reshapes
+// CHECK-NEXT:    %h = fusion.reshape %x kept [0, 1] : tensor<?x?x768xf32> -> tensor<?x?x12x64xf32>
+// CHECK-NEXT:    %f = fusion.reshape %x : tensor<?x?x768xf32> -> tensor<?x12x64xf32>
+// CHECK-GENERIC-LABEL: "fusion.fusion"() <{sym_name = "reshapes"
+// CHECK-GENERIC:         %h = "fusion.reshape"(%x) <{kept = array<i64: 0, 1>}> : (tensor<?x?x768xf32>) -> tensor<?x?x12x64xf32>

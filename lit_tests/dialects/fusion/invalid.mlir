@@ -1063,6 +1063,33 @@ fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
 
 // -----
 
+// reshape: a kept dim is a dim of both
+fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' keeps dim 2, which [?, 6] -> [?, 2, 3] do not both have}}
+  %y = fusion.reshape %x kept [2] : tensor<?x6xf32> -> tensor<?x2x3xf32>
+  fusion.output
+}
+
+// -----
+
+// reshape: a kept dim has one extent in both
+fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' keeps dim 1, but its extents differ: [?, 6] -> [?, 2, 3]}}
+  %y = fusion.reshape %x kept [1] : tensor<?x6xf32> -> tensor<?x2x3xf32>
+  fusion.output
+}
+
+// -----
+
+// reshape: one extent to infer besides the kept dims
+fusion.fusion @f(%x: tensor<?x?x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' result [?, ?, ?] may leave one extent to infer (?) besides the kept dims, not 2}}
+  %y = fusion.reshape %x kept [0] : tensor<?x?x6xf32> -> tensor<?x?x?xf32>
+  fusion.output
+}
+
+// -----
+
 // reshape: the inferred extent divides by no zero
 fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
   // expected-error @+1 {{'fusion.reshape' result [?, 0] has a zero extent: the ? cannot be inferred}}
