@@ -1307,6 +1307,17 @@ class SqueezeOp(RenumberOp):
         self._check_result()
 
 
+def kept_extents(
+    target: Sequence[int], source: Sequence[int], kept: Sequence[int]
+) -> tuple[int, ...]:
+    """The extents of a reshape's dims that are not `kept` (kept dims hold the operand's extent
+    at the same dim): `reshape_extents` of the other dims alone."""
+    return reshape_extents(
+        [e for d, e in enumerate(target) if d not in kept],
+        [n for d, n in enumerate(source) if d not in kept],
+    )
+
+
 class ReshapeLikeOp(IRDLOperation, ABC):
     """The operand's elements, in row-major order, in the result type's shape (torch's and
     nvFuser's `reshape`): the one definition of `fusion.reshape` and `host.reshape`.
@@ -1344,12 +1355,14 @@ class ReshapeLikeOp(IRDLOperation, ABC):
         shape = tuple(shape_of(self.result.type) or ())
         if not kept:
             return shape
-        rest = iter(
-            reshape_extents(
-                [e for d, e in enumerate(shape) if d not in kept],
-                [n for d, n in enumerate(source) if d not in kept],
-            )
-        )
+        try:
+            rest = iter(kept_extents(shape, source, kept))
+        except ReshapeError:  # named with the whole shapes
+            target = [DYNAMIC_INDEX if d in kept else e for d, e in enumerate(shape)]
+            raise ReshapeError(
+                f"cannot reshape {format_shape(source)} to {format_shape(target)} keeping dims "
+                f"{list(kept)}: the other dims hold different element counts"
+            ) from None
         return tuple(source[d] if d in kept else next(rest) for d in range(len(shape)))
 
     def verify_(self) -> None:
@@ -1379,11 +1392,27 @@ class ReshapeLikeOp(IRDLOperation, ABC):
                 f"'{self.name}' result {format_shape(result)} may leave one extent to infer "
                 f"(?){' besides the kept dims' if kept else ''}, not {inferred}"
             )
-        if DYNAMIC_INDEX in shape:
+        rest = [n for d, n in enumerate(shape) if d not in kept]
+        if DYNAMIC_INDEX in rest:
             if inferred and 0 in result:
                 raise VerifyException(
                     f"'{self.name}' result {format_shape(result)} has a zero extent: the ? cannot "
                     "be inferred"
+                )
+            return
+        if kept:  # the other dims are static: they reshape as a static operand's
+            try:
+                expected = kept_extents(result, shape, kept)
+            except ReshapeError:
+                raise VerifyException(
+                    f"'{self.name}' cannot reshape {format_shape(shape)} to "
+                    f"{format_shape(result)} keeping dims {list(kept)}: the other dims hold "
+                    "different element counts"
+                ) from None
+            if inferred:
+                raise VerifyException(
+                    f"'{self.name}' result {format_shape(result)} must be static outside the kept "
+                    f"dims, where the operand's are: {format_shape(expected)} there"
                 )
             return
         try:

@@ -103,6 +103,7 @@ from fuser.dialects.fusion import (
     dims_compatible,
     element_type,
     format_shape,
+    kept_extents,
     reduced_shape,
     shapes_compatible,
     stream_operand_axes,
@@ -1614,6 +1615,19 @@ class FusionOps:
             _fail(op, f"argument 'new_shape' {list(new_shape)} has more than one -1")
         source = x._shape
         if kept:
+            rest = [n for d, n in enumerate(source) if d not in kept]
+            if DYNAMIC_INDEX not in rest:  # the other dims reshape as static ones
+                try:
+                    others = iter(kept_extents(shape, source, kept))
+                except ReshapeError as e:
+                    _fail(op, f"keeping dims {kept} of {format_shape(source)}, the others: {e}")
+                shape = [DYNAMIC_INDEX if d in kept else next(others) for d in range(len(shape))]
+            elif DYNAMIC_INDEX in [e for d, e in enumerate(shape) if d not in kept] and 0 in shape:
+                _fail(
+                    op,
+                    f"argument 'new_shape' {list(new_shape)} has a 0 beside the -1, which "
+                    "then cannot be inferred",
+                )
             if shape == list(source):
                 return x
             return self._definition._wrap_tensor(ReshapeOp(x._value, shape, kept))

@@ -593,7 +593,7 @@ def dense_strides(shape: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, 
 def _reads(op: Op) -> set[str]:
     """The values `op` reads: its operands, and the tensors whose extents it takes (in a
     `shape`, or an iota's `length`)."""
-    extents = [*op.kw.get("shape", []), op.kw.get("length")]
+    extents = [*op.kw.get("shape", []), *op.kw.get("new_shape", []), op.kw.get("length")]
     return {a for a in op.args if isinstance(a, str)} | {
         e[0] for e in extents if isinstance(e, tuple)
     }
@@ -607,7 +607,14 @@ def _renamed(op: Op, old: str, new: str) -> Op:
 
     args = tuple(new if a == old else a for a in op.args)
     kwargs = tuple(
-        (k, [extent(e) for e in v] if k == "shape" else extent(v) if k == "length" else v)
+        (
+            k,
+            [extent(e) for e in v]
+            if k in ("shape", "new_shape")
+            else extent(v)
+            if k == "length"
+            else v,
+        )
         for k, v in op.kwargs
     )
     return replace(op, args=args, kwargs=kwargs)

@@ -659,8 +659,9 @@ class Oracle:
         # a kept run-time extent (`x.size(d)`) is the operand's extent there; the -1 is inferred
         # from the other dims, as fuser infers it (where a kept extent is 0 too)
         x = deps[0].data
-        entries = [x.shape[e.axis] if hasattr(e, "axis") else e for e in op.kw["new_shape"]]
-        kept = [d for d, e in enumerate(op.kw["new_shape"]) if hasattr(e, "axis")]
+        given = op.kw["new_shape"]
+        entries = [e if isinstance(e, int) else x.shape[e[1]] for e in given]
+        kept = [d for d, e in enumerate(given) if not isinstance(e, int)]
         if -1 in entries:
             rest = math.prod(n for d, n in enumerate(x.shape) if d not in kept)
             known = math.prod(e for d, e in enumerate(entries) if d not in kept and e != -1)

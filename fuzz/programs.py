@@ -219,8 +219,9 @@ def _call_parts(op: Op) -> tuple[str, list[Any], dict[str, Any]]:
     kwargs = op.kw
     if "dtype" in kwargs and kwargs["dtype"] is not None:
         kwargs["dtype"] = DTYPES[kwargs["dtype"]]
-    if "shape" in kwargs:
-        kwargs["shape"] = [e if isinstance(e, int) else _Extent(*e) for e in kwargs["shape"]]
+    for key in ("shape", "new_shape"):
+        if key in kwargs:
+            kwargs[key] = [e if isinstance(e, int) else _Extent(*e) for e in kwargs[key]]
     if "length" in kwargs and not isinstance(kwargs["length"], int):
         kwargs["length"] = _Extent(*kwargs["length"])
     if op.op == "constant":
@@ -1198,12 +1199,12 @@ class _Generator:
         entries: list[Any] = list(new)
         kept = [d for d in range(i) if x.declared[d] == -1 and self.rng.random() < 0.5]
         for d in kept:
-            entries[d] = _Extent(x.name, d)
+            entries[d] = (x.name, d)
         if 0 not in new and self.rng.random() < 0.5:
             entries[self.rng.choice([d for d in range(len(new)) if d not in kept])] = -1
         static = all(e != -1 for e in x.declared)
         declared = (
-            tuple(new) if static else tuple(-1 if isinstance(e, _Extent) else e for e in entries)
+            tuple(new) if static else tuple(-1 if isinstance(e, tuple) else e for e in entries)
         )
         self.add_op(
             "reshape",

@@ -111,9 +111,8 @@ def test_run_time_extents_of_the_operand_are_kept(rng: np.random.Generator) -> N
         z = fd.ops.exp(y)
         fd.add_output(fd.ops.permute(y, [0, 2, 1, 3]))
         fd.add_output(fd.ops.reshape(z, [z.size(0), z.size(1), -1]))
-    assert "fusion.reshape %t0 kept [0, 1] : tensor<?x?x4096xf32> -> tensor<?x?x32x?xf32>" in str(
-        fd.fusion
-    )
+    text = str(fd.fusion)  # the dims besides the kept ones are static: so is their reshape
+    assert "fusion.reshape %t0 kept [0, 1] : tensor<?x?x4096xf32> -> tensor<?x?x32x128xf32>" in text
     for shape in [(2, 3, 4096), (1, 5, 4096), (0, 2, 4096)]:
         (a,) = _values(rng, shape)
         heads, merged = fd.reference([a])
@@ -142,6 +141,12 @@ def test_a_run_time_extent_elsewhere_is_refused_with_advice(new_shape: Any, mess
         a = f2.define_tensor([-1, -1], F32)
         b = f2.define_tensor([-1, 4], F32)
         f2.ops.reshape(a, [b.size(0), -1])
+    with (  # the other dims static: checked at definition
+        pytest.raises(DefinitionError, match=r"keeping dims \[0\] of \[\?, 6\], the others"),
+        FusionDefinition("static_rest") as f3,
+    ):
+        c = f3.define_tensor([-1, 6], F32)
+        f3.ops.reshape(c, [c.size(0), 4])
 
 
 def test_reshape_extents_infers_and_checks() -> None:

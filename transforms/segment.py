@@ -464,8 +464,11 @@ class Extents:
         elif isinstance(op, fu.RenumberOp):
             for i, j in enumerate(op.source_dims):
                 self.union((op.input, j), (op.result, i))
+        elif isinstance(op, fu.ReshapeOp):
+            for d in op.kept_dims:  # the operand's extent; others are static or inferred
+                self.union((op.input, d), (op.result, d))
         elif isinstance(op, fu.VIEW_OPS):
-            pass  # a reshape's extents are static or inferred, a slice's follow from its bounds
+            pass  # a slice's extents follow from its bounds
         elif isinstance(op, fu.ResizeOp):
             for operand, offsets in op.placements():  # resized dims are static
                 for axis in range(len(fu.shape_of(operand.type) or ())):

@@ -1090,6 +1090,24 @@ fusion.fusion @f(%x: tensor<?x?x6xf32>) -> () {
 
 // -----
 
+// reshape: the dims besides the kept ones hold as many elements
+fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' cannot reshape [?, 6] to [?, 4] keeping dims [0]: the other dims hold different element counts}}
+  %y = fusion.reshape %x kept [0] : tensor<?x6xf32> -> tensor<?x4xf32>
+  fusion.output
+}
+
+// -----
+
+// reshape: static besides the kept dims where the operand is
+fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
+  // expected-error @+1 {{'fusion.reshape' result [?, 2, ?] must be static outside the kept dims, where the operand's are: [2, 3] there}}
+  %y = fusion.reshape %x kept [0] : tensor<?x6xf32> -> tensor<?x2x?xf32>
+  fusion.output
+}
+
+// -----
+
 // reshape: the inferred extent divides by no zero
 fusion.fusion @f(%x: tensor<?x6xf32>) -> () {
   // expected-error @+1 {{'fusion.reshape' result [?, 0] has a zero extent: the ? cannot be inferred}}
