@@ -1318,6 +1318,25 @@ def kept_extents(
     )
 
 
+def reshape_target(
+    target: Sequence[int], source: Sequence[int], kept: Sequence[int]
+) -> tuple[int, ...]:
+    """A reshape's result shape (`target`, its type's) for an operand of extents `source`, the
+    `kept` dims holding the operand's extents there and a `?` besides inferred from the other
+    dims (`ReshapeLikeOp.target`). Raises ReshapeError as `reshape_extents`."""
+    if not kept:
+        return tuple(target)
+    try:
+        rest = iter(kept_extents(target, source, kept))
+    except ReshapeError:  # named with the whole shapes
+        shown = [DYNAMIC_INDEX if d in kept else e for d, e in enumerate(target)]
+        raise ReshapeError(
+            f"cannot reshape {format_shape(source)} to {format_shape(shown)} keeping dims "
+            f"{list(kept)}: the other dims hold different element counts"
+        ) from None
+    return tuple(source[d] if d in kept else next(rest) for d in range(len(target)))
+
+
 class ReshapeLikeOp(IRDLOperation, ABC):
     """The operand's elements, in row-major order, in the result type's shape (torch's and
     nvFuser's `reshape`): the one definition of `fusion.reshape` and `host.reshape`.
@@ -1351,19 +1370,7 @@ class ReshapeLikeOp(IRDLOperation, ABC):
         """The result type's shape for an operand of extents `source`: each kept dim the
         operand's extent there, and a `?` besides inferred from the other dims' elements (well
         defined where a kept dim is 0). Raises ReshapeError as `reshape_extents`."""
-        kept = self.kept_dims
-        shape = tuple(shape_of(self.result.type) or ())
-        if not kept:
-            return shape
-        try:
-            rest = iter(kept_extents(shape, source, kept))
-        except ReshapeError:  # named with the whole shapes
-            target = [DYNAMIC_INDEX if d in kept else e for d, e in enumerate(shape)]
-            raise ReshapeError(
-                f"cannot reshape {format_shape(source)} to {format_shape(target)} keeping dims "
-                f"{list(kept)}: the other dims hold different element counts"
-            ) from None
-        return tuple(source[d] if d in kept else next(rest) for d in range(len(shape)))
+        return reshape_target(shape_of(self.result.type) or (), source, self.kept_dims)
 
     def verify_(self) -> None:
         """The element type is kept; a kept dim is a dim of both, of one extent (`?` in both

@@ -122,6 +122,21 @@ def test_run_time_extents_of_the_operand_are_kept(rng: np.random.Generator) -> N
     assert "host.reshape %t0 kept [0, 1]" in str(fd._fusion_compiler().host_ir())
 
 
+def test_a_kept_reshape_moves_up_a_pointwise_chain(rng: np.random.Generator) -> None:
+    """Split, exp, merge, sum with run-time batch and sequence: the reshapes move to the input
+    and fold away (`fuser-hoist-views`), so one reduction kernel reads the input, as with
+    static extents."""
+    with FusionDefinition("kept_chain") as fd:
+        x = fd.define_tensor([-1, -1, 64], F32)
+        y = fd.ops.reshape(x, [x.size(0), x.size(1), 8, -1])
+        e = fd.ops.exp(y)
+        fd.add_output(fd.ops.sum(fd.ops.reshape(e, [e.size(0), e.size(1), -1]), [2]))
+    for shape in [(2, 3, 64), (0, 3, 64), (1, 1, 64)]:
+        (a,) = _values(rng, shape)
+        assert [k.scheduler for k in fd.compile([a], arch="sm_90").kernels] == ["reduction"]
+        np.testing.assert_allclose(fd.reference([a])[0], np.exp(a).sum(2), rtol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("new_shape", "message"),
     [

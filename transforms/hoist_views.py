@@ -68,19 +68,28 @@ def _commutes(op: Operation) -> bool:
     return all(fu.shape_of(o.type) == shape for o in op.operands if isinstance(o.type, TensorType))
 
 
-def _reaches_inputs(v: SSAValue, viewable: Callable[[BlockArgument], bool]) -> bool:
-    """Whether the reshape of `v` can move up to fusion inputs, each `viewable` in the new
-    shape, through commuting ops used once each (and reshapes)."""
+def _reaches_inputs(
+    v: SSAValue, viewable: Callable[[BlockArgument], bool], kept: Sequence[int] = ()
+) -> bool:
+    """Whether the reshape of `v` (keeping dims `kept`) can move up to fusion inputs, each
+    `viewable` in the new shape, through commuting ops used once each (and reshapes that keep
+    those dims too: `_folds`)."""
     if isinstance(v, BlockArgument):
         return viewable(v)
     if not isinstance(v, OpResult) or not v.has_one_use():
         return False
     op = v.op
     if isinstance(op, fu.ReshapeOp):
-        return not op.kept_dims and _reaches_inputs(op.input, viewable)
+        return _folds(kept, op) and _reaches_inputs(op.input, viewable, kept)
     return _commutes(op) and all(
-        _reaches_inputs(o, viewable) for o in op.operands if isinstance(o.type, TensorType)
+        _reaches_inputs(o, viewable, kept) for o in op.operands if isinstance(o.type, TensorType)
     )
+
+
+def _folds(kept: Sequence[int], inner: fu.ReshapeOp) -> bool:
+    """Whether a reshape keeping dims `kept` of `inner`'s result is one reshape of `inner`'s
+    operand, keeping the same dims: each kept dim is `inner`'s operand's too."""
+    return set(kept) <= set(inner.kept_dims)
 
 
 def _slice_reaches_inputs(v: SSAValue, seen: dict[SSAValue, bool] | None = None) -> bool:
@@ -166,24 +175,24 @@ class HoistReshape(RewritePattern):
         if source.type == op.result.type:
             rewriter.replace(op, [], [source])
             return
-        if not isinstance(source, OpResult) or not source.has_one_use() or op.kept_dims:
-            return  # (a kept dim names the operand's dim: it stays where it is)
+        if not isinstance(source, OpResult) or not source.has_one_use():
+            return
         producer = source.op
-        target = op.result.type.get_shape()
+        target, kept = op.result.type.get_shape(), op.kept_dims
         if isinstance(producer, fu.ReshapeOp):
-            if producer.kept_dims:
+            if not _folds(kept, producer):
                 return
-            folded = fu.ReshapeOp(producer.input, target)
+            folded = fu.ReshapeOp(producer.input, target, kept)
             rewriter.replace(op, [folded], [folded.result])
             rewriter.erase(producer)
             return
-        if not _reaches_inputs(source, lambda arg: self._viewable(arg, target)):
+        if not _reaches_inputs(source, lambda arg: self._viewable(arg, target, kept), kept):
             return
         new_ops: list[Operation] = []
         operands: list[SSAValue] = []
-        for o in producer.operands:
+        for o in producer.operands:  # (of the result's shape: the kept dims are theirs too)
             if isinstance(o.type, TensorType):
-                reshaped = fu.ReshapeOp(o, target)
+                reshaped = fu.ReshapeOp(o, target, kept)
                 reshaped.result.name_hint = o.name_hint
                 new_ops.append(reshaped)
                 operands.append(reshaped.result)
@@ -194,12 +203,13 @@ class HoistReshape(RewritePattern):
         rewriter.replace(op, new_ops, [moved.results[0]])
         rewriter.erase(producer)  # its one use was the reshape
 
-    def _viewable(self, arg: BlockArgument, target: Sequence[int]) -> bool:
+    def _viewable(self, arg: BlockArgument, target: Sequence[int], kept: Sequence[int]) -> bool:
         meta = None if self.inputs is None else self.inputs[arg.index]
         if meta is None:
             return True
         try:
-            return reshape_view(target, meta.shape, meta.strides)[1] is not None
+            shape = fu.reshape_target(target, meta.shape, kept)
+            return reshape_view(shape, meta.shape, meta.strides)[1] is not None
         except ReshapeError:
             return True  # the shapes' check names the op
 
