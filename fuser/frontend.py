@@ -109,7 +109,7 @@ from fuser.dialects.fusion import (
     stream_operand_axes,
     take_from_empty,
 )
-from fuser.dialects.views import END, ReshapeError, SliceError, check_slice_steps, reshape_extents
+from fuser.dialects.views import END, ReshapeError, SliceError, check_slice_steps
 from fuser.dtypes import (
     DataType,
     ParallelType,
@@ -1614,29 +1614,15 @@ class FusionOps:
         if sum(1 for d, e in enumerate(shape) if e == DYNAMIC_INDEX and d not in kept) > 1:
             _fail(op, f"argument 'new_shape' {list(new_shape)} has more than one -1")
         source = x._shape
-        if kept:
-            rest = [n for d, n in enumerate(source) if d not in kept]
-            if DYNAMIC_INDEX not in rest:  # the other dims reshape as static ones
-                try:
-                    others = iter(kept_extents(shape, source, kept))
-                except ReshapeError as e:
-                    _fail(op, f"keeping dims {kept} of {format_shape(source)}, the others: {e}")
-                shape = [DYNAMIC_INDEX if d in kept else next(others) for d in range(len(shape))]
-            elif DYNAMIC_INDEX in [e for d, e in enumerate(shape) if d not in kept] and 0 in shape:
-                _fail(
-                    op,
-                    f"argument 'new_shape' {list(new_shape)} has a 0 beside the -1, which "
-                    "then cannot be inferred",
-                )
-            if shape == list(source):
-                return x
-            return self._definition._wrap_tensor(ReshapeOp(x._value, shape, kept))
-        if DYNAMIC_INDEX not in source:
+        if DYNAMIC_INDEX not in [n for d, n in enumerate(source) if d not in kept]:
+            # the dims besides the kept ones reshape as a static operand's
             try:
-                shape = list(reshape_extents(shape, source))
+                others = iter(kept_extents(shape, source, kept))
             except ReshapeError as e:
-                _fail(op, str(e))
-        elif DYNAMIC_INDEX in shape and 0 in shape:
+                kept_text = f"keeping dims {kept} of {format_shape(source)}, the others: "
+                _fail(op, f"{kept_text if kept else ''}{e}")
+            shape = [DYNAMIC_INDEX if d in kept else next(others) for d in range(len(shape))]
+        elif DYNAMIC_INDEX in [e for d, e in enumerate(shape) if d not in kept] and 0 in shape:
             _fail(
                 op,
                 f"argument 'new_shape' {list(new_shape)} has a 0 beside the -1, which "
@@ -1644,7 +1630,7 @@ class FusionOps:
             )
         if shape == list(source):
             return x
-        return self._definition._wrap_tensor(ReshapeOp(x._value, shape))
+        return self._definition._wrap_tensor(ReshapeOp(x._value, shape, kept))
 
     def _check_original_shape(self, op: str, x: Tensor, original: Any) -> None:
         """nvFuser's legacy `original_shape` must match the operand where it is static."""
