@@ -456,13 +456,23 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
     if only == "reference":
         return
 
+    permutes: list[tuple[int, tuple[int, ...]]] = []  # `fuser-output-layouts`' (on `base`)
+
+    def logical(got: Sequence[Any]) -> list[Any]:
+        """Results of the rewritten fusion with each ordered output seen as the output."""
+        got = list(got)
+        for k, dims in permutes:
+            got[k] = np.transpose(got[k], dims)
+        return got
+
     def against_reference(stage: str, got: Sequence[Any]) -> None:
-        _expect(stage, compare_all(got, reference, facts, names, CPU_TOLERANCES))
+        _expect(stage, compare_all(logical(got), reference, facts, names, CPU_TOLERANCES))
 
     if passes:
         from fuser.transforms.decompose import decompose
         from fuser.transforms.hoist_views import hoist_views
         from fuser.transforms.lower_to_host import lower_fusion
+        from fuser.transforms.output_layouts import physical_outputs
         from fuser.transforms.segment import segment_fusion
         from fuser.transforms.split_k import apply_split_k
         from fuser.transforms.translate_welford import translated, welford_ops
@@ -473,6 +483,11 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
             got = _stage("translate-welford", lambda: _reference(two_pass, inputs))
             against_reference("translate-welford", got)
         base = fusion.clone()
+        if fusion.output_op.stride_orders is not None:  # first, as FusionCompiler runs it
+            permutes.extend(_stage("fuser-output-layouts", lambda: physical_outputs(base)))
+            base.verify()
+            got = _stage("fuser-output-layouts", lambda: _reference(base, inputs))
+            against_reference("fuser-output-layouts", got)
         _stage("fuser-decompose", lambda: decompose(base))
         decomposed = any(isinstance(op, fu.ScatterOp) for op in fusion.walk())
         if decomposed and only in (None, "fuser-decompose"):
@@ -507,12 +522,13 @@ def _check(program: Program, gpu: bool, nvrtc: bool, passes: bool, only: str | N
             lowering = _stage("fuser-lower-host", lambda: lower_fusion(base, info))
             got = _stage("fuser-lower-host", lambda: run_lowered(lowering, inputs))
             single = _stage("fuser-lower-host", lambda: _reference(base, inputs, np.float32))
+            got, single = logical(got), logical(single)
             _expect("fuser-lower-host", compare_all(got, single, facts, names, F32_TOLERANCES))
             # its intermediates in one workspace, as execute runs it
             if only != "fuser-lower-host" and _stage(
                 "fuser-plan-memory", lambda: plan_memory(lowering.program)
             ):
-                got = _stage("fuser-plan-memory", lambda: run_lowered(lowering, inputs))
+                got = logical(_stage("fuser-plan-memory", lambda: run_lowered(lowering, inputs)))
                 _expect("fuser-plan-memory", compare_all(got, single, facts, names, F32_TOLERANCES))
     if only not in (None, "nvrtc", "gpu"):
         return
