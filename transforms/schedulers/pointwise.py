@@ -662,8 +662,10 @@ class _PointwiseKernel:
         (b,) = (e for e in second if isinstance(e, Shifted))
         assert a.dim is not None
         extent = self.sizes.static[a.dim]
+        if extent == DYNAMIC_INDEX:
+            return False
         lo, hi = sorted([(a.offset, a.offset + a.extent), (b.offset, b.offset + b.extent)])
-        return lo[0] <= 0 and lo[1] >= hi[0] and hi[1] >= extent != DYNAMIC_INDEX
+        return lo[0] <= 0 and lo[1] >= hi[0] and hi[1] >= extent
 
     def load(self, point: _Point, k: Index) -> None:
         """Loads the thread's vector `k` of each input. An input read by a resize op's operand
