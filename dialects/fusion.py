@@ -250,6 +250,12 @@ class GeluApproximationAttr(EnumAttribute[GeluApproximation], SpacedOpaqueSyntax
 # --------------------------------------------------------------------------------------------
 
 
+def row_major_order(rank: int) -> tuple[int, ...]:
+    """The stride order (nvFuser's: entry i is the rank of dim i's stride, 0 the innermost) of
+    a row-major tensor: [rank - 1, ..., 0]."""
+    return tuple(range(rank - 1, -1, -1))
+
+
 def _ints(array: DenseArrayBase) -> tuple[int, ...]:
     """The entries of an i64 dense array."""
     return tuple(int(v) for v in cast(DenseArrayBase[IntegerType], array).get_values())
@@ -429,7 +435,7 @@ class OutputOp(IRDLOperation):
                     f"'{self.name}' output #{o} has stride order {entries}: it must be empty or a "
                     f"permutation of its {rank} dims"
                 )
-            if entries and entries != list(range(rank - 1, -1, -1)) and aliases[o] is not None:
+            if entries and tuple(entries) != row_major_order(rank) and aliases[o] is not None:
                 raise VerifyException(
                     f"'{self.name}' output #{o} is written into input #{aliases[o]} and has "
                     f"stride order {entries}: an aliased output takes its input's layout"

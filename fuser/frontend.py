@@ -105,6 +105,7 @@ from fuser.dialects.fusion import (
     format_shape,
     kept_extents,
     reduced_shape,
+    row_major_order,
     shapes_compatible,
     stream_operand_axes,
     take_from_empty,
@@ -2417,7 +2418,7 @@ class FusionDefinition:
             given = _stride_order_arg(op, stride_order, value.ndim)
             if given:  # empty: unspecified, as nvFuser reads it
                 order = given
-        if order and order != tuple(range(value.ndim - 1, -1, -1)) and alias_input is not None:
+        if order and order != row_major_order(value.ndim) and alias_input is not None:
             _fail(
                 op,
                 f"output {value.name} is written into 'alias_input' and asked for stride_order "

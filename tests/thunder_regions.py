@@ -23,6 +23,7 @@ import numpy as np
 import scipy.special
 
 from fuser import DataType, FusionDefinition
+from fuser.dialects.fusion import row_major_order
 
 Region = tuple[FusionDefinition, Callable[..., list[np.ndarray]]]
 """A region's definition, and numpy (float64) computing its outputs from the same inputs."""
@@ -37,7 +38,7 @@ def _tensor(fd: FusionDefinition, shape: list[int], dtype: DataType) -> Any:
         contiguity=[True] * len(shape),
         dtype=dtype,
         is_cpu=False,
-        stride_order=list(range(len(shape) - 1, -1, -1)),
+        stride_order=list(row_major_order(len(shape))),
     )
 
 

@@ -54,8 +54,8 @@ def physical_outputs(fusion: fu.FusionOp) -> OutputPermutes:
             copy.result.name_hint = original.name_hint
             block.insert_op_before(copy, output)
             value = copy.result
-        dims = outer_first(order)
-        if dims != sorted(dims):
+        if order != fu.row_major_order(len(order)):
+            dims = outer_first(order)
             permuted = fu.PermuteOp(value, dims)
             block.insert_op_before(permuted, output)
             value = permuted.result

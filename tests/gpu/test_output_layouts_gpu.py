@@ -18,21 +18,12 @@ import pytest
 from gpu_helpers import DTYPES, assert_close, numpy_of, random_of, torch_of
 
 from fuser import DataType, FusionDefinition
+from fuser.fuzz.differential import dense_strides
 from fuser.runtime.arrays import DeviceArray
 
 pytestmark = pytest.mark.gpu
 
 ORDERS = list(itertools.permutations(range(3)))
-
-
-def _dense_strides(shape: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, ...]:
-    """The element strides of a dense tensor of `shape` laid out in stride order `order`."""
-    strides = [0] * len(shape)
-    step = 1
-    for d in sorted(range(len(shape)), key=lambda d: order[d]):  # innermost first
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return tuple(strides)
 
 
 def _layouts(dtype: DataType, order: tuple[int, ...], through_op: bool) -> FusionDefinition:
@@ -63,8 +54,8 @@ def test_outputs_come_back_in_their_stride_order(
     refs = fd.reference([np.ascontiguousarray(a)], compute_dtype=np.float64)
     for i, (out, ref) in enumerate(zip((first, summed, plain), refs, strict=True)):
         assert_close(numpy_of(torch, out), ref, f"{fd.name} output {i}")
-    assert first.stride() == _dense_strides(shape, order)
-    assert summed.stride() == _dense_strides((shape[0], shape[2]), (0, 1))
+    assert first.stride() == dense_strides(shape, order)
+    assert summed.stride() == dense_strides((shape[0], shape[2]), (0, 1))
     assert plain.is_contiguous()
 
 
@@ -83,8 +74,8 @@ def test_a_view_of_an_input_in_a_stride_order_is_a_dense_copy(
     view = torch_of(torch, a)
     heads, same = fd.execute([view])
     expected = a.transpose(0, 2, 1, 3)
-    assert heads.stride() == _dense_strides(expected.shape, order)
-    assert same.stride() == _dense_strides(a.shape, (0, 1, 2, 3))
+    assert heads.stride() == dense_strides(expected.shape, order)
+    assert same.stride() == dense_strides(a.shape, (0, 1, 2, 3))
     assert heads.data_ptr() != view.data_ptr() and same.data_ptr() != view.data_ptr()
     np.testing.assert_array_equal(numpy_of(torch, heads), expected)
     np.testing.assert_array_equal(numpy_of(torch, same), a)
@@ -98,7 +89,7 @@ def test_device_array_and_numpy_outputs(rng: np.random.Generator, stream: Any) -
     expected = fd.reference([a], compute_dtype=np.float64)
     first, summed, plain = fd.execute([DeviceArray.from_numpy(a, stream)])
     assert isinstance(first, DeviceArray) and not first.is_contiguous()
-    assert first.element_strides == _dense_strides(a.shape, (0, 2, 1))
+    assert first.element_strides == dense_strides(a.shape, (0, 2, 1))
     for out, ref in zip((first, summed, plain), expected, strict=True):
         assert_close(out.numpy(), ref, "DeviceArray output")
     with FusionDefinition("after") as neg:  # a strided DeviceArray as an input
@@ -107,6 +98,6 @@ def test_device_array_and_numpy_outputs(rng: np.random.Generator, stream: Any) -
     (negated,) = neg.execute([first])
     assert_close(negated.numpy(), -expected[0], "a permuted output read again")
     outs = fd.execute([a])
-    assert outs[0].strides == tuple(s * 4 for s in _dense_strides(a.shape, (0, 2, 1)))
+    assert outs[0].strides == tuple(s * 4 for s in dense_strides(a.shape, (0, 2, 1)))
     for out, ref in zip(outs, expected, strict=True):
         assert_close(out, ref, "numpy output")
