@@ -48,7 +48,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
 from fuser.codegen.preamble import includes
-from fuser.dialects import kernel
+from fuser.dialects import kernel, libm
 from fuser.dialects.fusion import BF16, F16, F32, F64, I1, I32, I64
 
 
@@ -199,6 +199,14 @@ _BINARY_MATH: dict[type[Operation], str] = {
     mathd.CopySignOp: "copysign",
     mathd.PowFOp: "pow",
 }
+_LIBM_FLOAT: dict[type[Operation], str] = {  # CUDA's double function; + `f` for float
+    libm.ErfcOp: "erfc",
+    libm.ErfinvOp: "erfinv",
+    libm.ErfcinvOp: "erfcinv",
+    libm.LgammaOp: "lgamma",
+    libm.FmodOp: "fmod",
+    libm.NextafterOp: "nextafter",
+}
 _INT_MATH: dict[type[Operation], tuple[str, str]] = {  # (i32 function, i64 function)
     mathd.AbsIOp: ("abs", "llabs"),
     mathd.CountLeadingZerosOp: ("__clz", "__clzll"),
@@ -216,6 +224,8 @@ _REFERENCED = frozenset(
     + [f + "f" for f in _UNARY_MATH.values()]
     + [f for f in _BINARY_MATH.values()]
     + [f + "f" for f in _BINARY_MATH.values()]
+    + [f for f in _LIBM_FLOAT.values()]
+    + [f + "f" for f in _LIBM_FLOAT.values()]
 )
 
 
@@ -940,6 +950,24 @@ class CudaPrinter(BasePrinter):
         t = self._scalar(op, op.result.type, (I32, I64))
         function = _INT_MATH[type(op)][0 if t == I32 else 1]
         self._define_result(op, f"({c_type(t)}){function}({self.expr(op.operand)})")
+
+    @print_op.register
+    def _(
+        self,
+        op: libm.ErfcOp
+        | libm.ErfinvOp
+        | libm.ErfcinvOp
+        | libm.LgammaOp
+        | libm.FmodOp
+        | libm.NextafterOp,
+    ):
+        function = _LIBM_FLOAT[type(op)]
+        self._define_float(op, lambda x, f: f"{function}{f}({', '.join(x)})")
+
+    @print_op.register
+    def _(self, op: libm.GcdOp):
+        self._scalar(op, op.result.type, (I32, I64))
+        self._define_result(op, f"fuser::gcd({self.expr(op.lhs)}, {self.expr(op.rhs)})")
 
     # ---- scf --------------------------------------------------------------------------------
 

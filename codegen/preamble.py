@@ -3,14 +3,14 @@
 The CUDA support code of fuser's kernels lives in `include/fuser/*.cuh` beside this module
 (package data, on NVRTC's include path, see `fuser.runtime.compiled_kernel.fuser_include_dir`):
 `core.cuh` (the `Tensor<T, N>` parameter struct and `Vec<T, N>`, in every kernel), `math.cuh`
-(NaN-propagating max/min, exact integer powers), `reduce.cuh` (warp, block and grid reductions),
-`welford.cuh` (Welford combines), `copy.cuh` (asynchronous copies to shared memory) and the
-matmul tiles `mm_simt.cuh`, `mm_mma.cuh` and
-`mm_wgmma.cuh`. A kernel includes only the headers whose names its body refers to, and
-`<cuda_fp16.h>` / `<cuda_bf16.h>` only where it uses f16 / bf16: those two cost NVRTC more than
-everything else a small kernel holds, and pasting all of the support code into every kernel cost a
-pointwise kernel most of its compile time. As in tinygrad's C-style renderer, the choice is made
-from what the emitter printed, so a new use of a helper cannot miss its header.
+(NaN-propagating max/min, exact integer powers, gcd), `reduce.cuh` (warp, block and grid
+reductions), `welford.cuh` (Welford combines), `copy.cuh` (asynchronous copies to shared memory)
+and the matmul tiles `mm_simt.cuh`, `mm_mma.cuh` and `mm_wgmma.cuh`. A kernel includes only the
+headers whose names its body refers to, and `<cuda_fp16.h>` / `<cuda_bf16.h>` only where it uses
+f16 / bf16: those two cost NVRTC more than everything else a small kernel holds, and pasting all
+of the support code into every kernel cost a pointwise kernel most of its compile time. As in
+tinygrad's C-style renderer, the choice is made from what the emitter printed, so a new use of a
+helper cannot miss its header.
 
 Includes are printed sorted, one per line, before any code: so a kernel's prefix is the same
 text wherever the same headers are used, which is what NVRTC's precompiled headers and a joint
@@ -46,7 +46,7 @@ def _uses(pattern: str) -> re.Pattern[str]:
 # `cuda.identifier`), so `__...half` / `__...bfloat16` are CUDA's types and conversions.
 HEADERS: tuple[Header, ...] = (
     Header('"fuser/core.cuh"', None),
-    Header('"fuser/math.cuh"', _uses(r"\bfuser::(maximum|minimum|pow)\b")),
+    Header('"fuser/math.cuh"', _uses(r"\bfuser::(maximum|minimum|pow|gcd)\b")),
     Header(
         '"fuser/reduce.cuh"',
         _uses(r"\bfuser::(Sum|Max|Min|warp_reduce|block_reduce|grid_reduce)\b"),

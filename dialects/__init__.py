@@ -1,5 +1,6 @@
-"""The three dialects of fuser: `fusion` (tensors), `kernel` (one GPU kernel), `host` (the program
-around kernels). This layer imports nothing else of fuser's."""
+"""The dialects of fuser: `fusion` (tensors), `kernel` (one GPU kernel), `host` (the program
+around kernels), and `libm` (the scalar math functions xDSL's `math` lacks, which kernels call).
+This layer imports nothing else of fuser's."""
 
 from collections.abc import Callable
 
@@ -24,4 +25,9 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Host
 
-    return {"fusion": fusion, "kernel": kernel, "host": host}
+    def libm() -> Dialect:
+        from fuser.dialects.libm import Libm
+
+        return Libm
+
+    return {"fusion": fusion, "kernel": kernel, "host": host, "libm": libm}

@@ -126,6 +126,7 @@ STORAGE_TYPES: tuple[Attribute, ...] = (F16, BF16)
 FLOAT_COMPUTE_TYPES: tuple[Attribute, ...] = (F32, F64)
 INT_COMPUTE_TYPES: tuple[Attribute, ...] = (I32, I64)
 NUMERIC_TYPES = FLOAT_COMPUTE_TYPES + INT_COMPUTE_TYPES
+BITWISE_TYPES: tuple[Attribute, ...] = (*INT_COMPUTE_TYPES, I1)
 
 
 def type_name(t: Attribute) -> str:
@@ -812,6 +813,248 @@ class SiluOp(UnaryOp):
 
 
 @irdl_op_definition
+class AcosOp(UnaryOp):
+    """The inverse cosine."""
+
+    name = "fusion.acos"
+
+
+@irdl_op_definition
+class AcoshOp(UnaryOp):
+    """The inverse hyperbolic cosine."""
+
+    name = "fusion.acosh"
+
+
+@irdl_op_definition
+class AsinOp(UnaryOp):
+    """The inverse sine."""
+
+    name = "fusion.asin"
+
+
+@irdl_op_definition
+class AsinhOp(UnaryOp):
+    """The inverse hyperbolic sine."""
+
+    name = "fusion.asinh"
+
+
+@irdl_op_definition
+class AtanOp(UnaryOp):
+    """The inverse tangent."""
+
+    name = "fusion.atan"
+
+
+@irdl_op_definition
+class AtanhOp(UnaryOp):
+    """The inverse hyperbolic tangent."""
+
+    name = "fusion.atanh"
+
+
+@irdl_op_definition
+class CoshOp(UnaryOp):
+    """The hyperbolic cosine."""
+
+    name = "fusion.cosh"
+
+
+@irdl_op_definition
+class SinhOp(UnaryOp):
+    """The hyperbolic sine."""
+
+    name = "fusion.sinh"
+
+
+@irdl_op_definition
+class TanOp(UnaryOp):
+    """The tangent."""
+
+    name = "fusion.tan"
+
+
+@irdl_op_definition
+class ErfcOp(UnaryOp):
+    """The complementary error function, `1 - erf(x)` without its cancellation."""
+
+    name = "fusion.erfc"
+
+
+@irdl_op_definition
+class ErfinvOp(UnaryOp):
+    """The inverse error function: NaN outside [-1, 1], +-inf at +-1."""
+
+    name = "fusion.erfinv"
+
+
+@irdl_op_definition
+class ErfcinvOp(UnaryOp):
+    """The inverse complementary error function: NaN outside [0, 2]."""
+
+    name = "fusion.erfcinv"
+
+
+@irdl_op_definition
+class Exp2Op(UnaryOp):
+    """`2**x`."""
+
+    name = "fusion.exp2"
+
+
+@irdl_op_definition
+class Expm1Op(UnaryOp):
+    """`e**x - 1` without its cancellation near 0."""
+
+    name = "fusion.expm1"
+
+
+@irdl_op_definition
+class Log10Op(UnaryOp):
+    """The base-10 logarithm."""
+
+    name = "fusion.log10"
+
+
+@irdl_op_definition
+class Log1pOp(UnaryOp):
+    """`log(1 + x)` without its cancellation near 0."""
+
+    name = "fusion.log1p"
+
+
+@irdl_op_definition
+class Log2Op(UnaryOp):
+    """The base-2 logarithm."""
+
+    name = "fusion.log2"
+
+
+@irdl_op_definition
+class LgammaOp(UnaryOp):
+    """`log(|gamma(x)|)`: +inf at the poles (0 and the negative integers)."""
+
+    name = "fusion.lgamma"
+
+
+@irdl_op_definition
+class FracOp(UnaryOp):
+    """`x - trunc(x)`, the fractional part with the sign of `x` (NaN for +-inf)."""
+
+    name = "fusion.frac"
+
+
+class RoundingOp(NumericUnaryOp, ABC):
+    """A unary op on integers and floats whose result on an integer is the integer itself."""
+
+
+@irdl_op_definition
+class CeilOp(RoundingOp):
+    """Rounds up to an integral value; integers are kept."""
+
+    name = "fusion.ceil"
+
+
+@irdl_op_definition
+class FloorOp(RoundingOp):
+    """Rounds down to an integral value; integers are kept."""
+
+    name = "fusion.floor"
+
+
+@irdl_op_definition
+class RoundOp(RoundingOp):
+    """Rounds to the nearest integral value, halves to even (torch.round); integers are kept."""
+
+    name = "fusion.round"
+
+
+@irdl_op_definition
+class TruncOp(RoundingOp):
+    """Rounds toward zero to an integral value; integers are kept."""
+
+    name = "fusion.trunc"
+
+
+@irdl_op_definition
+class SignOp(NumericUnaryOp):
+    """-1, 0 or 1 by the sign of `x`; 0 for NaN and for -0.0 (torch's CUDA sign)."""
+
+    name = "fusion.sign"
+
+
+@irdl_op_definition
+class BitwiseNotOp(UnaryOp):
+    """`~x` on integers; logical not on i1."""
+
+    name = "fusion.bitwise_not"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = BITWISE_TYPES
+
+
+class UnaryTestOp(IRDLOperation, ABC):
+    """A pointwise test of one operand (an integer or a float): an i1 result of its shape."""
+
+    input = operand_def()
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_element(self.name, "operand", self.input.type, NUMERIC_TYPES)
+        _check_element(self.name, "result", self.result.type, (I1,))
+        _check_pointwise_shapes(self, (self.input,))
+
+
+@irdl_op_definition
+class IsFiniteOp(UnaryTestOp):
+    """Neither infinite nor NaN (always true for integers)."""
+
+    name = "fusion.isfinite"
+
+
+@irdl_op_definition
+class IsInfOp(UnaryTestOp):
+    """+inf or -inf."""
+
+    name = "fusion.isinf"
+
+
+@irdl_op_definition
+class IsNanOp(UnaryTestOp):
+    """NaN."""
+
+    name = "fusion.isnan"
+
+
+@irdl_op_definition
+class IsNegInfOp(UnaryTestOp):
+    """-inf."""
+
+    name = "fusion.isneginf"
+
+
+@irdl_op_definition
+class IsPosInfOp(UnaryTestOp):
+    """+inf."""
+
+    name = "fusion.isposinf"
+
+
+@irdl_op_definition
+class SignbitOp(UnaryTestOp):
+    """The sign bit is set: true for -0.0 and for a NaN with its sign bit; `x < 0` for integers."""
+
+    name = "fusion.signbit"
+
+
+@irdl_op_definition
 class GeluOp(IRDLOperation):
     """GELU, exact (`erf`) or with the tanh approximation: `fusion.gelu %x tanh : T`."""
 
@@ -935,6 +1178,93 @@ class MinimumOp(BinaryOp):
     """The smaller operand, pointwise."""
 
     name = "fusion.minimum"
+
+
+@irdl_op_definition
+class Atan2Op(BinaryOp):
+    """The angle of the point (rhs, lhs): `atan(lhs / rhs)` in the right quadrant."""
+
+    name = "fusion.atan2"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = FLOAT_COMPUTE_TYPES
+
+
+@irdl_op_definition
+class NextafterOp(BinaryOp):
+    """The next representable value after `lhs` toward `rhs`."""
+
+    name = "fusion.nextafter"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = FLOAT_COMPUTE_TYPES
+
+
+@irdl_op_definition
+class FmodOp(BinaryOp):
+    """The remainder of division truncated toward zero: the sign of `lhs` (C's fmod and `%`)."""
+
+    name = "fusion.fmod"
+
+
+@irdl_op_definition
+class RemainderOp(BinaryOp):
+    """The remainder of division rounded down: the sign of `rhs` (Python's `%`, torch.remainder)."""
+
+    name = "fusion.remainder"
+
+
+@irdl_op_definition
+class GcdOp(BinaryOp):
+    """The greatest common divisor of the magnitudes; `gcd(0, 0)` is 0."""
+
+    name = "fusion.gcd"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = INT_COMPUTE_TYPES
+
+
+@irdl_op_definition
+class BitwiseAndOp(BinaryOp):
+    """`lhs & rhs`; logical and on i1."""
+
+    name = "fusion.bitwise_and"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = BITWISE_TYPES
+
+
+@irdl_op_definition
+class BitwiseOrOp(BinaryOp):
+    """`lhs | rhs`; logical or on i1."""
+
+    name = "fusion.bitwise_or"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = BITWISE_TYPES
+
+
+@irdl_op_definition
+class BitwiseXorOp(BinaryOp):
+    """`lhs ^ rhs`; logical xor on i1."""
+
+    name = "fusion.bitwise_xor"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = BITWISE_TYPES
+
+
+@irdl_op_definition
+class ShiftLeftOp(BinaryOp):
+    """`lhs << rhs`; 0 where `rhs` is negative or not below the bit width (torch)."""
+
+    name = "fusion.bitwise_left_shift"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = INT_COMPUTE_TYPES
+
+
+@irdl_op_definition
+class ShiftRightOp(BinaryOp):
+    """`lhs >> rhs`, filling with the sign bit; where `rhs` is negative or not below the bit
+    width, every bit is the sign bit (torch)."""
+
+    name = "fusion.bitwise_right_shift"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = INT_COMPUTE_TYPES
+
+
+@irdl_op_definition
+class LogicalShiftRightOp(BinaryOp):
+    """`lhs >> rhs`, filling with zeros; 0 where `rhs` is negative or not below the bit width."""
+
+    name = "fusion.logical_right_shift"
+    ALLOWED: ClassVar[tuple[Attribute, ...]] = INT_COMPUTE_TYPES
 
 
 class CompareOp(BinaryOp, ABC):
@@ -2758,6 +3088,37 @@ Fusion = Dialect(
         SigmoidOp,
         ErfOp,
         SiluOp,
+        AcosOp,
+        AcoshOp,
+        AsinOp,
+        AsinhOp,
+        AtanOp,
+        AtanhOp,
+        CoshOp,
+        SinhOp,
+        TanOp,
+        ErfcOp,
+        ErfinvOp,
+        ErfcinvOp,
+        Exp2Op,
+        Expm1Op,
+        Log10Op,
+        Log1pOp,
+        Log2Op,
+        LgammaOp,
+        FracOp,
+        CeilOp,
+        FloorOp,
+        RoundOp,
+        TruncOp,
+        SignOp,
+        BitwiseNotOp,
+        IsFiniteOp,
+        IsInfOp,
+        IsNanOp,
+        IsNegInfOp,
+        IsPosInfOp,
+        SignbitOp,
         GeluOp,
         AddOp,
         SubOp,
@@ -2766,6 +3127,17 @@ Fusion = Dialect(
         PowOp,
         MaximumOp,
         MinimumOp,
+        Atan2Op,
+        NextafterOp,
+        FmodOp,
+        RemainderOp,
+        GcdOp,
+        BitwiseAndOp,
+        BitwiseOrOp,
+        BitwiseXorOp,
+        ShiftLeftOp,
+        ShiftRightOp,
+        LogicalShiftRightOp,
         EqOp,
         NeOp,
         LtOp,

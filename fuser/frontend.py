@@ -43,25 +43,57 @@ from fuser.dialects.fusion import (
     I1,
     STREAM_AXIS,
     AbsOp,
+    AcoshOp,
+    AcosOp,
     AddOp,
+    AsinhOp,
+    AsinOp,
+    Atan2Op,
+    AtanhOp,
+    AtanOp,
     BinaryOp,
+    BitwiseAndOp,
+    BitwiseNotOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
     BroadcastInDimOp,
     CastOp,
     CatOp,
+    CeilOp,
     ConstantOp,
+    CoshOp,
     CosOp,
     DimOp,
     DivOp,
     EqOp,
+    ErfcinvOp,
+    ErfcOp,
+    ErfinvOp,
     ErfOp,
+    Exp2Op,
+    Expm1Op,
     ExpOp,
+    FloorOp,
+    FmodOp,
+    FracOp,
     FusionOp,
+    GcdOp,
     GeluApproximation,
     GeluOp,
     GeOp,
     GtOp,
     IotaOp,
+    IsFiniteOp,
+    IsInfOp,
+    IsNanOp,
+    IsNegInfOp,
+    IsPosInfOp,
     LeOp,
+    LgammaOp,
+    Log1pOp,
+    Log2Op,
+    Log10Op,
+    LogicalShiftRightOp,
     LogOp,
     LtOp,
     MatmulOp,
@@ -72,6 +104,7 @@ from fuser.dialects.fusion import (
     MulOp,
     NegOp,
     NeOp,
+    NextafterOp,
     OutputOp,
     PadOp,
     PermuteOp,
@@ -80,13 +113,20 @@ from fuser.dialects.fusion import (
     ReciprocalOp,
     ReductionOp,
     ReluOp,
+    RemainderOp,
     ReshapeOp,
+    RoundOp,
     RsqrtOp,
     ScatterOp,
     SegmentSetOp,
     SetOp,
+    ShiftLeftOp,
+    ShiftRightOp,
     SigmoidOp,
+    SignbitOp,
+    SignOp,
     SiluOp,
+    SinhOp,
     SinOp,
     SliceOp,
     SqrtOp,
@@ -96,6 +136,9 @@ from fuser.dialects.fusion import (
     TakeAlongAxisOp,
     TakeOp,
     TanhOp,
+    TanOp,
+    TruncOp,
+    UnaryTestOp,
     VarMeanOp,
     WelfordOp,
     WhereOp,
@@ -410,6 +453,12 @@ def _check_dtype(op: str, arg: str, x: object, *, optional: bool = False) -> Dat
     return x
 
 
+_BITWISE_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor")
+"""Binary ops on integers and Bools."""
+_INTEGER_OPS = ("gcd", "bitwise_left_shift", "bitwise_right_shift", "logical_right_shift")
+"""Binary ops on integers only."""
+
+
 def _type(dtype: DataType | Attribute, shape: Sequence[int] | None) -> Attribute:
     el = dtype.element_type if isinstance(dtype, DataType) else dtype
     return el if shape is None else TensorType(el, shape)
@@ -596,10 +645,23 @@ class FusionOps:
         is_compare = op in ("eq", "ne", "lt", "le", "gt", "ge")
         if is_compare:
             compute, out = compute_dtype(promoted), DataType.Bool
-        elif op == "truediv":
+        elif op in ("truediv", "atan2"):
             compute = compute_dtype(promoted)
             if not promoted.is_floating_point:
                 compute = out = DataType.Float
+        elif op in _BITWISE_OPS or op in _INTEGER_OPS:
+            if not (promoted.is_integral or (promoted == DataType.Bool and op in _BITWISE_OPS)):
+                kinds = "integer or Bool" if op in _BITWISE_OPS else "integer"
+                _fail(qual, f"takes {kinds} operands, got {promoted.name}")
+            compute = promoted
+        elif op == "nextafter":
+            if promoted not in (DataType.Float, DataType.Double):
+                _fail(
+                    qual,
+                    f"takes Float or Double operands, got {promoted.name} (Half and BFloat16 "
+                    "compute in Float here, whose next value rounds back: cast to Float first)",
+                )
+            compute = promoted
         elif promoted == DataType.Bool:
             if op not in ("add", "mul", "maximum", "minimum"):
                 _fail(qual, "does not take Bool operands; cast them to Int or Float first")
@@ -654,6 +716,82 @@ class FusionOps:
         fd = self._definition
         r = fd._emit(build(fd._cast(a._value, compute))).results[0]
         return fd._wrap(fd._cast(r, out))
+
+    def _unary_of(
+        self,
+        op: str,
+        build: Callable[[SSAValue], Operation],
+        x: object,
+        accepts: Callable[[DataType], bool],
+        expected: str,
+    ) -> Tensor | Scalar:
+        """A unary op on the operand types `accepts` takes (others fail naming `expected`),
+        computed in the operand's compute type and cast back."""
+        qual = f"fd.ops.{op}"
+        a = self._operand(qual, "x", x, numbers_ok=False)
+        assert isinstance(a, _Value)
+        if not accepts(a.dtype):
+            _fail(qual, f"takes {expected} operand, got {a.dtype.name}")
+        fd = self._definition
+        r = fd._emit(build(fd._cast(a._value, compute_dtype(a.dtype)))).results[0]
+        return fd._wrap(fd._cast(r, a.dtype))
+
+    def _test(self, op: str, cls: type[UnaryTestOp], x: object) -> Tensor | Scalar:
+        """A test of any operand, a Bool result (a Bool operand is tested as Int32)."""
+        qual = f"fd.ops.{op}"
+        a = self._operand(qual, "x", x, numbers_ok=False)
+        assert isinstance(a, _Value)
+        compute = DataType.Int32 if a.dtype == DataType.Bool else compute_dtype(a.dtype)
+        fd = self._definition
+        v = fd._cast(a._value, compute)
+        return fd._wrap(fd._emit(cls(v, _type(I1, _value_shape(v)))).results[0])
+
+    def _composite(
+        self,
+        op: str,
+        operands: Sequence[tuple[str, object]],
+        build: Callable[[list[SSAValue]], SSAValue],
+        *,
+        floats_only: bool = False,
+    ) -> Tensor | Scalar:
+        """An op made of other ops, as one: its operands promoted together (torch's
+        `result_type`) and broadcast, `build` run on them in the compute type (so f16/bf16 are
+        rounded once, at the end, as torch's kernels do), the result cast back."""
+        qual = f"fd.ops.{op}"
+        values = [(arg, self._operand(qual, arg, x)) for arg, x in operands]
+        if not any(isinstance(v, _Value) for _, v in values):
+            _fail(qual, "needs a Tensor or Scalar operand, got only Python numbers")
+        promoted = self._promote([v for _, v in values])
+        if promoted == DataType.Bool or (floats_only and not promoted.is_floating_point):
+            kind = "floating-point" if floats_only else "numeric"
+            _fail(qual, f"takes {kind} operands, got {promoted.name}")
+        _, broadcast = self._broadcast(qual, values)
+        compute = compute_dtype(promoted)
+        args = [
+            self._as(qual, arg, v, compute) for (arg, _), v in zip(values, broadcast, strict=True)
+        ]
+        fd = self._definition
+        return fd._wrap(fd._cast(build(args), promoted))
+
+    def _apply(
+        self, make: Callable[..., Operation], *args: SSAValue, result: Attribute | None = None
+    ) -> SSAValue:
+        """`make(*args, result_type)`, a pointwise op of `args` (tensors of compatible shapes,
+        or scalars): its result a tensor where any operand is a tensor, each dim static where
+        one operand's is, of element type `result` (default the first operand's)."""
+        shapes = [sh for a in args if (sh := _value_shape(a)) is not None]
+        shape = None
+        if shapes:
+            shape = [
+                next((d for d in dims if d != DYNAMIC_INDEX), DYNAMIC_INDEX)
+                for dims in zip(*shapes, strict=True)
+            ]
+        el = result if result is not None else element_type(args[0].type)
+        return self._definition._emit(make(*args, _type(el, shape))).results[0]
+
+    def _constant(self, value: Number, like: SSAValue) -> SSAValue:
+        """A constant of the element type of `like`."""
+        return self._definition._emit(ConstantOp.of(value, element_type(like.type))).results[0]
 
     def _dims(self, op: str, dims: object, rank: int, arg: str = "dims") -> list[int]:
         if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
@@ -813,6 +951,199 @@ class FusionOps:
         mode = GeluApproximation(approximate)
         return self._unary("gelu", lambda v: GeluOp(v, mode), x, float_only=True)
 
+    @_api
+    def acos(self, x: Any) -> Tensor | Scalar:
+        """The inverse cosine; integer inputs compute in Float."""
+        return self._unary("acos", AcosOp, x, float_only=True)
+
+    @_api
+    def acosh(self, x: Any) -> Tensor | Scalar:
+        """The inverse hyperbolic cosine; integer inputs compute in Float."""
+        return self._unary("acosh", AcoshOp, x, float_only=True)
+
+    @_api
+    def asin(self, x: Any) -> Tensor | Scalar:
+        """The inverse sine; integer inputs compute in Float."""
+        return self._unary("asin", AsinOp, x, float_only=True)
+
+    @_api
+    def asinh(self, x: Any) -> Tensor | Scalar:
+        """The inverse hyperbolic sine; integer inputs compute in Float."""
+        return self._unary("asinh", AsinhOp, x, float_only=True)
+
+    @_api
+    def atan(self, x: Any) -> Tensor | Scalar:
+        """The inverse tangent; integer inputs compute in Float."""
+        return self._unary("atan", AtanOp, x, float_only=True)
+
+    @_api
+    def atanh(self, x: Any) -> Tensor | Scalar:
+        """The inverse hyperbolic tangent; integer inputs compute in Float."""
+        return self._unary("atanh", AtanhOp, x, float_only=True)
+
+    @_api
+    def cosh(self, x: Any) -> Tensor | Scalar:
+        """The hyperbolic cosine; integer inputs compute in Float."""
+        return self._unary("cosh", CoshOp, x, float_only=True)
+
+    @_api
+    def sinh(self, x: Any) -> Tensor | Scalar:
+        """The hyperbolic sine; integer inputs compute in Float."""
+        return self._unary("sinh", SinhOp, x, float_only=True)
+
+    @_api
+    def tan(self, x: Any) -> Tensor | Scalar:
+        """The tangent; integer inputs compute in Float."""
+        return self._unary("tan", TanOp, x, float_only=True)
+
+    @_api
+    def erfc(self, x: Any) -> Tensor | Scalar:
+        """The complementary error function `1 - erf(x)`; integer inputs compute in Float."""
+        return self._unary("erfc", ErfcOp, x, float_only=True)
+
+    @_api
+    def erfinv(self, x: Any) -> Tensor | Scalar:
+        """The inverse error function; integer inputs compute in Float."""
+        return self._unary("erfinv", ErfinvOp, x, float_only=True)
+
+    @_api
+    def erfcinv(self, x: Any) -> Tensor | Scalar:
+        """The inverse complementary error function; integer inputs compute in Float."""
+        return self._unary("erfcinv", ErfcinvOp, x, float_only=True)
+
+    @_api
+    def exp2(self, x: Any) -> Tensor | Scalar:
+        """`2**x`; integer inputs compute in Float."""
+        return self._unary("exp2", Exp2Op, x, float_only=True)
+
+    @_api
+    def expm1(self, x: Any) -> Tensor | Scalar:
+        """`e**x - 1`; integer inputs compute in Float."""
+        return self._unary("expm1", Expm1Op, x, float_only=True)
+
+    @_api
+    def log10(self, x: Any) -> Tensor | Scalar:
+        """The base-10 logarithm; integer inputs compute in Float."""
+        return self._unary("log10", Log10Op, x, float_only=True)
+
+    @_api
+    def log1p(self, x: Any) -> Tensor | Scalar:
+        """`log(1 + x)`; integer inputs compute in Float."""
+        return self._unary("log1p", Log1pOp, x, float_only=True)
+
+    @_api
+    def log2(self, x: Any) -> Tensor | Scalar:
+        """The base-2 logarithm; integer inputs compute in Float."""
+        return self._unary("log2", Log2Op, x, float_only=True)
+
+    @_api
+    def lgamma(self, x: Any) -> Tensor | Scalar:
+        """`log(|gamma(x)|)`; integer inputs compute in Float."""
+        return self._unary("lgamma", LgammaOp, x, float_only=True)
+
+    @_api
+    def ceil(self, x: Any) -> Tensor | Scalar:
+        """Rounds up; integers are kept as they are."""
+        return self._unary("ceil", CeilOp, x, float_only=False)
+
+    @_api
+    def floor(self, x: Any) -> Tensor | Scalar:
+        """Rounds down; integers are kept as they are."""
+        return self._unary("floor", FloorOp, x, float_only=False)
+
+    @_api
+    def round(self, x: Any) -> Tensor | Scalar:
+        """Rounds to the nearest integer, halves to even (torch.round); integers are kept."""
+        return self._unary("round", RoundOp, x, float_only=False)
+
+    @_api
+    def trunc(self, x: Any) -> Tensor | Scalar:
+        """Rounds toward zero; integers are kept as they are."""
+        return self._unary("trunc", TruncOp, x, float_only=False)
+
+    @_api
+    def sign(self, x: Any) -> Tensor | Scalar:
+        """-1, 0 or 1 by the sign of `x`, of its type; 0 for NaN (torch's CUDA sign)."""
+        return self._unary("sign", SignOp, x, float_only=False)
+
+    @_api
+    def frac(self, x: Any) -> Tensor | Scalar:
+        """`x - trunc(x)`; floating-point operands only, as in torch."""
+        return self._unary_of("frac", FracOp, x, lambda d: d.is_floating_point, "a floating-point")
+
+    @_api
+    def bitwise_not(self, x: Any) -> Tensor | Scalar:
+        """`~x` on integers, logical not on Bool."""
+        return self._unary_of(
+            "bitwise_not",
+            BitwiseNotOp,
+            x,
+            lambda d: d.is_integral or d == DataType.Bool,
+            "an integer or Bool",
+        )
+
+    @_api
+    def logical_not(self, x: Any) -> Tensor | Scalar:
+        """`x == 0` (NaN is true, so its logical not is false), a Bool result."""
+        return self.bitwise_not(self.cast(x, DataType.Bool))
+
+    @_api
+    def isfinite(self, x: Any) -> Tensor | Scalar:
+        """Neither infinite nor NaN (true for integers): a Bool result."""
+        return self._test("isfinite", IsFiniteOp, x)
+
+    @_api
+    def isinf(self, x: Any) -> Tensor | Scalar:
+        """+inf or -inf: a Bool result."""
+        return self._test("isinf", IsInfOp, x)
+
+    @_api
+    def isnan(self, x: Any) -> Tensor | Scalar:
+        """NaN: a Bool result."""
+        return self._test("isnan", IsNanOp, x)
+
+    @_api
+    def isneginf(self, x: Any) -> Tensor | Scalar:
+        """-inf: a Bool result."""
+        return self._test("isneginf", IsNegInfOp, x)
+
+    @_api
+    def isposinf(self, x: Any) -> Tensor | Scalar:
+        """+inf: a Bool result."""
+        return self._test("isposinf", IsPosInfOp, x)
+
+    @_api
+    def signbit(self, x: Any) -> Tensor | Scalar:
+        """The sign bit is set (-0.0 included; `x < 0` for integers): a Bool result."""
+        return self._test("signbit", SignbitOp, x)
+
+    @_api
+    def isreal(self, x: Any) -> Tensor | Scalar:
+        """True everywhere: fuser has no complex types."""
+        a = self._operand("fd.ops.isreal", "x", x, numbers_ok=False)
+        if isinstance(a, Tensor):
+            return self.full(a.shape(), True, DataType.Bool)
+        fd = self._definition
+        return fd._wrap(fd._emit(ConstantOp.of(True, I1)).results[0])
+
+    @_api
+    def real(self, x: Any) -> Tensor | Scalar:
+        """`x` itself (a copy of a tensor): the real part of a real number."""
+        a = self._operand("fd.ops.real", "x", x, numbers_ok=False)
+        assert isinstance(a, _Value)
+        return self.set(a) if isinstance(a, Tensor) else a
+
+    @_api
+    def imag(self, x: Any) -> Tensor | Scalar:
+        """Refused: the imaginary part needs a complex operand, and fuser has none."""
+        a = self._operand("fd.ops.imag", "x", x, numbers_ok=False)
+        assert isinstance(a, _Value)
+        _fail(
+            "fd.ops.imag",
+            f"needs a complex operand, got {a.dtype.name}; fuser computes no complex types "
+            "(ComplexFloat and ComplexDouble are refused at definition)",
+        )
+
     # ---- binary ops --------------------------------------------------------------------
 
     @_api
@@ -893,6 +1224,96 @@ class FusionOps:
         """`lhs >= rhs`, a Bool result."""
         return self._binary("ge", GeOp, lhs, rhs)
 
+    @_api
+    def atan2(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """The angle of the point (rhs, lhs), in (-pi, pi]; integer operands compute in Float."""
+        return self._binary("atan2", Atan2Op, lhs, rhs)
+
+    @_api
+    def nextafter(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """The Float or Double next to `lhs` toward `rhs`. Half and BFloat16 are refused: fuser
+        computes them in Float, whose next value would round back to `lhs`."""
+        return self._binary("nextafter", NextafterOp, lhs, rhs)
+
+    @_api
+    def fmod(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """The remainder of division truncated toward zero (the sign of `lhs`), as C's fmod and
+        `%`; an integer by 0 gives what `div` gives."""
+        return self._binary("fmod", FmodOp, lhs, rhs)
+
+    @_api
+    def mod(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """nvFuser's `mod`: `fmod`."""
+        return self._binary("mod", FmodOp, lhs, rhs)
+
+    @_api
+    def remainder(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """The remainder of division rounded down (the sign of `rhs`), as torch.remainder and
+        Python's `%`; an integer by 0 gives what `div` gives."""
+        return self._binary("remainder", RemainderOp, lhs, rhs)
+
+    @_api
+    def gcd(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """The greatest common divisor of the magnitudes of two integers; `gcd(0, 0)` is 0."""
+        return self._binary("gcd", GcdOp, lhs, rhs)
+
+    @_api
+    def bitwise_and(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs & rhs` on integers or Bools."""
+        return self._binary("bitwise_and", BitwiseAndOp, lhs, rhs)
+
+    @_api
+    def bitwise_or(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs | rhs` on integers or Bools."""
+        return self._binary("bitwise_or", BitwiseOrOp, lhs, rhs)
+
+    @_api
+    def bitwise_xor(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs ^ rhs` on integers or Bools."""
+        return self._binary("bitwise_xor", BitwiseXorOp, lhs, rhs)
+
+    @_api
+    def bitwise_left_shift(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs << rhs` on integers; 0 where `rhs` is negative or not below the bit width."""
+        return self._binary("bitwise_left_shift", ShiftLeftOp, lhs, rhs)
+
+    @_api
+    def bitwise_right_shift(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs >> rhs` on integers, shifting in the sign bit; where `rhs` is negative or not
+        below the bit width, the sign bit everywhere (torch)."""
+        return self._binary("bitwise_right_shift", ShiftRightOp, lhs, rhs)
+
+    @_api
+    def logical_right_shift(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs >> rhs` on integers, shifting in zeros; 0 where `rhs` is negative or not below
+        the bit width."""
+        return self._binary("logical_right_shift", LogicalShiftRightOp, lhs, rhs)
+
+    @_api
+    def logical_and(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs != 0 and rhs != 0`, a Bool result (NaN counts as true)."""
+        return self._logical("logical_and", BitwiseAndOp, lhs, rhs)
+
+    @_api
+    def logical_or(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
+        """`lhs != 0 or rhs != 0`, a Bool result (NaN counts as true)."""
+        return self._logical("logical_or", BitwiseOrOp, lhs, rhs)
+
+    def _logical(self, op: str, cls: type[BinaryOp], lhs: object, rhs: object) -> Tensor | Scalar:
+        qual = f"fd.ops.{op}"
+        values = [(arg, self._operand(qual, arg, x)) for arg, x in (("lhs", lhs), ("rhs", rhs))]
+        if not any(isinstance(v, _Value) for _, v in values):
+            _fail(qual, "needs a Tensor or Scalar operand, got two Python numbers")
+        _, (a, b) = self._broadcast(qual, values)
+        fd = self._definition
+
+        def truth(x: _Operand) -> SSAValue:
+            if isinstance(x, _Value):
+                return fd._cast(x._value, DataType.Bool)
+            return fd._emit(ConstantOp.of(bool(x), I1)).results[0]
+
+        return fd._wrap(self._apply(cls, truth(a), truth(b)))
+
     # ---- ternary and data movement -----------------------------------------------------
 
     @_api
@@ -913,6 +1334,67 @@ class FusionOps:
         vc = self._as(op, "cond", c, DataType.Bool)
         va, vb = self._as(op, "a", x, dtype), self._as(op, "b", y, dtype)
         return fd._wrap(fd._emit(WhereOp(vc, va, vb, _type(dtype, shape))).results[0])
+
+    @_api
+    def lerp(self, start: Any, end: Any, weight: Any) -> Tensor | Scalar:
+        """`start + weight * (end - start)`, as torch.lerp computes it: from `end` backwards
+        where `|weight| >= 0.5`; floating-point operands only."""
+
+        def build(v: list[SSAValue]) -> SSAValue:
+            start, end, weight = v
+            f, el = self._apply, element_type(start.type)
+            diff = f(SubOp, end, start)
+            magnitude = f(lambda x, t: AbsOp(x), weight)
+            near_start = f(LtOp, magnitude, self._constant(0.5, start), result=I1)
+            forward = f(AddOp, start, f(MulOp, weight, diff))
+            backward = f(SubOp, end, f(MulOp, diff, f(SubOp, self._constant(1.0, start), weight)))
+            return f(WhereOp, near_start, forward, backward, result=el)
+
+        return self._composite(
+            "lerp", [("start", start), ("end", end), ("weight", weight)], build, floats_only=True
+        )
+
+    @_api
+    def addcmul(self, arg: Any, tensor1: Any, tensor2: Any, value: Any = 1.0) -> Tensor | Scalar:
+        """`arg + value * tensor1 * tensor2`, rounded once (torch.addcmul)."""
+
+        def build(v: list[SSAValue]) -> SSAValue:
+            x, t1, t2, scale = v
+            f = self._apply
+            return f(AddOp, x, f(MulOp, f(MulOp, scale, t1), t2))
+
+        operands = [("arg", arg), ("tensor1", tensor1), ("tensor2", tensor2), ("value", value)]
+        return self._composite("addcmul", operands, build)
+
+    @_api
+    def clamp(self, arg: Any, min: Any = None, max: Any = None) -> Tensor | Scalar:
+        """`arg` limited to [min, max] (either may be None), as torch.clamp with number
+        bounds: NaN stays NaN, and a NaN bound limits nothing."""
+        if min is None and max is None:
+            _fail("fd.ops.clamp", "needs 'min' or 'max' (or both), got neither")
+        bounds = [(name, b) for name, b in (("min", min), ("max", max)) if b is not None]
+
+        def build(v: list[SSAValue]) -> SSAValue:
+            x, f, el = v[0], self._apply, element_type(v[0].type)
+            for (name, _), bound in zip(bounds, v[1:], strict=True):
+                outside = f(LtOp if name == "min" else GtOp, x, bound, result=I1)
+                x = f(WhereOp, outside, bound, x, result=el)
+            return x
+
+        return self._composite("clamp", [("arg", arg), *bounds], build)
+
+    @_api
+    def threshold(self, arg: Any, threshold: Any, value: Any) -> Tensor | Scalar:
+        """`value` where `arg <= threshold`, else `arg` (torch's `F.threshold`; NaN stays)."""
+
+        def build(v: list[SSAValue]) -> SSAValue:
+            x, limit, fill = v
+            f = self._apply
+            below = f(LeOp, x, limit, result=I1)
+            return f(WhereOp, below, fill, x, result=element_type(x.type))
+
+        operands = [("arg", arg), ("threshold", threshold), ("value", value)]
+        return self._composite("threshold", operands, build)
 
     @_api
     def cast(self, t: Any, dtype: Any) -> Tensor | Scalar:

@@ -65,7 +65,17 @@ from typing import Any, cast
 import numpy as np
 import scipy.special
 
-from fuser.fuzz.programs import FLOATS, INTS, NUMPY_DTYPES, Op, Program
+from fuser.fuzz.programs import (
+    BITWISE,
+    FLOATS,
+    INTEGER_BINARY,
+    INTS,
+    LOGICAL,
+    NUMPY_DTYPES,
+    UNARY_TESTS,
+    Op,
+    Program,
+)
 
 # --------------------------------------------------------------------------------------------
 # Values and rounding
@@ -209,8 +219,50 @@ FLOAT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "sigmoid": _sigmoid,
     "erf": scipy.special.erf,
     "silu": lambda x: x * _sigmoid(x),
+    "acos": np.arccos,
+    "acosh": np.arccosh,
+    "asin": np.arcsin,
+    "asinh": np.arcsinh,
+    "atan": np.arctan,
+    "atanh": np.arctanh,
+    "cosh": np.cosh,
+    "sinh": np.sinh,
+    "tan": np.tan,
+    "erfc": scipy.special.erfc,
+    "erfinv": scipy.special.erfinv,
+    "erfcinv": scipy.special.erfcinv,
+    "exp2": np.exp2,
+    "expm1": np.expm1,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "lgamma": lambda x: np.where(np.isneginf(x), np.inf, scipy.special.gammaln(x)),
+    "frac": lambda x: x - np.trunc(x),
 }
-"""Unary ops that compute in floats (integer and bool operands become f32)."""
+"""Unary ops that compute in floats (integer and bool operands become f32; `frac` takes
+floats only)."""
+
+EDGES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "acos": lambda x: np.where(x >= 0, 1.0, -1.0),
+    "asin": lambda x: np.where(x >= 0, 1.0, -1.0),
+    "atanh": lambda x: np.where(x >= 0, 1.0, -1.0),
+    "erfinv": lambda x: np.where(x >= 0, 1.0, -1.0),
+    "acosh": lambda x: np.ones_like(x),
+    "log10": np.zeros_like,
+    "log2": np.zeros_like,
+    "log1p": lambda x: -np.ones_like(x),
+    "erfcinv": lambda x: np.where(x >= 1, 2.0, 0.0),
+    "lgamma": lambda x: np.where(x < 0.5, np.minimum(np.round(x), 0.0), np.nan),
+    "tan": lambda x: (np.round(x / np.pi - 0.5) + 0.5) * np.pi,
+    "frac": np.round,
+    "ceil": np.round,
+    "floor": np.round,
+    "trunc": np.round,
+    "round": lambda x: np.floor(x) + 0.5,
+    "sign": np.zeros_like,
+}
+"""Where a unary op jumps, leaves its domain or has a pole, nearest to `x`: an operand within
+rounding of it is shaky (NaN: no edge near)."""
 
 INT_OK_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "neg": np.negative,
@@ -220,6 +272,12 @@ INT_OK_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
         if x.dtype.kind != "f"
         else np.where(np.isnan(x), x, np.maximum(x, 0.0))
     ),
+    "ceil": lambda x: np.ceil(x) if x.dtype.kind == "f" else x.copy(),
+    "floor": lambda x: np.floor(x) if x.dtype.kind == "f" else x.copy(),
+    "round": lambda x: np.rint(x) if x.dtype.kind == "f" else x.copy(),  # halves to even
+    "trunc": lambda x: np.trunc(x) if x.dtype.kind == "f" else x.copy(),
+    # torch's CUDA sign: 0 for NaN, +0 for -0.0
+    "sign": lambda x: np.where(x > 0, 1, np.where(x < 0, -1, 0)).astype(x.dtype),
 }
 """Unary ops that keep integer operands integer (bool operands are refused)."""
 
@@ -251,6 +309,75 @@ def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b < 0, negative, power)
 
 
+def _unsigned(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def _c_remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's integer `%` (the sign of `a`); by zero what integer division by zero gives."""
+    divisor = np.where((b == 0) | (b == -1), 1, b)
+    with np.errstate(all="ignore"):
+        r = np.fmod(a, divisor)
+    return np.where(b == 0, _trunc_div(a, b), r).astype(a.dtype)
+
+
+def _fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.fmod(a, b) if a.dtype.kind == "f" else _c_remainder(a, b)
+
+
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """torch.remainder: the C remainder moved by `b` where it is non-zero and of the other
+    sign."""
+    r = _fmod(a, b)
+    return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r).astype(r.dtype)
+
+
+def _gcd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """torch's gcd on CUDA: of the magnitudes, in unsigned arithmetic (INT_MIN's wraps)."""
+    ua = np.where(a < 0, 0 - _unsigned(a), _unsigned(a))
+    ub = np.where(b < 0, 0 - _unsigned(b), _unsigned(b))
+    return np.gcd(ua, ub).astype(a.dtype)
+
+
+def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
+    """torch's shifts on CUDA: a count outside [0, bits) gives 0 (left; and the logical right
+    shift, nvFuser's) or the sign bit everywhere (the arithmetic right shift)."""
+    bits = 8 * a.dtype.itemsize
+    outside = (b < 0) | (b >= bits)
+    count = np.where(outside, 0, b).astype(np.uint64)
+    ua = _unsigned(a).astype(np.uint64)
+    mask = np.uint64(2**bits - 1)
+    if kind == "left":
+        value, past = ((ua << count) & mask).astype(_unsigned(a).dtype), 0
+    elif kind == "logical":
+        value, past = (ua >> count).astype(_unsigned(a).dtype), 0
+    else:
+        return np.where(outside, a >> (bits - 1), a >> count.astype(a.dtype)).astype(a.dtype)
+    return np.where(outside, past, value.astype(a.dtype)).astype(a.dtype)
+
+
+INTEGER_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "gcd": _gcd,
+    "bitwise_left_shift": lambda a, b: _shift(a, b, "left"),
+    "bitwise_right_shift": lambda a, b: _shift(a, b, "right"),
+    "logical_right_shift": lambda a, b: _shift(a, b, "logical"),
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+}
+"""Binary ops of integers (the bitwise ones of bools too), exact."""
+
+TESTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "isfinite": np.isfinite,
+    "isinf": np.isinf,
+    "isnan": np.isnan,
+    "isneginf": lambda x: np.isinf(x) & (x < 0),
+    "isposinf": lambda x: np.isinf(x) & (x > 0),
+    "signbit": np.signbit,
+    "logical_not": lambda x: x == 0,
+}
+"""Tests of a value of any dtype, bool results (bools are tested as integers)."""
+
 BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add,
     "sub": np.subtract,
@@ -266,8 +393,12 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "le": np.less_equal,
     "gt": np.greater,
     "ge": np.greater_equal,
+    "atan2": np.arctan2,
+    "fmod": _fmod,
+    "remainder": _remainder,
 }
 """Binary ops on operands converted to their compute type."""
+
 
 COMPARES = ("eq", "ne", "lt", "le", "gt", "ge")
 POLES = ("sqrt", "rsqrt", "log", "reciprocal")
@@ -388,19 +519,49 @@ class Oracle:
             (x,) = deps
             if op.op in INT_OK_UNARY:
                 out = x.dtype
-                data = INT_OK_UNARY[op.op](self.as_type(x, compute_type(out)))
+                a = self.as_type(x, compute_type(out))
+                data = INT_OK_UNARY[op.op](a)
             else:
                 out = x.dtype if x.dtype in FLOATS else "f32"
                 a = self.as_type(x, compute_type(out))
                 fn = FLOAT_UNARY.get(op.op)
                 data = fn(a) if fn is not None else _gelu(a, kw.get("approximate", "none"))
-            near = self._near(a, 0.0, deps) if op.op in POLES else None
+            near = None
+            if op.op in POLES:
+                near = self._near(a, 0.0, deps)
+            elif op.op in EDGES and out in FLOATS:
+                near = self._near(a, EDGES[op.op](a), deps)
             return [self._value(convert(data, compute_type(out), out), out, is_tensor, deps, near)]
+        if op.op in UNARY_TESTS:
+            (x,) = deps
+            a = self.as_type(x, "i32" if x.dtype == "bool" else compute_type(x.dtype))
+            near = None
+            if x.dtype in FLOATS and op.op in ("signbit", "logical_not"):
+                near = self._near(a, 0.0, deps)
+            return [self._value(np.asarray(TESTS[op.op](a)), "bool", is_tensor, deps, near)]
+        if op.op == "bitwise_not":
+            (x,) = deps
+            return [self._value(np.invert(x.data), x.dtype, is_tensor, deps)]
+        if op.op in INTEGER_BINARY or op.op in BITWISE:
+            promoted = self.promote(args)
+            a, b = (self.as_type(v, promoted) for v in args)
+            data = np.asarray(INTEGER_OPS[op.op](a, b))
+            return [self._value(data, promoted, is_tensor, deps)]
+        if op.op in LOGICAL:
+            truths = [self.as_type(v, "bool") for v in args]
+            data = np.asarray(
+                (np.logical_and if op.op == "logical_and" else np.logical_or)(*truths)
+            )
+            masks = [self._near(v.data, 0.0, [v]) for v in deps if v.dtype in FLOATS]
+            near = None
+            for m in masks:
+                near = m if near is None else (near if m is None else near | m)
+            return [self._value(data, "bool", is_tensor, deps, near)]
         if op.op in BINARY:
             promoted = self.promote(args)
             if op.op in COMPARES:
                 compute, out = compute_type(promoted), "bool"
-            elif op.op == "truediv" and promoted not in FLOATS:
+            elif op.op in ("truediv", "atan2") and promoted not in FLOATS:
                 compute = out = "f32"
             elif promoted == "bool":
                 compute, out = "i32", "bool"
@@ -415,6 +576,19 @@ class Oracle:
             near = None
             if compute in FLOATS and op.op in COMPARES:
                 near = self._near(a, b, deps)
+            elif compute in FLOATS and op.op in ("fmod", "remainder"):
+                # a jump where a / b crosses an integer, and an ill-defined one where b is ~0
+                with np.errstate(all="ignore"):
+                    multiple = np.round(a / b) * b
+                near = self._near(a, np.where(np.isfinite(multiple), multiple, np.nan), deps)
+                small = self._near(b, 0.0, deps)
+                near = small if near is None else (near if small is None else near | small)
+            elif compute in FLOATS and op.op == "atan2":
+                # +-pi on either side of the negative x axis, and no angle at the origin
+                across = self._near(a, 0.0, deps)
+                if across is not None:
+                    origin = self._near(b, 0.0, deps)
+                    near = across & (np.asarray(b < 0) | (False if origin is None else origin))
             elif compute in FLOATS and op.op in ("div", "truediv"):
                 divisor = [v for v in args[1:] if isinstance(v, Value)]
                 near = self._near(b, 0.0, divisor) if divisor else None
@@ -429,6 +603,58 @@ class Oracle:
         return handler(op, args, deps, is_tensor)
 
     # ---- the other ops, one method each -----------------------------------------------------
+
+    def op_nextafter(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        """One unit of the declared type (f32 values are held in float64: stepped as f32)."""
+        out = self.promote(args)
+        a, b = (self.as_type(v, out) for v in args)
+        if out == "f32":
+            a, b = a.astype(np.float32), b.astype(np.float32)
+        data = np.nextafter(a, b).astype(np.float64)
+        return [self._value(data, out, is_tensor, deps, self._near(a, b, deps))]
+
+    def _composite(
+        self, args: list[Any], deps: list[Value], is_tensor: bool, build: Callable[..., Any]
+    ) -> list[Value]:
+        """An op made of others: its operands promoted together, computed in float64 (the
+        compute type's values), rounded once to the result type."""
+        out = self.promote(args)
+        values = [self.as_type(v, compute_type(out)) for v in args]
+        data, near = build(*values)
+        return [self._value(convert(data, compute_type(out), out), out, is_tensor, deps, near)]
+
+    def op_lerp(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        def build(start: Any, end: Any, weight: Any) -> tuple[Any, None]:
+            forward = start + weight * (end - start)
+            backward = end - (end - start) * (1 - weight)
+            return np.where(np.abs(weight) < 0.5, forward, backward), None
+
+        return self._composite(args, deps, is_tensor, build)
+
+    def op_addcmul(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        return self._composite(args, deps, is_tensor, lambda x, t1, t2, v: (x + v * t1 * t2, None))
+
+    def op_clamp(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        bounds = [(k, v) for k, v in op.kw.items() if k in ("min", "max")]
+
+        def build(x: Any, *limits: Any) -> tuple[Any, None]:
+            for (kind, _), limit in zip(bounds, limits, strict=True):
+                x = np.where(x < limit if kind == "min" else x > limit, limit, x)
+            return x, None
+
+        return self._composite([*args, *(v for _, v in bounds)], deps, is_tensor, build)
+
+    def op_threshold(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        def build(x: Any, limit: Any, value: Any) -> tuple[Any, Any]:
+            return np.where(x <= limit, value, x), self._near(x, limit, deps)
+
+        return self._composite(args, deps, is_tensor, build)
 
     def op_where(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
         cond, a, b = args

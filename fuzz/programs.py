@@ -61,6 +61,8 @@ INTS = ("i32", "i64")
 LAYOUTS = ("contiguous", "transposed", "broadcast", "sliced", "misaligned")
 
 AVOIDED: dict[str, str] = {
+    "frac of integers, bitwise ops of floats, gcd and shifts of bools, nextafter of f16/bf16 or "
+    "integers, lerp/addcmul/clamp/threshold of integers": "the frontend refuses it",
     "bool operand of neg/abs/relu, sub/div/pow of two bools": "the frontend refuses it",
     "welford/var_mean of f16/bf16 or integer tensors": "the frontend refuses it (cast first)",
     "matmul of integer/bool or mixed dtypes, or of ranks < 2": "the frontend refuses it",
@@ -158,20 +160,43 @@ class Program:
 # --------------------------------------------------------------------------------------------
 # Op kinds: the frontend's names, grouped by how they are built and evaluated
 
-UNARY_INT_OK = ("neg", "abs", "relu")
+ROUNDING = ("ceil", "floor", "round", "trunc", "sign")
+UNARY_INT_OK = ("neg", "abs", "relu", *ROUNDING)
+MATH_FUNCTIONS = (
+    *("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan", "erfc"),
+    *("erfinv", "erfcinv", "exp2", "expm1", "log10", "log1p", "log2", "lgamma"),
+)
 #: unary ops whose integer/bool operands compute in f32
 UNARY_FLOAT = (
     *("exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh"),
     *("sigmoid", "erf", "silu", "gelu"),
+    *MATH_FUNCTIONS,
 )
-BINARY = ("add", "sub", "mul", "div", "truediv", "pow", "maximum", "minimum")
+#: tests of any operand, a bool result
+UNARY_TESTS = ("isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_not")
+#: unary ops of one category: `frac` of floats, `bitwise_not` of integers and bools
+UNARY_OF_ONE_KIND = ("frac", "bitwise_not")
+MATH_BINARY = ("atan2", "fmod", "remainder", "nextafter")
+BINARY = ("add", "sub", "mul", "div", "truediv", "pow", "maximum", "minimum", *MATH_BINARY)
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+#: binary ops of integers (`bitwise_*` of bools too), and of anything to a bool
+INTEGER_BINARY = ("gcd", "bitwise_left_shift", "bitwise_right_shift", "logical_right_shift")
+BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
+LOGICAL = ("logical_and", "logical_or")
+#: ops made of others, rounded once
+COMPOSITES = ("lerp", "addcmul", "clamp", "threshold")
 REDUCTIONS = ("sum", "max", "min", "prod")
 ALL_OPS = (
     *UNARY_INT_OK,
     *UNARY_FLOAT,
+    *UNARY_TESTS,
+    *UNARY_OF_ONE_KIND,
     *BINARY,
     *COMPARE,
+    *INTEGER_BINARY,
+    *BITWISE,
+    *LOGICAL,
+    *COMPOSITES,
     "where",
     "cast",
     "broadcast_in_dim",
@@ -643,11 +668,24 @@ class _Generator:
                 lambda v: v.dtype != "bool"
             )
             out = x.dtype
-            mag, exact = x.mag, x.exact
+            mag, exact = x.mag + (op in ("ceil", "floor", "round")), x.exact
+        elif op in UNARY_TESTS:
+            x = self.pick(lambda v: True) or self.tensor_or_new(lambda v: True)
+            out, mag, exact = "bool", 1.0, True
+        elif op in UNARY_OF_ONE_KIND:
+            kind = FLOATS if op == "frac" else (*INTS, "bool")
+            x = self.pick(lambda v: v.dtype in kind) or self.tensor_or_new(
+                lambda v: v.dtype in kind
+            )
+            out, mag, exact = x.dtype, max(x.mag + 1.0, 1.0), x.exact
         else:
             x = self.pick(lambda v: True) or self.tensor_or_new(lambda v: True)
             out = x.dtype if x.dtype in FLOATS else "f32"
-            grow = {"exp": math.exp(min(x.mag, 100.0)), "reciprocal": 1e6, "rsqrt": 1e3}
+            growth = math.exp(min(x.mag, 100.0))
+            grow = {"exp": growth, "cosh": growth, "sinh": growth, "expm1": growth}
+            grow |= {"exp2": growth, "reciprocal": 1e6, "rsqrt": 1e3, "tan": 1e7}
+            grow |= {"lgamma": (x.mag + 2.0) * math.log(x.mag + 2.0) + 1e2}
+            grow |= {"erfinv": 10.0, "erfcinv": 10.0, "atanh": 10.0}
             mag = max(grow.get(op, x.mag + 1.0), 1.0)
             exact = False
         if mag > MAG_LIMIT:
@@ -682,9 +720,11 @@ class _Generator:
         a, b = (self.value(z) for z in args)
         promoted = self.promoted(args)
         shape, declared = broadcast([a, b])
-        if op in COMPARE:
+        if op in COMPARE or op in LOGICAL:
             self.add_op(op, args, [("bool", shape, declared)], 1.0, True)
             return True
+        if op == "nextafter" and promoted not in ("f32", "f64"):
+            return False
         integral = promoted in INTS or promoted == "bool"
         if promoted == "bool" and op not in ("add", "mul", "maximum", "minimum", "truediv"):
             return False
@@ -695,8 +735,12 @@ class _Generator:
                 args[1] = self.rng.choice([0, 1, 2, 3])
             if a.mag > 9:
                 return False
-        out = "f32" if op == "truediv" and promoted not in FLOATS else promoted
+        out = "f32" if op in ("truediv", "atan2") and promoted not in FLOATS else promoted
         mag = {
+            "atan2": 4.0,
+            "fmod": max(a.mag, b.mag),
+            "remainder": a.mag + b.mag,
+            "nextafter": max(a.mag, 1.0) * 1.01,
             "add": a.mag + b.mag,
             "sub": a.mag + b.mag,
             "mul": a.mag * b.mag,
@@ -709,8 +753,72 @@ class _Generator:
         if out in FLOATS and mag > MAG_LIMIT:
             return False
         exact = a.exact and b.exact and op in ("add", "sub", "mul", "maximum", "minimum")
-        exact = exact or (integral and op != "truediv" and a.exact and b.exact)
+        exact = exact or (integral and op not in ("truediv", "atan2") and a.exact and b.exact)
         self.add_op(op, args, [(out, shape, declared)], max(mag, 1.0), exact)
+        return True
+
+    def gen_integer_binary(self, op: str) -> bool:
+        """An integer op (`bitwise_*` of bools too) on an integer tensor and a partner of its
+        kind: a tensor, a scalar input or a number (a shift count in [-2, 70))."""
+        kinds = (*INTS, "bool") if op in BITWISE else INTS
+        x = self.pick(lambda v: v.dtype in kinds) or self.tensor_or_new(lambda v: v.dtype in kinds)
+        r = self.rng.random()
+        if r < 0.25:
+            if x.dtype == "bool":
+                y: str | Number = self.rng.random() < 0.5
+            else:
+                y = self.rng.randrange(-2, 70) if "shift" in op else self.rng.choice(INT_CONSTANTS)
+        elif r < 0.4:
+            y = self.new_input(x.dtype if x.dtype == "bool" else self.rng.choice(INTS), None).name
+        else:
+            u = self.pick(lambda u: u.dtype in kinds and u.is_tensor and broadcasts([u, x]))
+            if u is None or self.rng.random() < 0.3:
+                dtype = x.dtype if x.dtype == "bool" else self.rng.choice(INTS)
+                u = self.new_input(dtype, x.shape if x.shape is not None else self.pick_shape())
+            y = u.name
+        args: list[str | Number] = [x.name, y]
+        if self.rng.random() < 0.5 and op in (*BITWISE, "gcd"):
+            args.reverse()
+        a, b = (self.value(z) for z in args)
+        promoted = self.promoted(args)
+        if promoted not in kinds or not broadcasts([a, b]):
+            return False
+        shape, declared = broadcast([a, b])
+        mag = 2.0**63 if "left" in op else max(a.mag, b.mag) * 2.0
+        self.add_op(op, args, [(promoted, shape, declared)], mag, a.exact and b.exact)
+        return True
+
+    def gen_composite(self, op: str) -> bool:
+        """lerp, addcmul, clamp or threshold of a float tensor and partners of its shape."""
+        x = self.pick(lambda v: v.is_tensor and v.dtype in FLOATS)
+        if x is None:
+            return False
+        others = [self.partner(x) for _ in range(2)]
+        kw: dict[str, Any] = {}
+        if op == "clamp":
+            lo, hi = sorted(self.rng.sample(FLOAT_CONSTANTS, 2))
+            args: list[str | Number] = [x.name]
+            kw = {"min": lo} if self.rng.random() < 0.3 else {"min": lo, "max": hi}
+            if self.rng.random() < 0.2:
+                kw = {"max": hi}
+        elif op == "addcmul":
+            args = [x.name, *others, self.rng.choice(FLOAT_CONSTANTS)]
+        elif op == "threshold":
+            args = [x.name, self.rng.choice(FLOAT_CONSTANTS), self.rng.choice(FLOAT_CONSTANTS)]
+        else:
+            args = [x.name, *others]
+        values = [self.value(z) for z in args if isinstance(z, str)]
+        if not broadcasts(values):
+            return False
+        promoted = self.promoted([*args, *kw.values()])
+        if promoted not in FLOATS:
+            return False
+        shape, declared = broadcast(values)
+        mags = [v.mag for v in values] + [abs(float(z)) for z in args if not isinstance(z, str)]
+        mag = 3.0 * max(mags) ** (2 if op == "addcmul" else 1) + 1.0
+        if mag > MAG_LIMIT:
+            return False
+        self.add_op(op, args, [(promoted, shape, declared)], mag, False, **kw)
         return True
 
     def gen_where(self) -> bool:
@@ -1440,10 +1548,14 @@ class _Generator:
         return True
 
     def step(self, op: str) -> bool:
-        if op in UNARY_INT_OK or op in UNARY_FLOAT:
+        if op in (*UNARY_INT_OK, *UNARY_FLOAT, *UNARY_TESTS, *UNARY_OF_ONE_KIND):
             return self.gen_unary(op)
-        if op in BINARY or op in COMPARE:
+        if op in BINARY or op in COMPARE or op in LOGICAL:
             return self.gen_binary(op)
+        if op in INTEGER_BINARY or op in BITWISE:
+            return self.gen_integer_binary(op)
+        if op in COMPOSITES:
+            return self.gen_composite(op)
         if op in REDUCTIONS:
             return self.gen_reduction(op)
         if op in ("set", "segment_set"):
@@ -1473,16 +1585,21 @@ class _Generator:
         return special[op]()
 
 
-OP_WEIGHTS: dict[str, float] = {op: 1.0 for op in ALL_OPS} | {
-    "cast": 2.0,
-    "pad": 2.0,
-    "cat": 2.0,
-    "broadcast_in_dim": 2.0,
-    "sum": 1.5,
-    "matmul": 0.8,
-    "constant": 0.5,
-    "segment_set": 0.5,
-}
+OP_WEIGHTS: dict[str, float] = (
+    {op: 1.0 for op in ALL_OPS}
+    | {op: 0.15 for op in (*MATH_FUNCTIONS, *ROUNDING, *UNARY_TESTS, *UNARY_OF_ONE_KIND)}
+    | {op: 0.3 for op in (*MATH_BINARY, *INTEGER_BINARY, *BITWISE, *LOGICAL, *COMPOSITES)}
+    | {
+        "cast": 2.0,
+        "pad": 2.0,
+        "cat": 2.0,
+        "broadcast_in_dim": 2.0,
+        "sum": 1.5,
+        "matmul": 0.8,
+        "constant": 0.5,
+        "segment_set": 0.5,
+    }
+)
 """How often each op is drawn (every op of `ALL_OPS` has a weight)."""
 
 

@@ -28,6 +28,14 @@ Semantics (the GPU path must match these):
 - `pow` is C's `pow` (numpy's): x ** 0 is 1 for every x, NaN included; a negative base to an
   integral power keeps its sign, to a fractional power is NaN. Integer `pow` is built by the
   frontend in f64 (see `FusionOps.pow`).
+- The edges of the other math follow torch's CUDA kernels (measured on an H100, torch 2.11):
+  `round` halves to even; `sign` is 0 for NaN and +0 for -0.0; `frac` is `x - trunc(x)`;
+  `fmod` has the sign of the dividend, `remainder` that of the divisor, and on integers both
+  give integer `div`'s values for a zero divisor; `gcd` takes magnitudes in unsigned
+  arithmetic; a shift by a negative count or one not below the bit width gives 0
+  (`bitwise_left_shift`, `logical_right_shift`) or the sign bit everywhere
+  (`bitwise_right_shift`); `nextafter` steps in the declared type, also when f32 is held in
+  float64; `lgamma` is +inf at its poles and at -inf.
 - `maximum`/`minimum` and the `max`/`min` reductions propagate NaN, as torch does. Reducing over
   zero elements gives the identity: 0 for `sum`, -inf/+inf (or the integer limits) for
   `max`/`min`, NaN for the mean.
@@ -69,25 +77,57 @@ from xdsl.utils.exceptions import VerifyException
 from fuser.dialects.fusion import (
     I1,
     AbsOp,
+    AcoshOp,
+    AcosOp,
     AddOp,
+    AsinhOp,
+    AsinOp,
+    Atan2Op,
+    AtanhOp,
+    AtanOp,
     BinaryOp,
+    BitwiseAndOp,
+    BitwiseNotOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
     BroadcastInDimOp,
     CastOp,
     CatOp,
+    CeilOp,
     ConstantOp,
+    CoshOp,
     CosOp,
     DimOp,
     DivOp,
     EqOp,
+    ErfcinvOp,
+    ErfcOp,
+    ErfinvOp,
     ErfOp,
+    Exp2Op,
+    Expm1Op,
     ExpOp,
+    FloorOp,
+    FmodOp,
+    FracOp,
     FusionOp,
+    GcdOp,
     GeluApproximation,
     GeluOp,
     GeOp,
     GtOp,
     IotaOp,
+    IsFiniteOp,
+    IsInfOp,
+    IsNanOp,
+    IsNegInfOp,
+    IsPosInfOp,
     LeOp,
+    LgammaOp,
+    Log1pOp,
+    Log2Op,
+    Log10Op,
+    LogicalShiftRightOp,
     LogOp,
     LtOp,
     MatmulOp,
@@ -98,6 +138,7 @@ from fuser.dialects.fusion import (
     MulOp,
     NegOp,
     NeOp,
+    NextafterOp,
     OutputOp,
     PadOp,
     PartialSumOp,
@@ -107,16 +148,23 @@ from fuser.dialects.fusion import (
     ReciprocalOp,
     ReductionOp,
     ReluOp,
+    RemainderOp,
     RenumberOp,
     ReshapeOp,
     ResizeOp,
+    RoundOp,
     RsqrtOp,
     ScatterOp,
     SegmentOp,
     SegmentSetOp,
     SetOp,
+    ShiftLeftOp,
+    ShiftRightOp,
     SigmoidOp,
+    SignbitOp,
+    SignOp,
     SiluOp,
+    SinhOp,
     SinOp,
     SliceOp,
     SqrtOp,
@@ -126,7 +174,10 @@ from fuser.dialects.fusion import (
     TakeAlongAxisOp,
     TakeOp,
     TanhOp,
+    TanOp,
+    TruncOp,
     UnaryOp,
+    UnaryTestOp,
     VarMeanOp,
     WelfordOp,
     WhereOp,
@@ -205,6 +256,70 @@ def _divided_by_zero(a: np.ndarray) -> np.ndarray:
     return np.where((a >= 0) & (a <= 0xFFFFFFFF), np.int64(0xFFFFFFFF), np.int64(-1))
 
 
+def _kept_integer(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A rounding function that keeps integers as they are (numpy's would make floats)."""
+    return lambda x: fn(x) if np.asarray(x).dtype.kind == "f" else np.array(x, copy=True)
+
+
+def _sign(x: Any) -> Any:
+    """-1, 0 or 1 in the dtype of `x`; 0 for NaN and +0 for -0.0, as torch's CUDA sign."""
+    a = np.asarray(x)
+    return np.where(a > 0, 1, np.where(a < 0, -1, 0)).astype(a.dtype)
+
+
+def _integer_remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's `a % b` (the sign of `a`), and for `b == 0` integer `div`'s value."""
+    by_zero = np.equal(b, 0)
+    divisor = np.where(by_zero | np.equal(b, -1), np.ones_like(b), b)  # x % -1 == x % 1
+    return np.where(by_zero, _divided_by_zero(np.asarray(a)), np.fmod(a, divisor))
+
+
+def _fmod(a: Any, b: Any) -> Any:
+    if np.asarray(a).dtype.kind == "f":
+        return np.fmod(a, b)
+    return _integer_remainder(np.asarray(a), np.asarray(b))
+
+
+def _remainder(a: Any, b: Any) -> Any:
+    """torch.remainder: the truncated remainder moved by `b` where it is non-zero and its sign
+    differs from `b`'s (so -0.0 stays -0.0, and `remainder(-2, inf)` is inf)."""
+    rem = np.asarray(_fmod(a, b))
+    moved = (rem != 0) & ((rem < 0) != (np.asarray(b) < 0))
+    return np.where(moved, rem + b, rem).astype(rem.dtype)
+
+
+def _unsigned(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def _gcd(a: Any, b: Any) -> Any:
+    """gcd of the magnitudes in unsigned arithmetic, so `gcd(INT_MIN, 0)` wraps to INT_MIN."""
+    a, b = np.asarray(a), np.asarray(b)
+    ua = np.where(a < 0, 0 - _unsigned(a), _unsigned(a))
+    ub = np.where(b < 0, 0 - _unsigned(b), _unsigned(b))
+    return np.gcd(ua, ub).astype(a.dtype)
+
+
+def _shift(kind: str) -> Callable[[Any, Any], Any]:
+    """torch's shifts: a count outside [0, bits) gives 0 (`left`, `logical`) or the sign bit
+    everywhere (`right`); `logical` shifts in zeros."""
+
+    def shift(a: Any, b: Any) -> Any:
+        a, b = np.asarray(a), np.asarray(b)
+        bits = 8 * a.dtype.itemsize
+        outside = (b < 0) | (b >= bits)
+        count = _unsigned(np.where(outside, 0, b).astype(a.dtype))
+        if kind == "left":
+            shifted, past = _unsigned(a) << count, np.zeros_like(a)
+        elif kind == "logical":
+            shifted, past = _unsigned(a) >> count, np.zeros_like(a)
+        else:
+            shifted, past = a >> count.astype(a.dtype), a >> (bits - 1)
+        return np.where(outside, past, shifted.astype(a.dtype))
+
+    return shift
+
+
 UNARY_FUNCTIONS: dict[type[UnaryOp], Callable[[Any], Any]] = {
     NegOp: np.negative,
     AbsOp: np.abs,
@@ -220,8 +335,45 @@ UNARY_FUNCTIONS: dict[type[UnaryOp], Callable[[Any], Any]] = {
     SigmoidOp: lambda x: 1 / (1 + np.exp(-x)),
     ErfOp: scipy.special.erf,
     SiluOp: lambda x: x / (1 + np.exp(-x)),
+    AcosOp: np.arccos,
+    AcoshOp: np.arccosh,
+    AsinOp: np.arcsin,
+    AsinhOp: np.arcsinh,
+    AtanOp: np.arctan,
+    AtanhOp: np.arctanh,
+    CoshOp: np.cosh,
+    SinhOp: np.sinh,
+    TanOp: np.tan,
+    ErfcOp: scipy.special.erfc,
+    ErfinvOp: scipy.special.erfinv,
+    ErfcinvOp: scipy.special.erfcinv,
+    Exp2Op: np.exp2,
+    Expm1Op: np.expm1,
+    Log10Op: np.log10,
+    Log1pOp: np.log1p,
+    Log2Op: np.log2,
+    LgammaOp: lambda x: np.where(np.isneginf(x), np.inf, scipy.special.gammaln(x)).astype(
+        np.asarray(x).dtype
+    ),
+    FracOp: lambda x: x - np.trunc(x),
+    CeilOp: _kept_integer(np.ceil),
+    FloorOp: _kept_integer(np.floor),
+    RoundOp: _kept_integer(np.rint),
+    TruncOp: _kept_integer(np.trunc),
+    SignOp: _sign,
+    BitwiseNotOp: np.invert,
 }
 """Unary ops: numpy keeps the operand's dtype (Python constants are weak under NEP 50)."""
+
+UNARY_TEST_FUNCTIONS: dict[type[UnaryTestOp], Callable[[Any], Any]] = {
+    IsFiniteOp: np.isfinite,
+    IsInfOp: np.isinf,
+    IsNanOp: np.isnan,
+    IsNegInfOp: lambda x: np.isinf(x) & (x < 0),
+    IsPosInfOp: lambda x: np.isinf(x) & (x > 0),
+    SignbitOp: np.signbit,
+}
+"""Tests of one operand (an i1 result); numpy's are defined on integers too."""
 
 BINARY_FUNCTIONS: dict[type[BinaryOp], Callable[[Any, Any], Any]] = {
     AddOp: np.add,
@@ -237,6 +389,16 @@ BINARY_FUNCTIONS: dict[type[BinaryOp], Callable[[Any, Any], Any]] = {
     LeOp: np.less_equal,
     GtOp: np.greater,
     GeOp: np.greater_equal,
+    Atan2Op: np.arctan2,
+    FmodOp: _fmod,
+    RemainderOp: _remainder,
+    GcdOp: _gcd,
+    BitwiseAndOp: np.bitwise_and,
+    BitwiseOrOp: np.bitwise_or,
+    BitwiseXorOp: np.bitwise_xor,
+    ShiftLeftOp: _shift("left"),
+    ShiftRightOp: _shift("right"),
+    LogicalShiftRightOp: _shift("logical"),
 }
 """Binary ops and comparisons (CompareOp is a BinaryOp); both operands share one dtype."""
 
@@ -439,6 +601,11 @@ class FusionFunctions(InterpreterFunctions):
     def run_binary(self, interp: Interpreter, op: BinaryOp, args: PythonValues) -> PythonValues:
         return (self.pointwise(op, BINARY_FUNCTIONS[type(op)], args),)
 
+    def run_unary_test(
+        self, interp: Interpreter, op: UnaryTestOp, args: PythonValues
+    ) -> PythonValues:
+        return (self.pointwise(op, UNARY_TEST_FUNCTIONS[type(op)], args),)
+
     def run_reduction(
         self, interp: Interpreter, op: ReductionOp, args: PythonValues
     ) -> PythonValues:
@@ -481,6 +648,19 @@ class FusionFunctions(InterpreterFunctions):
     def run_gelu(self, interp: Interpreter, op: GeluOp, args: PythonValues) -> PythonValues:
         approximate = op.approximate.data
         return (self.pointwise(op, lambda x: _gelu(x, approximate), args),)
+
+    @impl(NextafterOp)
+    def run_nextafter(
+        self, interp: Interpreter, op: NextafterOp, args: PythonValues
+    ) -> PythonValues:
+        """In the declared type: an f32 held in float64 steps by an f32 unit."""
+        declared = numpy_dtype(element_type(op.result.type))
+        held = self.held_dtype(op.result.type)
+
+        def step(a: Any, b: Any) -> Any:
+            return np.nextafter(np.asarray(a, declared), np.asarray(b, declared)).astype(held)
+
+        return (self.pointwise(op, step, args),)
 
     @impl(WhereOp)
     def run_where(self, interp: Interpreter, op: WhereOp, args: PythonValues) -> PythonValues:
@@ -667,6 +847,7 @@ def _register(method: Callable[..., PythonValues], op_types: Sequence[type[Opera
 
 _register(FusionFunctions.run_unary, list(UNARY_FUNCTIONS))
 _register(FusionFunctions.run_binary, list(BINARY_FUNCTIONS))
+_register(FusionFunctions.run_unary_test, list(UNARY_TEST_FUNCTIONS))
 _register(FusionFunctions.run_reduction, list(REDUCTION_FUNCTIONS))
 _register(FusionFunctions.run_copy, [SetOp, SegmentSetOp])
 register_impls(FusionFunctions)

@@ -35,7 +35,10 @@ def _op_names(base: type) -> list[str]:
     return [op.name.removeprefix("fusion.") for op in fu.Fusion.operations if issubclass(op, base)]
 
 
-UNARY: list[str] = _op_names(fu.UnaryOp)
-"""Every unary op of the fusion dialect but `gelu` (which has an approximation), by name."""
+UNARY: list[str] = [
+    name for name in _op_names(fu.UnaryOp) if name not in _op_names(fu.BitwiseNotOp)
+]
+"""Every unary op of the fusion dialect on floats but `gelu` (which has an approximation), by
+name (`bitwise_not` takes integers and i1 only)."""
 NUMERIC_UNARY: list[str] = _op_names(fu.NumericUnaryOp)
 """The unary ops that integers take too."""

@@ -36,7 +36,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.parser import Parser
 
 from fuser.dialects import fusion as fu
-from fuser.dialects import kernel
+from fuser.dialects import kernel, libm
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
 from fuser.runtime.reference import evaluate
 from fuser.transforms.schedule import schedule_fusion
@@ -101,6 +101,7 @@ CMPF: dict[int, Callable[[Any, Any], Any]] = {
     4: np.less,
     5: np.less_equal,
     13: np.not_equal,  # une: NaN != x is true
+    14: lambda a, b: np.isnan(a) | np.isnan(b),  # uno
 }
 CMPI: dict[int, Callable[[Any, Any], Any]] = {
     0: np.equal,
@@ -138,6 +139,27 @@ def _rsqrt(x: Any) -> Any:
     return _scalar(np.asarray(1, dtype=np.asarray(x).dtype) / np.sqrt(x))
 
 
+def _shift(fn: Callable[[Any, Any], Any], unsigned: bool) -> Callable[[Operation, list[Any]], Any]:
+    """A C shift as the emitter prints it (through the unsigned type where `unsigned`); the
+    count must lie in [0, bits), as the lowering guarantees."""
+
+    def run(op: Operation, a: list[Any]) -> Any:
+        x, count = np.asarray(a[0]), np.asarray(a[1])
+        assert np.all((count >= 0) & (count < 8 * x.dtype.itemsize)), "a C shift out of range"
+        value = fn(_unsigned(x), count.astype(_unsigned(x).dtype)) if unsigned else fn(x, count)
+        return _scalar(np.asarray(value).view(x.dtype) if unsigned else value)
+
+    return run
+
+
+def _gcd(a: Any, b: Any) -> Any:
+    """`fuser::gcd`: Euclid's on the unsigned magnitudes, converted back."""
+    x, y = np.asarray(a), np.asarray(b)
+    ux = np.where(x < 0, 0 - _unsigned(x), _unsigned(x))
+    uy = np.where(y < 0, 0 - _unsigned(y), _unsigned(y))
+    return _scalar(np.gcd(ux, uy).astype(_unsigned(x).dtype).view(x.dtype))
+
+
 SCALAR_OPS: dict[type[Operation], Callable[[Operation, list[Any]], Any]] = {
     arith.ConstantOp: lambda op, a: _constant(op),  # type: ignore[arg-type]
     arith.AddfOp: lambda op, a: a[0] + a[1],
@@ -156,6 +178,10 @@ SCALAR_OPS: dict[type[Operation], Callable[[Operation, list[Any]], Any]] = {
     arith.MinSIOp: lambda op, a: np.minimum(a[0], a[1]),
     arith.AndIOp: lambda op, a: a[0] & a[1],
     arith.OrIOp: lambda op, a: a[0] | a[1],
+    arith.XOrIOp: lambda op, a: a[0] ^ a[1],
+    arith.ShLIOp: _shift(np.left_shift, unsigned=True),
+    arith.ShRSIOp: _shift(np.right_shift, unsigned=False),
+    arith.ShRUIOp: _shift(np.right_shift, unsigned=True),
     arith.CmpfOp: lambda op, a: CMPF[op.predicate.value.data](a[0], a[1]),  # type: ignore[attr-defined]
     arith.CmpiOp: lambda op, a: CMPI[op.predicate.value.data](a[0], a[1]),  # type: ignore[attr-defined]
     arith.SelectOp: lambda op, a: _scalar(np.where(a[0], a[1], a[2])),
@@ -179,6 +205,32 @@ SCALAR_OPS: dict[type[Operation], Callable[[Operation, list[Any]], Any]] = {
     xmath.PowFOp: lambda op, a: np.power(a[0], a[1]),
     xmath.AbsFOp: lambda op, a: np.abs(a[0]),
     xmath.AbsIOp: lambda op, a: np.abs(a[0]),
+    xmath.AcosOp: lambda op, a: np.arccos(a[0]),
+    xmath.AcoshOp: lambda op, a: np.arccosh(a[0]),
+    xmath.AsinOp: lambda op, a: np.arcsin(a[0]),
+    xmath.AsinhOp: lambda op, a: np.arcsinh(a[0]),
+    xmath.AtanOp: lambda op, a: np.arctan(a[0]),
+    xmath.AtanhOp: lambda op, a: np.arctanh(a[0]),
+    xmath.Atan2Op: lambda op, a: np.arctan2(a[0], a[1]),
+    xmath.CoshOp: lambda op, a: np.cosh(a[0]),
+    xmath.SinhOp: lambda op, a: np.sinh(a[0]),
+    xmath.TanOp: lambda op, a: np.tan(a[0]),
+    xmath.ExpM1Op: lambda op, a: np.expm1(a[0]),
+    xmath.Log10Op: lambda op, a: np.log10(a[0]),
+    xmath.Log1pOp: lambda op, a: np.log1p(a[0]),
+    xmath.Log2Op: lambda op, a: np.log2(a[0]),
+    xmath.CeilOp: lambda op, a: np.ceil(a[0]),
+    xmath.FloorOp: lambda op, a: np.floor(a[0]),
+    xmath.TruncOp: lambda op, a: np.trunc(a[0]),
+    xmath.RoundEvenOp: lambda op, a: np.rint(a[0]),
+    xmath.CopySignOp: lambda op, a: np.copysign(a[0], a[1]),
+    libm.ErfcOp: lambda op, a: scipy.special.erfc(a[0]),
+    libm.ErfinvOp: lambda op, a: scipy.special.erfinv(a[0]),
+    libm.ErfcinvOp: lambda op, a: scipy.special.erfcinv(a[0]),
+    libm.LgammaOp: lambda op, a: np.where(np.isneginf(a[0]), np.inf, scipy.special.gammaln(a[0])),
+    libm.FmodOp: lambda op, a: np.fmod(a[0], a[1]),
+    libm.NextafterOp: lambda op, a: np.nextafter(a[0], a[1]),
+    libm.GcdOp: lambda op, a: _gcd(a[0], a[1]),
 }
 """Each arith/math op the schedulers emit, on numpy scalars or arrays."""
 

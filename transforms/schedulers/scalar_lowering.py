@@ -19,6 +19,15 @@ Choices that matter for exactness:
 - sigmoid and silu follow the reference's formulas operation by operation, in the same order
   (`silu` is `x / (1 + exp(-x))`), and so does gelu, with erf or with tanh (torch's CUDA formula,
   see `_gelu`); `rsqrt` is `math.rsqrt` and `reciprocal` `1 / x`.
+- Functions `math` lacks (erfc, erfinv, erfcinv, lgamma, fmod of floats, nextafter, gcd) are
+  `libm` ops. `round` is `math.roundeven` (halves to even); the rounding ops keep integers.
+  `sign` is `(x > 0) - (x < 0)` (0 for NaN and +0 for -0.0, as torch's CUDA kernel);
+  `signbit` of a float is `copysign(1, x) < 0`, which sees the sign of -0.0 and of a NaN.
+- Integer `fmod`/`remainder` by 0 give what integer `div` by 0 gives (torch's CUDA values,
+  measured), and `x % -1` is computed as `x % 1` (C leaves `INT_MIN % -1` undefined). Shifts
+  by a negative amount or one not below the bit width give torch's results (0, or the sign
+  bit everywhere for `bitwise_right_shift`) with the shift itself taken by 0, so no C shift is
+  ever out of range.
 """
 
 from __future__ import annotations
@@ -32,12 +41,14 @@ from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as fu
+from fuser.dialects import libm
 
 _FLOAT_BITS: dict[Attribute, int] = {fu.F16: 16, fu.BF16: 16, fu.F32: 32, fu.F64: 64}
 
 POINTWISE_OPS: tuple[type[Operation], ...] = (
     fu.ConstantOp,
     fu.UnaryOp,
+    fu.UnaryTestOp,
     fu.GeluOp,
     fu.BinaryOp,
     fu.WhereOp,
@@ -152,6 +163,27 @@ def _gelu(x: SSAValue, approximate: fu.GeluApproximation) -> SSAValue:
     return arith.MulfOp(half_x, arith.AddfOp(_one(x), core)).result
 
 
+def _kept_integer(make: Callable[[SSAValue], Operation]) -> Callable[[SSAValue], SSAValue]:
+    """A rounding op: `make` on floats, the integer itself otherwise."""
+    return lambda x: make(x).results[0] if is_float(x.type) else x
+
+
+def _sign(x: SSAValue) -> SSAValue:
+    t = x.type
+    if is_float(t):
+        above = arith.CmpfOp(x, constant(0.0, t), "ogt").result
+        below = arith.CmpfOp(x, constant(0.0, t), "olt").result
+    else:
+        above = arith.CmpiOp(x, constant(0, t), "sgt").result
+        below = arith.CmpiOp(x, constant(0, t), "slt").result
+    ones = arith.SelectOp(below, constant(-1, t), constant(0, t)).result
+    return arith.SelectOp(above, constant(1, t), ones).result
+
+
+def _bitwise_not(x: SSAValue) -> SSAValue:
+    return arith.XOrIOp(x, constant(-1 if x.type != fu.I1 else 1, x.type)).result
+
+
 UNARY: dict[type[fu.UnaryOp], Callable[[SSAValue], SSAValue]] = {
     fu.NegOp: _neg,
     fu.AbsOp: _abs,
@@ -167,8 +199,60 @@ UNARY: dict[type[fu.UnaryOp], Callable[[SSAValue], SSAValue]] = {
     fu.SigmoidOp: lambda x: arith.DivfOp(_one(x), _sigmoid_denominator(x)).result,
     fu.ErfOp: lambda x: math.ErfOp(x).result,
     fu.SiluOp: lambda x: arith.DivfOp(x, _sigmoid_denominator(x)).result,
+    fu.AcosOp: lambda x: math.AcosOp(x).result,
+    fu.AcoshOp: lambda x: math.AcoshOp(x).result,
+    fu.AsinOp: lambda x: math.AsinOp(x).result,
+    fu.AsinhOp: lambda x: math.AsinhOp(x).result,
+    fu.AtanOp: lambda x: math.AtanOp(x).result,
+    fu.AtanhOp: lambda x: math.AtanhOp(x).result,
+    fu.CoshOp: lambda x: math.CoshOp(x).result,
+    fu.SinhOp: lambda x: math.SinhOp(x).result,
+    fu.TanOp: lambda x: math.TanOp(x).result,
+    fu.ErfcOp: lambda x: libm.ErfcOp(x).result,
+    fu.ErfinvOp: lambda x: libm.ErfinvOp(x).result,
+    fu.ErfcinvOp: lambda x: libm.ErfcinvOp(x).result,
+    fu.Exp2Op: lambda x: math.Exp2Op(x).result,
+    fu.Expm1Op: lambda x: math.ExpM1Op(x).result,
+    fu.Log10Op: lambda x: math.Log10Op(x).result,
+    fu.Log1pOp: lambda x: math.Log1pOp(x).result,
+    fu.Log2Op: lambda x: math.Log2Op(x).result,
+    fu.LgammaOp: lambda x: libm.LgammaOp(x).result,
+    fu.FracOp: lambda x: arith.SubfOp(x, math.TruncOp(x)).result,
+    fu.CeilOp: _kept_integer(math.CeilOp),
+    fu.FloorOp: _kept_integer(math.FloorOp),
+    fu.RoundOp: _kept_integer(math.RoundEvenOp),
+    fu.TruncOp: _kept_integer(math.TruncOp),
+    fu.SignOp: _sign,
+    fu.BitwiseNotOp: _bitwise_not,
 }
 """Each unary op on a scalar of its operand type."""
+
+
+def _float_test(x: SSAValue, predicate: str, against: float) -> SSAValue:
+    return arith.CmpfOp(x, constant(against, x.type), predicate).result
+
+
+_INF = float("inf")
+
+UNARY_TESTS: dict[type[fu.UnaryTestOp], tuple[Callable[[SSAValue], SSAValue], bool | None]] = {
+    fu.IsFiniteOp: (lambda x: _float_test(math.AbsFOp(x).result, "olt", _INF), True),
+    fu.IsInfOp: (lambda x: _float_test(math.AbsFOp(x).result, "oeq", _INF), False),
+    fu.IsNanOp: (lambda x: arith.CmpfOp(x, x, "uno").result, False),
+    fu.IsNegInfOp: (lambda x: _float_test(x, "oeq", -_INF), False),
+    fu.IsPosInfOp: (lambda x: _float_test(x, "oeq", _INF), False),
+    fu.SignbitOp: (lambda x: _float_test(math.CopySignOp(_one(x), x).result, "olt", 0.0), None),
+}
+"""Each test: its i1 on a float, and its constant on an integer (None: `x < 0`)."""
+
+
+def _unary_test(op: fu.UnaryTestOp, x: SSAValue) -> SSAValue:
+    on_float, on_int = UNARY_TESTS[type(op)]
+    if is_float(x.type):
+        return on_float(x)
+    if on_int is None:
+        return arith.CmpiOp(x, constant(0, x.type), "slt").result
+    return constant(on_int, fu.I1)
+
 
 # --------------------------------------------------------------------------------------------
 # Binary ops and comparisons
@@ -191,6 +275,53 @@ def _divide_integers(lhs: SSAValue, rhs: SSAValue) -> Operation:
     return arith.SelectOp(by_zero, by_zero_value, quotient)
 
 
+def _integer_remainder(lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """C's `lhs % rhs`, with `rhs` 0 giving integer `div`'s value for it and `rhs` -1 taken as
+    1 (the same 0, without C's undefined `INT_MIN % -1`)."""
+    t = rhs.type
+    by_zero = arith.CmpiOp(rhs, constant(0, t), "eq").result
+    unit = arith.CmpiOp(rhs, constant(-1, t), "eq").result
+    risky = arith.OrIOp(by_zero, unit).result
+    divisor = arith.SelectOp(risky, constant(1, t), rhs).result
+    rem = arith.RemSIOp(lhs, divisor).result
+    return arith.SelectOp(by_zero, _divide_integers(lhs, rhs).results[0], rem)
+
+
+def _remainder(lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """torch.remainder: the truncated remainder, plus `rhs` where it is non-zero and its sign
+    differs from `rhs`'s (so `remainder(-0.0, 1)` keeps -0.0 and `remainder(-2, inf)` is inf)."""
+    t = lhs.type
+    if is_float(t):
+        rem = libm.FmodOp(lhs, rhs).result
+        nonzero = arith.CmpfOp(rem, constant(0.0, t), "une").result
+        rem_negative = arith.CmpfOp(rem, constant(0.0, t), "olt").result
+        rhs_negative = arith.CmpfOp(rhs, constant(0.0, t), "olt").result
+        moved = arith.AddfOp(rem, rhs).result
+    else:
+        rem = _integer_remainder(lhs, rhs).results[0]
+        nonzero = arith.CmpiOp(rem, constant(0, t), "ne").result
+        rem_negative = arith.CmpiOp(rem, constant(0, t), "slt").result
+        rhs_negative = arith.CmpiOp(rhs, constant(0, t), "slt").result
+        moved = arith.AddiOp(rem, rhs).result
+    differ = arith.XOrIOp(rem_negative, rhs_negative).result
+    return arith.SelectOp(arith.AndIOp(nonzero, differ).result, moved, rem)
+
+
+def _shift(make: _BinaryBuilder, past_width: Callable[[SSAValue, int], SSAValue]) -> _BinaryBuilder:
+    """A shift of `lhs` by `rhs`, where `rhs` outside [0, bits) gives `past_width(lhs, bits)`
+    and the shift itself is taken by 0."""
+
+    def build(lhs: SSAValue, rhs: SSAValue) -> Operation:
+        t = lhs.type
+        bits = 32 if t == fu.I32 else 64
+        outside = arith.CmpiOp(rhs, constant(bits, t), "uge").result  # negative too
+        amount = arith.SelectOp(outside, constant(0, t), rhs).result
+        shifted = make(lhs, amount).results[0]
+        return arith.SelectOp(outside, past_width(lhs, bits), shifted)
+
+    return build
+
+
 BINARY: dict[type[fu.BinaryOp], tuple[_BinaryBuilder | None, _BinaryBuilder | None]] = {
     fu.AddOp: (arith.AddfOp, arith.AddiOp),
     fu.SubOp: (arith.SubfOp, arith.SubiOp),
@@ -199,6 +330,20 @@ BINARY: dict[type[fu.BinaryOp], tuple[_BinaryBuilder | None, _BinaryBuilder | No
     fu.PowOp: (math.PowFOp, None),
     fu.MaximumOp: (arith.MaximumfOp, arith.MaxSIOp),
     fu.MinimumOp: (arith.MinimumfOp, arith.MinSIOp),
+    fu.Atan2Op: (math.Atan2Op, None),
+    fu.NextafterOp: (libm.NextafterOp, None),
+    fu.FmodOp: (libm.FmodOp, _integer_remainder),
+    fu.RemainderOp: (_remainder, _remainder),
+    fu.GcdOp: (None, libm.GcdOp),
+    fu.BitwiseAndOp: (None, arith.AndIOp),
+    fu.BitwiseOrOp: (None, arith.OrIOp),
+    fu.BitwiseXorOp: (None, arith.XOrIOp),
+    fu.ShiftLeftOp: (None, _shift(arith.ShLIOp, lambda x, bits: constant(0, x.type))),
+    fu.ShiftRightOp: (
+        None,
+        _shift(arith.ShRSIOp, lambda x, bits: arith.ShRSIOp(x, constant(bits - 1, x.type)).result),
+    ),
+    fu.LogicalShiftRightOp: (None, _shift(arith.ShRUIOp, lambda x, bits: constant(0, x.type))),
 }
 """Each arithmetic binary op: its (float, integer) arith/math op."""
 
@@ -250,6 +395,8 @@ def lower_pointwise(op: Operation, operands: Sequence[SSAValue]) -> SSAValue:
             return _gelu(operands[0], op.approximate.data)
         case fu.UnaryOp():
             return UNARY[type(op)](operands[0])
+        case fu.UnaryTestOp():
+            return _unary_test(op, operands[0])
         case fu.BinaryOp():
             lhs, rhs = operands
             return _binary(op, lhs, rhs)

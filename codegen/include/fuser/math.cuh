@@ -1,5 +1,6 @@
 // fuser's kernel support: the NaN-propagating `fuser::maximum` / `fuser::minimum`, the exact
-// integer powers of `fuser::pow`, and `fuser::Limits` (the identities of max and min).
+// integer powers of `fuser::pow`, `fuser::gcd`, and `fuser::Limits` (the identities of max and
+// min).
 #pragma once
 
 namespace fuser {
@@ -39,6 +40,27 @@ __device__ __forceinline__ float pow(float x, float y) {
 __device__ __forceinline__ double pow(double x, double y) {
   const double r = ::pow(x, y);
   return y >= 0.0 && rint(y) == y && rint(x) == x && fabs(r) < 562949953421312.0 ? rint(r) : r;
+}
+// The greatest common divisor of |a| and |b| (Euclid's), in unsigned arithmetic: |INT_MIN| is
+// 2**31, which converts back to INT_MIN, as torch's CUDA gcd gives.
+template <typename U> __device__ __forceinline__ U gcd_unsigned(U x, U y) {
+  while (x != 0) {
+    const U r = y % x;
+    y = x;
+    x = r;
+  }
+  return y;
+}
+__device__ __forceinline__ int gcd(int a, int b) {
+  const unsigned x = a < 0 ? 0u - unsigned(a) : unsigned(a);
+  const unsigned y = b < 0 ? 0u - unsigned(b) : unsigned(b);
+  return int(gcd_unsigned(x, y));
+}
+__device__ __forceinline__ long long gcd(long long a, long long b) {
+  using U = unsigned long long;
+  const U x = a < 0 ? U(0) - U(a) : U(a);
+  const U y = b < 0 ? U(0) - U(b) : U(b);
+  return (long long)gcd_unsigned(x, y);
 }
 // Integers compare plainly.
 template <typename T> __device__ __forceinline__ T maximum(T a, T b) { return a > b ? a : b; }

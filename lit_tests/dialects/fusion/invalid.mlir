@@ -1594,3 +1594,92 @@ fusion.fusion @f(%x: tensor<?x2xf32>, %y: tensor<3x2xf32>, %z: tensor<4x2xf32>) 
   %c = fusion.cat %x, %y, %z dim 1 : tensor<?x2xf32>, tensor<3x2xf32>, tensor<4x2xf32> -> tensor<3x6xf32>
   fusion.output
 }
+
+// -----
+
+// A float function (erfc) takes f32/f64 only
+fusion.fusion @f(%x: tensor<4xi32>) -> () {
+  // expected-error @+1 {{'fusion.erfc' operand has element type i32, expected one of f32, f64}}
+  %y = fusion.erfc %x : tensor<4xi32>
+  fusion.output
+}
+
+// -----
+
+// A rounding op takes numbers, not i1
+fusion.fusion @f(%x: tensor<4xi1>) -> () {
+  // expected-error @+1 {{'fusion.round' operand has element type i1, expected one of f32, f64, i32, i64}}
+  %y = fusion.round %x : tensor<4xi1>
+  fusion.output
+}
+
+// -----
+
+// bitwise_not takes integers and i1, not floats
+fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.bitwise_not' operand has element type f32, expected one of i32, i64, i1}}
+  %y = fusion.bitwise_not %x : tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// A test's result is i1
+fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.isnan' result has element type f32, expected i1}}
+  %y = fusion.isnan %x : tensor<4xf32> -> tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+// A test's operand is a number (i1 is not one)
+fusion.fusion @f(%x: tensor<4xi1>) -> () {
+  // expected-error @+1 {{'fusion.signbit' operand has element type i1, expected one of f32, f64, i32, i64}}
+  %y = fusion.signbit %x : tensor<4xi1> -> tensor<4xi1>
+  fusion.output
+}
+
+// -----
+
+// A test's result has its operand's shape
+fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.isinf' operand #0 has shape [4], incompatible with result shape [5] (use broadcast_in_dim to broadcast)}}
+  %y = fusion.isinf %x : tensor<4xf32> -> tensor<5xi1>
+  fusion.output
+}
+
+// -----
+
+// gcd and the shifts take integers only
+fusion.fusion @f(%x: tensor<4xf32>) -> () {
+  // expected-error @+1 {{'fusion.gcd' lhs has element type f32, expected one of i32, i64}}
+  %y = fusion.gcd %x, %x : tensor<4xf32>
+  fusion.output
+}
+
+// -----
+
+fusion.fusion @f(%x: tensor<4xi1>) -> () {
+  // expected-error @+1 {{'fusion.bitwise_left_shift' lhs has element type i1, expected one of i32, i64}}
+  %y = fusion.bitwise_left_shift %x, %x : tensor<4xi1>
+  fusion.output
+}
+
+// -----
+
+// The bitwise ops take integers and i1, not floats
+fusion.fusion @f(%x: tensor<4xf64>) -> () {
+  // expected-error @+1 {{'fusion.bitwise_and' lhs has element type f64, expected one of i32, i64, i1}}
+  %y = fusion.bitwise_and %x, %x : tensor<4xf64>
+  fusion.output
+}
+
+// -----
+
+// nextafter and atan2 take floats only
+fusion.fusion @f(%x: tensor<4xi64>) -> () {
+  // expected-error @+1 {{'fusion.nextafter' lhs has element type i64, expected one of f32, f64}}
+  %y = fusion.nextafter %x, %x : tensor<4xi64>
+  fusion.output
+}
