@@ -1212,7 +1212,8 @@ class RemainderOp(BinaryOp):
 
 @irdl_op_definition
 class GcdOp(BinaryOp):
-    """The greatest common divisor of the magnitudes; `gcd(0, 0)` is 0."""
+    """The greatest common divisor of the magnitudes; `gcd(0, 0)` is 0; torch's result with
+    INT_MIN, whose magnitude wraps (see `libm.gcd`)."""
 
     name = "fusion.gcd"
     ALLOWED: ClassVar[tuple[Attribute, ...]] = INT_COMPUTE_TYPES

@@ -127,8 +127,9 @@ class NextafterOp(FloatBinaryOp):
 
 @irdl_op_definition
 class GcdOp(BinaryFunctionOp):
-    """The greatest common divisor of `|lhs|` and `|rhs|`, taken in unsigned arithmetic, so
-    `gcd(INT_MIN, 0)` is `INT_MIN` as the bits of 2**31 (torch's CUDA result)."""
+    """The greatest common divisor as torch's CUDA gcd computes it: Euclid's algorithm on
+    `|lhs|` and `|rhs|` in the signed type, where `|INT_MIN|` wraps to INT_MIN, so a gcd with
+    INT_MIN may be negative (`gcd(380, INT_MIN)` is -4)."""
 
     name = "libm.gcd"
 

@@ -1254,7 +1254,8 @@ class FusionOps:
 
     @_api
     def gcd(self, lhs: Any, rhs: Any) -> Tensor | Scalar:
-        """The greatest common divisor of the magnitudes of two integers; `gcd(0, 0)` is 0."""
+        """The greatest common divisor of the magnitudes of two integers; `gcd(0, 0)` is 0. With
+        INT_MIN, whose magnitude wraps, torch's CUDA result (`gcd(380, INT_MIN)` is -4)."""
         return self._binary("gcd", GcdOp, lhs, rhs)
 
     @_api

@@ -333,10 +333,19 @@ def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _gcd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """torch's gcd on CUDA: of the magnitudes, in unsigned arithmetic (INT_MIN's wraps)."""
-    ua = np.where(a < 0, 0 - _unsigned(a), _unsigned(a))
-    ub = np.where(b < 0, 0 - _unsigned(b), _unsigned(b))
-    return np.gcd(ua, ub).astype(a.dtype)
+    """torch's gcd on CUDA: Euclid's algorithm with C's remainder on |a| and |b| in the
+    signed type, |INT_MIN| wrapping to INT_MIN (a gcd with it may be negative)."""
+    x = np.where(a < 0, 0 - a, a).astype(a.dtype)  # (0 - INT_MIN wraps)
+    y = np.where(b < 0, 0 - b, b).astype(a.dtype)
+    x, y = (np.array(v, copy=True) for v in np.broadcast_arrays(x, y))
+    while np.any(x != 0):
+        going = x != 0
+        r = np.zeros_like(x)
+        live = going & (x != -1)  # (x % -1 is 0)
+        r[live] = np.fmod(y[live], x[live])
+        y = np.where(going, x, y)
+        x = np.where(going, r, 0).astype(a.dtype)
+    return y
 
 
 def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:

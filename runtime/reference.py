@@ -31,8 +31,9 @@ Semantics (the GPU path must match these):
 - The edges of the other math follow torch's CUDA kernels (measured on an H100, torch 2.11):
   `round` halves to even; `sign` is 0 for NaN and +0 for -0.0; `frac` is `x - trunc(x)`;
   `fmod` has the sign of the dividend, `remainder` that of the divisor, and on integers both
-  give integer `div`'s values for a zero divisor; `gcd` takes magnitudes in unsigned
-  arithmetic; a shift by a negative count or one not below the bit width gives 0
+  give integer `div`'s values for a zero divisor; `gcd` is Euclid's algorithm on the
+  magnitudes in the signed type, as torch's (|INT_MIN| wraps, so a gcd with INT_MIN may be
+  negative); a shift by a negative count or one not below the bit width gives 0
   (`bitwise_left_shift`, `logical_right_shift`) or the sign bit everywhere
   (`bitwise_right_shift`); `nextafter` steps in the declared type, also when f32 is held in
   float64; `lgamma` is +inf at its poles and at -inf.
@@ -293,11 +294,20 @@ def _unsigned(a: np.ndarray) -> np.ndarray:
 
 
 def _gcd(a: Any, b: Any) -> Any:
-    """gcd of the magnitudes in unsigned arithmetic, so `gcd(INT_MIN, 0)` wraps to INT_MIN."""
+    """torch's gcd: Euclid's algorithm on `|a|` and `|b|` in the signed type, where |INT_MIN|
+    wraps to INT_MIN (so a gcd with INT_MIN may be negative); `x % -1` is 0."""
     a, b = np.asarray(a), np.asarray(b)
-    ua = np.where(a < 0, 0 - _unsigned(a), _unsigned(a))
-    ub = np.where(b < 0, 0 - _unsigned(b), _unsigned(b))
-    return np.gcd(ua, ub).astype(a.dtype)
+    dtype = np.result_type(a, b)
+    with np.errstate(all="ignore"):
+        x, y = np.broadcast_arrays(np.abs(a).astype(dtype), np.abs(b).astype(dtype))
+        x, y = x.copy(), y.copy()
+        while np.any(x != 0):
+            going = x != 0
+            divisor = np.where(going & (x != -1), x, 1)
+            rem = np.where(going & (x != -1), np.fmod(y, divisor), 0).astype(dtype)
+            y = np.where(going, x, y)
+            x = np.where(going, rem, 0).astype(dtype)
+    return y
 
 
 def _shift(kind: str) -> Callable[[Any, Any], Any]:

@@ -10,9 +10,9 @@ same ops on the GPU against the reference and against torch itself.
 
 The rules (torch's, where it has one): `sign(NaN)` is 0 and `sign(-0.0)` +0; `round` halves to
 even; `frac` is `x - trunc(x)`; integer `fmod`/`remainder` by 0 give integer `div`'s values;
-`gcd` works on magnitudes in unsigned arithmetic; a shift by a negative count or one not below
-the width gives 0, or the sign bit everywhere for a right shift; `clamp` and `threshold` keep
-NaN and ignore a NaN bound (torch's number bounds).
+`gcd` is Euclid's on the magnitudes in the signed type (|INT_MIN| wraps); a shift by a negative
+count or one not below the width gives 0, or the sign bit everywhere for a right shift; `clamp`
+and `threshold` keep NaN and ignore a NaN bound (torch's number bounds).
 """
 
 from __future__ import annotations
@@ -1033,3 +1033,17 @@ def test_every_op_compiles_with_nvrtc() -> None:
     assert compiled.kernels
     for function in ("erfcinvf(", "lgamma(", "fmodf(", "nextafter(", "fuser::gcd(", "copysignf("):
         assert function in code, function
+
+
+@pytest.mark.parametrize("el", ["i32", "i64"])
+def test_gcd_with_int_min_follows_torch(el: str) -> None:
+    """torch on CUDA (an H100) gave gcd(380, INT_MIN) = -4 for i32: |INT_MIN| wraps to INT_MIN
+    and Euclid's remainders keep its sign; for i64 the same pair is an ordinary 4."""
+    dtype, np_dtype = DTYPES[el]
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.gcd(fd.define_tensor([-1], dtype), fd.define_tensor([-1], dtype)))
+    a = np.array([380, -(2**31), -(2**31), 12, -1], np_dtype)
+    b = np.array([-(2**31), 380, 0, -(2**31), -(2**31)], np_dtype)
+    expected = [-4, -4, -(2**31), 4, 1] if el == "i32" else [4, 4, 2**31, 4, 1]
+    for got in (fd.reference([a, b])[0], device_values(fd, [a, b])[0]):
+        assert np.asarray(got).tolist() == expected

@@ -153,11 +153,21 @@ def _shift(fn: Callable[[Any, Any], Any], unsigned: bool) -> Callable[[Operation
 
 
 def _gcd(a: Any, b: Any) -> Any:
-    """`fuser::gcd`: Euclid's on the unsigned magnitudes, converted back."""
-    x, y = np.asarray(a), np.asarray(b)
-    ux = np.where(x < 0, 0 - _unsigned(x), _unsigned(x))
-    uy = np.where(y < 0, 0 - _unsigned(y), _unsigned(y))
-    return _scalar(np.gcd(ux, uy).astype(_unsigned(x).dtype).view(x.dtype))
+    """`fuser::gcd`: Euclid's in the signed type from |a|, |b| (|INT_MIN| wraps), `x % -1`
+    taken as 0; written as a plain loop per element."""
+    x, y = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    out = np.empty(x.shape, x.dtype)
+    bits = 8 * x.dtype.itemsize
+    for i in np.ndindex(x.shape):
+        p, q = int(x[i]), int(y[i])
+        p, q = (-p if p < 0 else p), (-q if q < 0 else q)
+        p = p - 2**bits if p >= 2 ** (bits - 1) else p  # the wrap of |INT_MIN|
+        q = q - 2**bits if q >= 2 ** (bits - 1) else q
+        while p != 0:
+            r = 0 if p == -1 else int(np.fmod(q, p))  # C's remainder
+            p, q = r, p
+        out[i] = q
+    return _scalar(out)
 
 
 SCALAR_OPS: dict[type[Operation], Callable[[Operation, list[Any]], Any]] = {

@@ -41,26 +41,19 @@ __device__ __forceinline__ double pow(double x, double y) {
   const double r = ::pow(x, y);
   return y >= 0.0 && rint(y) == y && rint(x) == x && fabs(r) < 562949953421312.0 ? rint(r) : r;
 }
-// The greatest common divisor of |a| and |b| (Euclid's), in unsigned arithmetic: |INT_MIN| is
-// 2**31, which converts back to INT_MIN, as torch's CUDA gcd gives.
-template <typename U> __device__ __forceinline__ U gcd_unsigned(U x, U y) {
-  while (x != 0) {
-    const U r = y % x;
-    y = x;
-    x = r;
+// The greatest common divisor as torch's CUDA gcd computes it: Euclid's algorithm on |a| and |b| in
+// the signed type, where |INT_MIN| wraps to INT_MIN, so a gcd with INT_MIN may come out negative
+// (gcd(380, INT_MIN) is -4). `x % -1` is taken as 0 without dividing (C leaves INT_MIN % -1
+// undefined).
+template <typename T> __device__ __forceinline__ T gcd(T a, T b) {
+  a = a < 0 ? T(0) - a : a;  // (the wrap of INT_MIN is two's complement, as nvcc compiles it)
+  b = b < 0 ? T(0) - b : b;
+  while (a != 0) {
+    const T r = a == T(-1) ? T(0) : b % a;
+    b = a;
+    a = r;
   }
-  return y;
-}
-__device__ __forceinline__ int gcd(int a, int b) {
-  const unsigned x = a < 0 ? 0u - unsigned(a) : unsigned(a);
-  const unsigned y = b < 0 ? 0u - unsigned(b) : unsigned(b);
-  return int(gcd_unsigned(x, y));
-}
-__device__ __forceinline__ long long gcd(long long a, long long b) {
-  using U = unsigned long long;
-  const U x = a < 0 ? U(0) - U(a) : U(a);
-  const U y = b < 0 ? U(0) - U(b) : U(b);
-  return (long long)gcd_unsigned(x, y);
+  return b;
 }
 // Integers compare plainly.
 template <typename T> __device__ __forceinline__ T maximum(T a, T b) { return a > b ? a : b; }
