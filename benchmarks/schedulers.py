@@ -9,12 +9,12 @@ classes: softmax backward; softmax and logsumexp over large vocabularies (32k-12
 along both axes (few very long rows, many very short ones); a pointwise op on a transposed
 input and one writing a transposed output (a permute); a causal-masked softmax (the mask from
 iotas) and a cross-entropy forward (a take_along_axis); a rotary embedding (slices and a cat)
-and a split into heads (a reshape and a permute); embeddings (a table's rows at token ids,
-counted as the rows read); decode-size norms (1-8 rows). Times are
-CUDA-event medians with the L2 emptied before every run (`run.median_ms`); GB/s counts each
-input read once and each output written once, "% copy" is against a 2 GiB device-to-device copy
-in the same run. nvFuser (`nvfuser_direct`, loaded lazily as `shared/notes/peers.md` says) reads
-"n/a" where it fails or does not import.
+and a split into heads (a reshape and a permute); dropout and a residual add (random numbers);
+embeddings (a table's rows at token ids, counted as the rows read); decode-size norms (1-8
+rows). Times are CUDA-event medians with the L2 emptied before every run (`run.median_ms`);
+GB/s counts each input read once and each output written once, "% copy" is against a 2 GiB
+device-to-device copy in the same run. nvFuser (`nvfuser_direct`, loaded lazily as
+`shared/notes/peers.md` says) reads "n/a" where it fails or does not import.
 Writes `schedulers.json` and `schedulers.md` to DIR (default ./bench-out).
 """
 
@@ -49,6 +49,7 @@ class Frontend:
     f32: Any
     io: Any
     width: int
+    i64: Any = None
 
     def up(self, t: Any) -> Any:
         """`t` (of the storage type) in f32."""
@@ -77,6 +78,9 @@ class Case:
     read_bytes: Callable[[list[Any]], int] | None = None
     """The bytes the case reads of its inputs, where it does not read them whole (an
     embedding reads the table's rows at its ids)."""
+    validate: Callable[[list[Any], list[Any]], float] | None = None
+    """For random numbers (whose streams differ from torch's): the error of the outputs for
+    the arguments, in place of the comparison with torch's."""
 
 
 def softmax_backward(f: Frontend, inputs: list[Any]) -> None:
@@ -216,6 +220,37 @@ def heads_split(f: Frontend, inputs: list[Any]) -> None:
     fd.add_output(fd.ops.permute(view, dims=[0, 2, 1, 3]))
 
 
+DROPOUT_P = 0.1
+"""The dropout probability of the dropout row."""
+
+
+def dropout_residual(f: Frontend, inputs: list[Any]) -> None:
+    """`dropout(x, p) + residual`, as Thunder hands a transformer block's dropout over: a
+    uniform draw (seed and offset given, as Thunder's `uniform_philox`), `u >= p` kept and
+    scaled by 1 / (1 - p), the residual added; one kernel in fuser."""
+    fd, (x, residual) = f.fd, inputs
+    seed, offset = fd.define_scalar(1234, f.i64), fd.define_scalar(8, f.i64)
+    u = fd.ops.uniform(0.0, 1.0, x.shape(), rng_seed=seed, rng_offset=offset, dtype=f.f32)
+    kept = fd.ops.where(fd.ops.ge(u, DROPOUT_P), fd.ops.mul(f.up(x), 1 / (1 - DROPOUT_P)), 0.0)
+    fd.add_output(f.down(fd.ops.add(kept, f.up(residual))))
+
+
+def _dropout_error(outs: list[Any], args: list[Any]) -> float:
+    """Each element of `dropout(x) + residual` is `x / (1 - p) + residual` or `residual`
+    (within bf16 rounding), and about 1 - p of them are the first: the share of elements that
+    are neither, raising if the kept share is off."""
+    x, residual = (a.float() for a in args)
+    out = outs[0].float()
+    kept = (x / (1 - DROPOUT_P) + residual).bfloat16().float()
+    is_kept = torch.isclose(out, kept, rtol=1e-2, atol=1e-2)
+    is_dropped = torch.isclose(out, residual.bfloat16().float(), rtol=1e-2, atol=1e-2)
+    share = float(is_kept.float().mean())
+    neither = float((~(is_kept | is_dropped)).float().mean())
+    if abs(share - (1 - DROPOUT_P)) > 0.01 or neither > 1e-4:
+        raise AssertionError(f"dropout kept {share:.4f} of the elements, {neither:.2e} neither")
+    return neither
+
+
 def embedding(f: Frontend, inputs: list[Any]) -> None:
     """The rows of a [vocabulary, hidden] table at each token id (`embedding_fwd`)."""
     ids, table = inputs
@@ -261,6 +296,9 @@ def cases() -> list[Case]:
 
     def t_cross_entropy(x: Any, target: Any) -> Any:
         return f.cross_entropy(x.float(), target[:, 0], reduction="none")[:, None]
+
+    def t_dropout_residual(x: Any, residual: Any) -> Any:
+        return f.dropout(x, DROPOUT_P, training=True) + residual
 
     def t_rope(x: Any, cos: Any, sin: Any) -> Any:
         xf, half = x.float(), x.shape[-1] // 2
@@ -413,6 +451,16 @@ def cases() -> list[Case]:
             ((*HEADS_SPLIT[:2], 4096),),
         )
     )
+    rows.append(
+        Case(
+            "dropout + residual [8192, 4096]",
+            lambda: [_randn(8192, 4096, dtype="bfloat16"), _randn(8192, 4096, dtype="bfloat16")],
+            dropout_residual,
+            t_dropout_residual,
+            "bfloat16",
+            validate=_dropout_error,
+        )
+    )
     for tokens, vocab, hidden in ((8192, 128256, 4096), (2048, 32064, 3072)):
         rows.append(
             Case(
@@ -471,7 +519,7 @@ def define_fuser(case: Case, args: list[Any]) -> Any:
             fd.define_tensor(shape=list(s), dtype=types[a.dtype])
             for s, a in zip(shapes, args, strict=True)
         ]
-        case.build(Frontend(fd, dt.Float, io, args[0].shape[-1]), inputs)
+        case.build(Frontend(fd, dt.Float, io, args[0].shape[-1], dt.Int), inputs)
     return fd
 
 
@@ -483,12 +531,13 @@ def define_nvfuser(case: Case, args: list[Any]) -> Any:
     io = NvType.Float if case.dtype == "float32" else NvType.BFloat16
     with NvDefinition() as fd:
         inputs = [fd.from_pytorch(a) for a in args]
-        case.build(Frontend(fd, NvType.Float, io, args[0].shape[-1]), inputs)
+        case.build(Frontend(fd, NvType.Float, io, args[0].shape[-1], NvType.Int), inputs)
     return fd
 
 
 def run_case(case: Case, copy_gbs: float, use_compile: bool, nvfuser: bool) -> dict[str, Any]:
     args = case.make_inputs()
+    validate = case.validate
     return peer_row(
         f"{case.name} {case.dtype}",
         define_fuser(case, args),
@@ -499,6 +548,7 @@ def run_case(case: Case, copy_gbs: float, use_compile: bool, nvfuser: bool) -> d
         use_compile,
         (lambda: define_nvfuser(case, args)) if nvfuser else None,
         None if case.read_bytes is None else case.read_bytes(args),
+        None if validate is None else (lambda outs: validate(outs, args)),
     )
 
 

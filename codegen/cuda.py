@@ -965,6 +965,14 @@ class CudaPrinter(BasePrinter):
         self._define_float(op, lambda x, f: f"{function}{f}({', '.join(x)})")
 
     @print_op.register
+    def _(self, op: kernel.RandomOp):
+        t = self._scalar(op, op.result.type, (F32, F64))
+        normal = op.distribution.data == kernel.Distribution.NORMAL
+        function = f"fuser::rand{'n' if normal else ''}_f{32 if t == F32 else 64}"
+        operands = (op.seed, op.offset, op.subsequence, op.component)
+        self._define_result(op, f"{function}({', '.join(self.expr(v) for v in operands)})")
+
+    @print_op.register
     def _(self, op: libm.GcdOp):
         self._scalar(op, op.result.type, (I32, I64))
         self._define_result(op, f"fuser::gcd({self.expr(op.lhs)}, {self.expr(op.rhs)})")

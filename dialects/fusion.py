@@ -2578,6 +2578,59 @@ class TakeOp(IRDLOperation):
         _check_resized_result(self, expected)
 
 
+class RandomOp(IRDLOperation, ABC):
+    """Random numbers of a counter-based generator (Philox4x32-10, as nvFuser's and curand's):
+    element i of the result (its row-major index in the result's shape) is a function of
+    (`seed`, `offset`, i) alone, never of how a kernel is scheduled.
+
+    `%r = fusion.rand %seed, %offset sizes(%n) : tensor<?x128xf32>` (`sizes`: one `index` per
+    dynamic result dim). For f32, element i is word `i % 4` of Philox at subsequence `i / 4`
+    and counter `offset` under key `seed`; for f64, words `2 (i % 2)` and `2 (i % 2) + 1` at
+    subsequence `i / 2` (`fuser.runtime.reference.philox` states the conversions)."""
+
+    seed = operand_def(I64)
+    offset = operand_def(I64)
+    sizes = var_operand_def(IndexType)
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$seed `,` $offset (`sizes` `(` $sizes^ `)`)? attr-dict `:` type($result)"
+
+    def __init__(
+        self, seed: SSAValue, offset: SSAValue, result_type: TensorType, sizes: Sequence[SSAValue]
+    ):
+        super().__init__(operands=[seed, offset, sizes], result_types=[result_type])
+
+    def sized_dims(self) -> list[int]:
+        """The result dims whose extent comes from `sizes` (the dynamic ones), in order."""
+        return [d for d, e in enumerate(shape_of(self.result.type) or ()) if e == DYNAMIC_INDEX]
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_element(self.name, "result", self.result.type, FLOAT_COMPUTE_TYPES)
+        dynamic = len(self.sized_dims())
+        if len(self.sizes) != dynamic:
+            raise VerifyException(
+                f"'{self.name}' needs one size operand per dynamic result dim: {dynamic} "
+                f"dynamic, {len(self.sizes)} given"
+            )
+
+
+@irdl_op_definition
+class RandOp(RandomOp):
+    """Uniform random numbers in [0, 1) (torch.rand)."""
+
+    name = "fusion.rand"
+
+
+@irdl_op_definition
+class RandnOp(RandomOp):
+    """Standard normal random numbers (torch.randn), by the Box-Muller transform."""
+
+    name = "fusion.randn"
+
+
 INDEXING_OPS = (TakeOp, TakeAlongAxisOp)
 """Ops that read their input at an index computed from another tensor: the pointwise kernel
 loads it there (`iteration_space.Indexed`)."""
@@ -3160,6 +3213,8 @@ Fusion = Dialect(
         TakeAlongAxisOp,
         TakeOp,
         ScatterOp,
+        RandOp,
+        RandnOp,
         SumOp,
         MaxOp,
         MinOp,

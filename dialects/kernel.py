@@ -173,6 +173,20 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
     name = "kernel.reduce_kind"
 
 
+class Distribution(StrEnum):
+    """What `kernel.random` draws: uniform in [0, 1), or standard normal."""
+
+    UNIFORM = "uniform"
+    NORMAL = "normal"
+
+
+@irdl_attr_definition
+class DistributionAttr(EnumAttribute[Distribution], SpacedOpaqueSyntaxAttribute):
+    """The distribution of a `kernel.random`: `#kernel<distribution normal>`."""
+
+    name = "kernel.distribution"
+
+
 class MemorySpace(StrEnum):
     """Where a `kernel.alloc` array lives: per-thread registers, block shared memory of a size
     fixed in the kernel (`shared`, at most 48 KiB in all), or block shared memory the launch
@@ -1499,6 +1513,66 @@ class MatmulFragOp(IRDLOperation):
 
 
 @irdl_op_definition
+class RandomOp(IRDLOperation):
+    """Element `subsequence * k + component` of `fusion.rand` / `fusion.randn` under `seed`
+    and `offset` (i64), where k is the elements one Philox block gives (4 for f32, 2 for f64):
+    a function of those alone (`fuser.runtime.philox` defines it; the emitter calls
+    `fuser/random.cuh`). Elements of one block share `subsequence`, so a kernel drawing them
+    together computes the block once.
+
+    `%r = kernel.random uniform %seed, %offset, %block, %c : i32 -> f32`
+    """
+
+    name = "kernel.random"
+
+    distribution = prop_def(DistributionAttr)
+    seed = operand_def(I64)
+    offset = operand_def(I64)
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    subsequence = operand_def(T)
+    component = operand_def(T)
+    result = result_def()
+
+    assembly_format = (
+        "$distribution $seed `,` $offset `,` $subsequence `,` $component attr-dict `:` "
+        "type($subsequence) `->` type($result)"
+    )
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        distribution: Distribution,
+        seed: SSAValue,
+        offset: SSAValue,
+        subsequence: SSAValue,
+        component: SSAValue,
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[seed, offset, subsequence, component],
+            properties={"distribution": DistributionAttr(distribution)},
+            result_types=[result_type],
+        )
+
+    @property
+    def per_block(self) -> int:
+        """The elements one Philox block gives: 4 for f32, 2 for f64."""
+        return 4 if self.result.type == F32 else 2
+
+    def verify_(self) -> None:
+        if self.subsequence.type not in INDEX_TYPES:
+            raise VerifyException(
+                f"'{self.name}' subsequence and component must be i32 or i64, got "
+                f"{self.subsequence.type}"
+            )
+        if self.result.type not in (F32, F64):
+            raise VerifyException(
+                f"'{self.name}' result must be f32 or f64, got {self.result.type}"
+            )
+
+
+@irdl_op_definition
 class CommentOp(IRDLOperation):
     """A `//` line in the CUDA source: `kernel.comment "fusion.var_mean %var"` names the fusion
     op that the following code comes from."""
@@ -1544,6 +1618,7 @@ Kernel = Dialect(
         WarpWelfordOp,
         BlockWelfordOp,
         GridReduceOp,
+        RandomOp,
         CommentOp,
         MatmulMainloopOp,
         MatmulFragOp,
@@ -1551,6 +1626,7 @@ Kernel = Dialect(
     [
         DimensionAttr,
         ReduceKindAttr,
+        DistributionAttr,
         MemorySpaceAttr,
         TensorParamType,
         ArrayType,

@@ -110,6 +110,8 @@ from fuser.dialects.fusion import (
     PermuteOp,
     PowOp,
     ProdOp,
+    RandnOp,
+    RandOp,
     ReciprocalOp,
     ReductionOp,
     ReluOp,
@@ -2215,6 +2217,123 @@ class FusionOps:
                 out_shape.append(entry_value)
         rtype = TensorType(element_type(x._value.type), out_shape)
         return fd._wrap_tensor(BroadcastInDimOp(x._value, dims, rtype, sizes))
+
+    # ---- random numbers ----------------------------------------------------------------
+
+    @_api
+    def uniform(
+        self,
+        minval: Any,
+        maxval: Any,
+        shape: Any,
+        *,
+        rng_seed: Any = None,
+        rng_offset: Any = None,
+        dtype: Any = DataType.Float,
+    ) -> Tensor:
+        """Uniform random numbers in [minval, maxval) of `shape` (ints, constant Scalars or
+        extents) and a floating `dtype`: `minval + (maxval - minval) * rand` computed in Float
+        (Double for Double), a value that rounds to `maxval` given `minval` (torch's rule).
+        Element i depends on (`rng_seed`, `rng_offset`, i) alone (`fusion.rand`)."""
+        return self._random("uniform", RandOp, minval, maxval, shape, rng_seed, rng_offset, dtype)
+
+    @_api
+    def normal(
+        self,
+        mean: Any,
+        std: Any,
+        shape: Any,
+        *,
+        rng_seed: Any = None,
+        rng_offset: Any = None,
+        dtype: Any = DataType.Float,
+    ) -> Tensor:
+        """Normal random numbers `mean + std * randn` of `shape` and a floating `dtype`
+        (`fusion.randn`, Box-Muller); as `uniform` for the shape, seed and offset."""
+        return self._random("normal", RandnOp, mean, std, shape, rng_seed, rng_offset, dtype)
+
+    @_api
+    def rand_like(self, x: Any, *, rng_seed: Any = None, rng_offset: Any = None) -> Tensor:
+        """`uniform(0, 1, x.shape(), dtype=x.dtype)`."""
+        t = self._tensor("fd.ops.rand_like", "x", x)
+        return self._random("rand_like", RandOp, 0, 1, t.shape(), rng_seed, rng_offset, t.dtype)
+
+    @_api
+    def randn_like(self, x: Any, *, rng_seed: Any = None, rng_offset: Any = None) -> Tensor:
+        """`normal(0, 1, x.shape(), dtype=x.dtype)`."""
+        t = self._tensor("fd.ops.randn_like", "x", x)
+        return self._random("randn_like", RandnOp, 0, 1, t.shape(), rng_seed, rng_offset, t.dtype)
+
+    def _random(
+        self,
+        op: str,
+        cls: type[RandOp] | type[RandnOp],
+        a: Any,
+        b: Any,
+        shape: Any,
+        seed: Any,
+        offset: Any,
+        dtype: Any,
+    ) -> Tensor:
+        """`a + (b - a) * rand` (uniform) or `a + b * randn` (normal) in the compute type,
+        rounded once to `dtype`."""
+        qual = f"fd.ops.{op}"
+        out = _check_dtype(qual, "dtype", dtype)
+        assert out is not None
+        if not out.is_floating_point:
+            _fail(qual, f"argument 'dtype' must be a floating-point type, got {out.name}")
+        if seed is None or offset is None:
+            _fail(
+                qual,
+                "needs rng_seed and rng_offset (ints or Int Scalars): fuser keeps no generator "
+                "state of its own, so the numbers are the caller's to advance (as Thunder's "
+                "uniform_philox passes them)",
+            )
+        static, sizes = self._random_shape(qual, shape)
+        compute = compute_dtype(out)
+        fd = self._definition
+        names = ("minval", "maxval") if cls is RandOp else ("mean", "std")
+        seed_value, offset_value = (
+            self._as(qual, arg, self._operand(qual, arg, v), DataType.Int)
+            for arg, v in (("rng_seed", seed), ("rng_offset", offset))
+        )
+        random = cls(seed_value, offset_value, TensorType(compute.element_type, static), sizes)
+        value = fd._emit(random).results[0]
+        if _constant_number(a) == 0 and _constant_number(b) == 1:  # the standard distribution
+            return cast(Tensor, fd._wrap(fd._cast(value, out)))
+        low = self._as(qual, names[0], self._operand(qual, names[0], a), compute)
+        scale = self._as(qual, names[1], self._operand(qual, names[1], b), compute)
+        if cls is RandnOp:
+            value = self._apply(AddOp, low, self._apply(MulOp, value, scale))
+            return cast(Tensor, fd._wrap(fd._cast(value, out)))
+        span = self._apply(SubOp, scale, low)
+        value = self._apply(AddOp, low, self._apply(MulOp, value, span))
+        # a value that rounds up to maxval in `dtype` is minval, as in torch's uniform_
+        seen = fd._cast(fd._cast(value, out), compute)
+        limit = fd._cast(fd._cast(scale, out), compute)
+        at_high = self._apply(EqOp, seen, limit, result=I1)
+        value = self._apply(WhereOp, at_high, low, seen, result=compute.element_type)
+        return cast(Tensor, fd._wrap(fd._cast(value, out)))
+
+    def _random_shape(self, op: str, shape: Any) -> tuple[list[int], list[SSAValue]]:
+        """The static extents (DYNAMIC_INDEX for a run-time one) and the `index` values of the
+        run-time ones of a random op's `shape`."""
+        if not isinstance(shape, Sequence) or isinstance(shape, str):
+            _fail(op, f"argument 'shape' must be a list of ints or extents, got {shape!r}")
+        static: list[int] = []
+        sizes: list[SSAValue] = []
+        for d, entry in enumerate(shape):
+            if isinstance(entry, Extent) and entry.static is None:
+                static.append(DYNAMIC_INDEX)
+                sizes.append(entry._ssa())
+                continue
+            extent = entry.static if isinstance(entry, Extent) else entry
+            what = f"argument 'shape' entry {d}"
+            n = _constant_int(op, what, extent, "an int, a constant Int Scalar or an extent")
+            if n < 0:
+                _fail(op, f"argument 'shape' entry {d} is {n}; extents are >= 0")
+            static.append(n)
+        return static, sizes
 
     # ---- reductions --------------------------------------------------------------------
 

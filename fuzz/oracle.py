@@ -309,6 +309,30 @@ def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b < 0, negative, power)
 
 
+def _philox_words(seed: int, offset: int, block: np.ndarray) -> np.ndarray:
+    """The 4 words (uint32, shape `block.shape + (4,)`) of Philox4x32-10 under key `seed` at
+    counter (offset low, offset high, block low, block high): Salmon et al.'s rounds."""
+    mask = 0xFFFFFFFF
+    x = [
+        np.full(block.shape, offset & mask, np.uint64),
+        np.full(block.shape, (offset >> 32) & mask, np.uint64),
+        block & np.uint64(mask),
+        block >> np.uint64(32),
+    ]
+    key = [seed & mask, (seed >> 32) & mask]
+    for _ in range(10):
+        a = np.uint64(0xD2511F53) * x[0]
+        b = np.uint64(0xCD9E8D57) * x[2]
+        x = [
+            (b >> np.uint64(32)) ^ x[1] ^ np.uint64(key[0]),
+            b & np.uint64(mask),
+            (a >> np.uint64(32)) ^ x[3] ^ np.uint64(key[1]),
+            a & np.uint64(mask),
+        ]
+        key = [(key[0] + 0x9E3779B9) & mask, (key[1] + 0xBB67AE85) & mask]
+    return np.stack(x, axis=-1).astype(np.uint32)
+
+
 def _unsigned(a: np.ndarray) -> np.ndarray:
     return a.astype(np.dtype(f"u{a.dtype.itemsize}"))
 
@@ -547,6 +571,11 @@ class Oracle:
             near = None
             if x.dtype in FLOATS and op.op in ("signbit", "logical_not"):
                 near = self._near(a, 0.0, deps)
+            if x.dtype in FLOATS and op.op == "signbit" and not x.exact:
+                # the sign of a NaN an op makes is the platform's (numpy's x86 NaN is
+                # negative, CUDA's positive)
+                made = np.isnan(a)
+                near = made if near is None else near | made
             return [self._value(np.asarray(TESTS[op.op](a)), "bool", is_tensor, deps, near)]
         if op.op == "bitwise_not":
             (x,) = deps
@@ -612,6 +641,78 @@ class Oracle:
         return handler(op, args, deps, is_tensor)
 
     # ---- the other ops, one method each -----------------------------------------------------
+
+    def _random(self, op: Op, normal: bool) -> list[Value]:
+        """Philox4x32-10 (curand's constants; key = seed, counter = (offset, i / 4)) for f32
+        elements of the result's row-major index i, with curand's conversions (f64: the
+        number of the f32 elements computed in f64 from the same words: fuser computes the
+        f16/bf16/f32 ones in f32 and f64 ones from 53-bit uniforms, see below)."""
+        kw = op.kw
+        shape = tuple(
+            e if isinstance(e, int) else self.values[e[0]].data.shape[e[1]] for e in kw["shape"]
+        )
+        dtype = kw["dtype"]
+        a, b = (float(x) for x in op.args)
+        count = int(np.prod(shape, dtype=np.int64))
+        i = np.arange(count, dtype=np.uint64)
+        wide = dtype == "f64"
+        per = 2 if wide else 4
+        words = _philox_words(kw["rng_seed"], kw["rng_offset"], i // np.uint64(per))
+        c = (i % np.uint64(per)).astype(np.int64)
+        if wide:
+
+            def open_unit(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+                z = lo.astype(np.uint64) ^ (hi.astype(np.uint64) << np.uint64(21))
+                return z.astype(np.float64) * 2.0**-53 + 2.0**-54
+
+            pick = lambda k: np.take_along_axis(words, k[:, None], 1)[:, 0]  # noqa: E731
+            if normal:
+                u, v = open_unit(words[:, 0], words[:, 1]), open_unit(words[:, 2], words[:, 3])
+                angle = v * 2 * np.pi
+                z = np.sqrt(-2 * np.log(u)) * np.where(c == 0, np.sin(angle), np.cos(angle))
+            else:
+                z = open_unit(pick(2 * c), pick(2 * c + 1))
+                z = np.where(z == 1.0, 0.0, z)
+        else:
+
+            def open_unit32(w: np.ndarray) -> np.ndarray:
+                step = np.float32(2.3283064e-10)
+                return (w.astype(np.float32) * step + step / np.float32(2)).astype(np.float64)
+
+            pick = lambda k: np.take_along_axis(words, k[:, None], 1)[:, 0]  # noqa: E731
+            if normal:
+                pair = c // 2 * 2
+                u = open_unit32(pick(pair))
+                two_pi = np.float32(6.2831855)  # the product rounded to f32, as the kernels'
+                angle = (open_unit32(pick(pair + 1)).astype(np.float32) * two_pi).astype(float)
+                z = np.sqrt(-2 * np.log(u)) * np.where(c % 2 == 0, np.sin(angle), np.cos(angle))
+            else:
+                z = open_unit32(pick(c))
+                z = np.where(z == 1.0, 0.0, z)
+        z = z.reshape(shape)
+        compute = compute_type(dtype)
+        standard = (a, b) == (0.0, 1.0)
+        if standard:
+            data, near = z, None
+        elif normal:
+            data, near = number_value(a, compute) + number_value(b, compute) * z, None
+        else:
+            low, high = number_value(a, compute), number_value(b, compute)
+            data = low + (high - low) * z
+            # a draw that rounds to `high` in the dtype is `low`: where rounding decides it,
+            # the GPU's answer is either
+            top = round_float(high, dtype) if dtype in ("f16", "bf16") else high
+            near = np.abs(data - top) <= MARGIN[dtype] * (abs(high) + abs(low))
+            data = np.where(store(data, dtype) == top, low, data)
+        return [self._value(convert(data, compute, dtype), dtype, True, [], near)]
+
+    def op_uniform(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        return self._random(op, normal=False)
+
+    def op_normal(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        return self._random(op, normal=True)
 
     def op_nextafter(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool

@@ -185,6 +185,8 @@ BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 LOGICAL = ("logical_and", "logical_or")
 #: ops made of others, rounded once
 COMPOSITES = ("lerp", "addcmul", "clamp", "threshold")
+#: random numbers of a shape (another tensor's extents or ints) under a seed and an offset
+RANDOM = ("uniform", "normal")
 REDUCTIONS = ("sum", "max", "min", "prod")
 ALL_OPS = (
     *UNARY_INT_OK,
@@ -197,6 +199,7 @@ ALL_OPS = (
     *BITWISE,
     *LOGICAL,
     *COMPOSITES,
+    *RANDOM,
     "where",
     "cast",
     "broadcast_in_dim",
@@ -819,6 +822,33 @@ class _Generator:
         if mag > MAG_LIMIT:
             return False
         self.add_op(op, args, [(promoted, shape, declared)], mag, False, **kw)
+        return True
+
+    def gen_random(self, op: str) -> bool:
+        """Uniform numbers in [a, b) or normal ones (mean a, deviation b) of a float dtype,
+        shaped like another tensor (by its extents or by ints), under a random seed and
+        offset."""
+        t = self.pick(lambda v: v.is_tensor and v.shape is not None)
+        if t is None:
+            return False
+        assert t.shape is not None and t.declared is not None
+        by_extents = self.rng.random() < 0.5
+        shape = [(t.name, d) if by_extents else e for d, e in enumerate(t.shape)]
+        declared = t.declared if by_extents else t.shape
+        dtype = self.rng.choice(FLOATS)
+        a, b = self.rng.choice([(0.0, 1.0), (-2.0, 3.0), (0.5, 0.25)])
+        mag = max(abs(a), abs(b)) if op == "uniform" else abs(a) + 7 * abs(b)
+        self.add_op(
+            op,
+            [a, b],
+            [(dtype, t.shape, tuple(declared))],
+            mag,
+            False,
+            shape=shape,
+            rng_seed=self.rng.randrange(2**40),
+            rng_offset=self.rng.randrange(2**20),
+            dtype=dtype,
+        )
         return True
 
     def gen_where(self) -> bool:
@@ -1556,6 +1586,8 @@ class _Generator:
             return self.gen_integer_binary(op)
         if op in COMPOSITES:
             return self.gen_composite(op)
+        if op in RANDOM:
+            return self.gen_random(op)
         if op in REDUCTIONS:
             return self.gen_reduction(op)
         if op in ("set", "segment_set"):
@@ -1589,6 +1621,7 @@ OP_WEIGHTS: dict[str, float] = (
     {op: 1.0 for op in ALL_OPS}
     | {op: 0.15 for op in (*MATH_FUNCTIONS, *ROUNDING, *UNARY_TESTS, *UNARY_OF_ONE_KIND)}
     | {op: 0.3 for op in (*MATH_BINARY, *INTEGER_BINARY, *BITWISE, *LOGICAL, *COMPOSITES)}
+    | {op: 0.4 for op in RANDOM}
     | {
         "cast": 2.0,
         "pad": 2.0,

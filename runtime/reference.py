@@ -36,7 +36,9 @@ Semantics (the GPU path must match these):
   negative); a shift by a negative count or one not below the bit width gives 0
   (`bitwise_left_shift`, `logical_right_shift`) or the sign bit everywhere
   (`bitwise_right_shift`); `nextafter` steps in the declared type, also when f32 is held in
-  float64; `lgamma` is +inf at its poles and at -inf.
+  float64; `lgamma` is +inf at its poles and at -inf. The sign of a NaN an op makes is the
+  platform's (numpy's on x86 is negative, CUDA's positive): `signbit` of one is not defined
+  across the two.
 - `maximum`/`minimum` and the `max`/`min` reductions propagate NaN, as torch does. Reducing over
   zero elements gives the identity: 0 for `sum`, -inf/+inf (or the integer limits) for
   `max`/`min`, NaN for the mean.
@@ -146,6 +148,9 @@ from fuser.dialects.fusion import (
     PermuteOp,
     PowOp,
     ProdOp,
+    RandnOp,
+    RandomOp,
+    RandOp,
     ReciprocalOp,
     ReductionOp,
     ReluOp,
@@ -191,6 +196,7 @@ from fuser.dialects.fusion import (
 )
 from fuser.dialects.views import END, ReshapeError, reshape_extents
 from fuser.errors import InputError, VerificationError
+from fuser.runtime import philox
 from fuser.runtime.dtypes import BFLOAT16, FLOAT_DTYPES, iota_array, numpy_dtype, round_to_float
 from fuser.runtime.inputs import check_input_sequence
 
@@ -760,6 +766,23 @@ class FusionFunctions(InterpreterFunctions):
         values = iota_array(length, start, step, numpy_dtype(t.element_type))
         return (values.astype(self.held_dtype(t)),)
 
+    def run_random(self, interp: Interpreter, op: RandomOp, args: PythonValues) -> PythonValues:
+        """`fusion.rand`/`randn`: `fuser.runtime.philox.random` of the result's shape."""
+        t = cast(TensorType, op.result.type)
+        sizes = iter(args[2:])
+        shape = tuple(int(next(sizes)) if e == DYNAMIC_INDEX else e for e in t.get_shape())
+        if any(e < 0 for e in shape):
+            raise InputError(f"{describe_op(op)}: a negative extent in {shape}")
+        values = philox.random(
+            shape,
+            numpy_dtype(t.element_type),
+            int(args[0]),
+            int(args[1]),
+            isinstance(op, RandnOp),
+            wide=self.wide,
+        )
+        return (values.astype(self.held_dtype(t)),)
+
     @impl(SqueezeOp)
     def run_squeeze(self, interp: Interpreter, op: SqueezeOp, args: PythonValues) -> PythonValues:
         return (_renumbered(op, args[0]),)
@@ -860,6 +883,7 @@ _register(FusionFunctions.run_binary, list(BINARY_FUNCTIONS))
 _register(FusionFunctions.run_unary_test, list(UNARY_TEST_FUNCTIONS))
 _register(FusionFunctions.run_reduction, list(REDUCTION_FUNCTIONS))
 _register(FusionFunctions.run_copy, [SetOp, SegmentSetOp])
+_register(FusionFunctions.run_random, [RandOp, RandnOp])
 register_impls(FusionFunctions)
 
 

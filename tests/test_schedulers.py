@@ -37,6 +37,7 @@ from xdsl.parser import Parser
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel, libm
+from fuser.runtime import philox
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
 from fuser.runtime.reference import evaluate
 from fuser.transforms.schedule import schedule_fusion
@@ -329,6 +330,14 @@ class ThreadSim:
                 memory, index = args
                 buffer = memory.buffer if isinstance(memory, TensorArg) else memory
                 env[op.result] = _access(buffer, int(index), op.result.type)
+            elif isinstance(op, kernel.RandomOp):
+                seed, offset, subsequence, component = (int(a) for a in args)
+                # (negative outside a pad's operand: drawn there, never selected)
+                index = (subsequence * op.per_block + component) % 2**64
+                normal = op.distribution.data == kernel.Distribution.NORMAL
+                dtype = numpy_dtype(op.result.type)
+                element = philox.elements(np.array([index]), dtype, seed, offset, normal)
+                env[op.result] = element[0]
             elif isinstance(op, kernel.SelectLoadOp):
                 condition, a, i, b, j = args
                 memory, index = (a, i) if condition else (b, j)

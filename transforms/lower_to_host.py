@@ -259,7 +259,15 @@ def _symbolic_shapes(
             env[op.result] = None
             continue
         results: list[_Shape | None]
-        if isinstance(op, fu.BroadcastInDimOp):
+        if isinstance(op, fu.RandomOp):
+            sized = dict(zip(op.sized_dims(), op.sizes, strict=True))
+            random_shape: list[_Extent] = []
+            for d, static in enumerate(fu.shape_of(op.result.type) or ()):
+                extent = env[sized[d]] if d in sized else static
+                assert isinstance(extent, int | _InputDim | _ViewDim)
+                random_shape.append(extent)
+            results = [tuple(random_shape)]
+        elif isinstance(op, fu.BroadcastInDimOp):
             operand = tensor(op.input) if isinstance(op.input.type, TensorType) else ()
             source = dict(zip(op.dims, operand, strict=True))
             sized = dict(zip(op.sized_dims(), op.sizes, strict=True))

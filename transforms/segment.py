@@ -443,6 +443,9 @@ class Extents:
     def _relate(self, op: Operation) -> None:
         if isinstance(op, fu.DimOp):
             self.union((op.result, -1), (op.input, op.axis.value.data))
+        elif isinstance(op, fu.RandomOp):
+            for size, d in zip(op.sizes, op.sized_dims(), strict=True):
+                self.union((size, -1), (op.result, d))
         elif isinstance(op, fu.BroadcastInDimOp):
             sized = op.sized_dims()
             for size, d in zip(op.sizes, sized, strict=True):

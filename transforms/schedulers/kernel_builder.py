@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar, cast
 
 from xdsl.builder import Builder, ImplicitBuilder
@@ -35,6 +36,7 @@ from fuser.transforms.schedulers.iteration_space import (
     DimMap,
     Indexed,
     MapEntry,
+    MappingError,
     Needs,
     Shifted,
     operand_maps,
@@ -406,13 +408,74 @@ def lower_resize(
     return result
 
 
+@dataclass(frozen=True)
+class ElementPosition:
+    """Where the element a kernel computes lies, for the ops whose value depends on it and not
+    only on their operands' scalars (`pad`, `cat`, `rand`, `randn`): its index along iteration
+    dim x is `index(x)`, the iteration space's extent there `extent(x)`, and `flat()` its
+    row-major index in the iteration space, of `rank` dims. Where the kernel computes a vector
+    of `width` consecutive elements of that flat space at once, `vector` is (the flat index of
+    its first element, a multiple of `width`; the element's lane in it; `width`)."""
+
+    kb: KernelBuilder
+    rank: int
+    index: Callable[[int], Index]
+    extent: Callable[[int], Index]
+    flat: Callable[[], Index]
+    vector: Callable[[], tuple[Index, Index, int]] | None = None
+
+
+def lower_random(
+    position: ElementPosition, op: fu.RandomOp, m: DimMap, operands: Sequence[SSAValue]
+) -> SSAValue:
+    """The scalar of a `fusion.rand`/`randn` under map `m`: `kernel.random` at the element's
+    row-major index i in the op's own shape (its extents: static, the iteration space's along
+    the dim a dim follows, a pad's or cat's operand extent along a shifted one), as the Philox
+    block i / k and component i % k (k elements a block). Where the op's shape is the
+    iteration space's and the kernel computes whole blocks in one vector, the block is
+    (vector start) / k + lane / k: one expression for the k lanes of a block, which the
+    compiler computes once. `operands` are the seed's and the offset's scalars."""
+    kb = position.kb
+    shape = fu.shape_of(op.result.type) or ()
+    el = fu.element_type(op.result.type)
+    per = 4 if el == fu.F32 else 2
+    own_space = m == tuple(range(position.rank))
+    vector = position.vector() if own_space and position.vector is not None else None
+    if vector is not None and vector[2] % per == 0:
+        start, lane, _ = vector
+        subsequence = kb.add(kb.div(start, per), kb.div(lane, per))
+        component = kb.rem(lane, per)
+    else:
+        linear: Index = 0
+        if own_space:  # the op's dims are the iteration space's
+            linear = position.flat()
+        else:
+            for d, entry in enumerate(m):
+                if isinstance(entry, Indexed):
+                    raise MappingError(f"'{op.name}' read at an index: a kernel of its own")
+                if isinstance(entry, Shifted):
+                    size: Index = entry.extent
+                elif shape[d] != DYNAMIC_INDEX or entry is None:
+                    size = shape[d]
+                else:
+                    size = position.extent(entry)
+                linear = kb.add(kb.mul(linear, size), kb.entry_index(entry, position.index))
+        subsequence, component = kb.div(linear, per), kb.rem(linear, per)
+    normal = isinstance(op, fu.RandnOp)
+    distribution = kernel.Distribution.NORMAL if normal else kernel.Distribution.UNIFORM
+    seed, offset = operands
+    return kernel.RandomOp(
+        distribution, seed, offset, kb.value(subsequence), kb.value(component), el
+    ).result
+
+
 def compute_element(
     ops: Sequence[Operation],
     needs: Needs,
     read: Callable[[SSAValue, DimMap], SSAValue],
     env: dict[tuple[SSAValue, DimMap], SSAValue] | None = None,
     lower: Callable[[Operation, Sequence[SSAValue]], SSAValue] = lower_pointwise,
-    resize: tuple[KernelBuilder, Callable[[int], Index]] | None = None,
+    position: ElementPosition | None = None,
 ) -> dict[tuple[SSAValue, DimMap], SSAValue]:
     """Emits the scalar code of `ops` for one element and returns the scalar of each (value,
     map) computed, extending `env` (values a scheduler computed itself, e.g. a reduction).
@@ -421,8 +484,7 @@ def compute_element(
     nothing needs are skipped; `fusion.dim` is an extent). An operand that is neither in `env`
     nor computed here (a fusion input) is `read(value, map)`: a load at the current point, or a
     scalar parameter. `lower` lowers one op (a scheduler may specialize `lower_pointwise`);
-    resize ops need `resize`, the kernel's builder and the element's index along each
-    iteration dim (`lower_resize`).
+    resize and random ops need the element's `position` (`lower_resize`, `lower_random`).
     """
     env = {} if env is None else env
     comments = comments_enabled()
@@ -448,9 +510,12 @@ def compute_element(
             operands = [
                 get(o, om) for o, om in zip(op.operands, maps, strict=True) if om is not None
             ]
-            if isinstance(op, fu.ResizeOp):
-                assert resize is not None, f"'{op.name}' needs the element's indices"
-                env[result, m] = lower_resize(resize[0], op, m, operands, resize[1])
+            if isinstance(op, fu.ResizeOp | fu.RandomOp):
+                assert position is not None, f"'{op.name}' needs the element's position"
+                if isinstance(op, fu.ResizeOp):
+                    env[result, m] = lower_resize(position.kb, op, m, operands, position.index)
+                else:
+                    env[result, m] = lower_random(position, op, m, operands)
             else:
                 env[result, m] = lower(op, operands)
             if result.name_hint is not None and env[result, m].name_hint is None:

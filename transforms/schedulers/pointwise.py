@@ -68,6 +68,7 @@ from fuser.transforms.schedulers.iteration_space import (
     shifted,
 )
 from fuser.transforms.schedulers.kernel_builder import (
+    ElementPosition,
     Index,
     KernelBuilder,
     compute_element,
@@ -150,8 +151,33 @@ def _ops_problem(fusion: fu.FusionOp) -> str | None:
             return f"{_op_label(op)} is a reduction"
         if isinstance(op, fu.MatmulOp):
             return f"{_op_label(op)} is a matmul"
-        if not (is_pointwise(op) or isinstance(op, (fu.DimOp, fu.ResizeOp, *fu.INDEXING_OPS))):
+        if not (
+            is_pointwise(op)
+            or isinstance(op, (fu.DimOp, fu.ResizeOp, fu.RandomOp, *fu.INDEXING_OPS))
+        ):
             return f"{_op_label(op)} is not a pointwise op"
+    return _random_problem(fusion)
+
+
+def _random_problem(fusion: fu.FusionOp) -> str | None:
+    """Why a random op's values cannot be computed where they are read, or None. A kernel
+    computes element i of a `rand` from its index in the op's shape; a value computed from one
+    that a `broadcast_in_dim` expands along a dynamic dim (which may be 1 at run time) or that
+    a take reads at an index would need that index from elsewhere: the random op is then a
+    kernel of its own, whose result the others read."""
+    random: set[SSAValue] = set()
+    for op in body_ops(fusion):
+        operands = [o for o in op.operands if o in random]
+        if isinstance(op, fu.RandomOp):
+            random.update(op.results)
+        elif operands:
+            if isinstance(op, fu.BroadcastInDimOp) and DYNAMIC_INDEX in (
+                fu.shape_of(op.input.type) or ()
+            ):
+                return f"{_op_label(op)} expands random values along a dynamic dim"
+            if isinstance(op, fu.INDEXING_OPS) and op.input in operands:
+                return f"{_op_label(op)} reads random values at an index"
+            random.update(op.results)
     return None
 
 
@@ -543,6 +569,13 @@ class _PointwiseKernel:
             }
         )
         """The iteration dims along which resize ops select (their indices are needed)."""
+        self.random_maps = [
+            m
+            for op in body_ops(fusion)
+            if isinstance(op, fu.RandomOp)
+            for m in self.space.needs.get(op.result, [])
+        ]
+        """The maps random ops are drawn under (their elements' indices are needed)."""
         self.paired = self._paired_reads()
         """Shifted reads loaded together with a later one (`load`), to that one."""
 
@@ -768,7 +801,16 @@ class _PointwiseKernel:
             index = kb.add(kb.mul(k, w), j) if w > 1 else k
             return kernel.ArrayLoadOp(self.arrays[i, m], kb.value(index)).result
 
-        env = compute_element(ops, needs, read, resize=(kb, index))
+        width = self.p.vector_width
+        where = ElementPosition(
+            kb,
+            self.rank,
+            index,
+            lambda x: point.sizes[x],
+            lambda: kb.add(point.flat, j),
+            (lambda: (point.flat, j, width)) if width > 1 else None,
+        )
+        env = compute_element(ops, needs, read, position=where)
         return [env[v, m] if (v, m) in env else read(v, m) for v, m in wanted]
 
     def compute(self, point: _Point, k: Index, j: Index) -> list[SSAValue]:
@@ -782,6 +824,11 @@ class _PointwiseKernel:
         kb, p = self.kb, self.p
         for x in self.resized_dims:  # before the loop: stores use these indices too
             point.index(x, 0)
+        for m in self.random_maps:  # (what `lower_random` reads)
+            if m == tuple(range(self.rank)):
+                _ = point.flat
+            for x in map_dims(m):
+                point.index(x, 0)
         if p.vector_width > 1:
             with kb.loop(0, p.vector_width, unroll=True, name="j") as j:
                 for array, value in zip(self.out_arrays, self.compute(point, k, j), strict=True):

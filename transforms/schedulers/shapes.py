@@ -80,6 +80,10 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
         return [None]
     if isinstance(op, fu.BroadcastInDimOp):
         return [_broadcast_shape(op, env)]
+    if isinstance(op, fu.RandomOp):
+        sized = dict(zip(op.sized_dims(), (_extent(env, s) for s in op.sizes), strict=True))
+        static = fu.shape_of(op.result.type) or ()
+        return [tuple(sized.get(d, e) for d, e in enumerate(static))]
     if isinstance(op, fu.ReductionOp):
         shape = _shape(env, op.input)
         return [fu.reduced_shape(shape, op.reduction_axes, op.keepdim is not None)]
@@ -189,10 +193,11 @@ class _ShapeSteps:
                 kind, data = _DIM, op.axis.value.data
             elif isinstance(op, fu.ConstantOp):
                 kind = _NONE
-            elif isinstance(op, fu.BroadcastInDimOp):
+            elif isinstance(op, fu.BroadcastInDimOp | fu.RandomOp):
                 out_type = fu.shape_of(op.result.type) or ()
                 sized = dict(zip(op.sized_dims(), (number[s] for s in op.sizes), strict=True))
-                source = {d: i for i, d in enumerate(op.dims)}
+                dims = op.dims if isinstance(op, fu.BroadcastInDimOp) else ()
+                source = {d: i for i, d in enumerate(dims)}  # (a random op fills its shape)
                 kind, data = _BROADCAST, (tuple(out_type), sized, source)
             elif isinstance(op, fu.ReductionOp):
                 kind = _REDUCE

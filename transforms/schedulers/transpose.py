@@ -98,6 +98,8 @@ def _make_plan(fusion: fu.FusionOp, info: FusionInfo) -> TransposeParams | str:
         return "a resize op (pad, cat) selects per element: the pointwise kernel computes it"
     if any(isinstance(op, fu.INDEXING_OPS) for op in body_ops(fusion)):
         return "a take loads at an index: the pointwise kernel computes it"
+    if any(isinstance(op, fu.RandomOp) for op in body_ops(fusion)):
+        return "a random op draws by its element's index: the pointwise kernel computes it"
     extents = analysis.extents
     rank = len(extents)
     if rank < 2:

@@ -1683,3 +1683,21 @@ fusion.fusion @f(%x: tensor<4xi64>) -> () {
   %y = fusion.nextafter %x, %x : tensor<4xi64>
   fusion.output
 }
+
+// -----
+
+// A random op takes one size per dynamic dim
+fusion.fusion @f(%x: tensor<?x3xf32>, %s: i64) -> () {
+  // expected-error @+1 {{'fusion.rand' needs one size operand per dynamic result dim: 1 dynamic, 0 given}}
+  %r = fusion.rand %s, %s : tensor<?x3xf32>
+  fusion.output
+}
+
+// -----
+
+// A random op draws f32 or f64
+fusion.fusion @f(%s: i64) -> () {
+  // expected-error @+1 {{'fusion.randn' result has element type bf16, expected one of f32, f64}}
+  %r = fusion.randn %s, %s : tensor<4xbf16>
+  fusion.output
+}

@@ -366,3 +366,19 @@ kernel.copy_async_wait pending 8
 
 // expected-error @+1 {{'kernel.alloc' zeroed needs a local array, got dynamic: a shared array is one per block, and its threads would race to clear it}}
 %a = kernel.alloc zeroed : !kernel.array<8xf32, dynamic>
+
+// -----
+
+kernel.func @f(%s: i64, %b: i32) {
+  // expected-error @+1 {{'kernel.random' result must be f32 or f64, got bf16}}
+  %r = kernel.random uniform %s, %s, %b, %b : i32 -> bf16
+  kernel.return
+}
+
+// -----
+
+kernel.func @f(%s: i64, %b: f32) {
+  // expected-error @+1 {{'kernel.random' subsequence and component must be i32 or i64, got f32}}
+  %r = kernel.random uniform %s, %s, %b, %b : f32 -> f32
+  kernel.return
+}
