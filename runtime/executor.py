@@ -238,7 +238,12 @@ class Entry:
         signature seen once may never come back), built on the second launch with the entry's
         device current; the fast path launches `graph` directly. A failure is retried once
         with the device made current (another library may have switched this thread's
-        context behind our back) and then raised."""
+        context behind our back) and then raised. An entry with nothing to write (`skip`: an
+        empty grid or empty outputs) launches nothing, and so never gets a graph: the fast
+        path, which calls this while `graph` is None, launches nothing either (a matmul of
+        [0, 16] x [16, 0] launched so faulted, the GPU fuzzer found)."""
+        if self.skip:
+            return
         try:
             if self.graph is None:
                 assert self.func is not None, "launch() before load()"

@@ -280,6 +280,22 @@ def test_empty_tensors(rng: np.random.Generator, torch: Any) -> None:
     assert outs[0].shape == (4, 0, 3) and outs[1].shape == (0,)
 
 
+def test_an_empty_matmul_launches_nothing_on_either_path(torch: Any) -> None:
+    """[0, 16] x [16, 0]: nothing to write, so no kernel runs, on the first call (the general
+    path) nor on the second (the generated fast path; it launched the matmul kernel, which
+    faulted: the GPU fuzzer's find)."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, -1], DataType.BFloat16)
+        b = fd.define_tensor([-1, -1], DataType.BFloat16)
+        fd.add_output(fd.ops.matmul(a, b))
+    x = torch.zeros(0, 16, dtype=torch.bfloat16, device="cuda")
+    y = torch.zeros(16, 0, dtype=torch.bfloat16, device="cuda")
+    for _ in range(3):
+        (out,) = fd.execute([x, y])
+        torch.cuda.synchronize()
+        assert tuple(out.shape) == (0, 0)
+
+
 # --------------------------------------------------------------------------------------------
 # The signature cache, scalars, streams
 
