@@ -1400,6 +1400,36 @@ class FusionOps:
         return self._composite("threshold", operands, build)
 
     @_api
+    def triu(self, x: Any, diagonal: Any = 0) -> Tensor:
+        """The upper triangle of the last two dims (torch.triu): the elements whose column
+        less row is at least `diagonal` kept, the others 0, per matrix of any leading dims."""
+        return self._triangle("triu", x, diagonal, upper=True)
+
+    @_api
+    def tril(self, x: Any, diagonal: Any = 0) -> Tensor:
+        """The lower triangle of the last two dims (torch.tril): column less row at most
+        `diagonal` kept, the others 0."""
+        return self._triangle("tril", x, diagonal, upper=False)
+
+    def _triangle(self, op: str, x: Any, diagonal: Any, upper: bool) -> Tensor:
+        """`where(column - row >= diagonal, x, 0)` (`<=` for the lower one), the rows and
+        columns iotas broadcast over `x`'s shape."""
+        qual = f"fd.ops.{op}"
+        t = self._tensor(qual, "x", x)
+        if t.ndim < 2:
+            _fail(qual, f"needs a tensor of rank 2 or more, got rank {t.ndim}")
+        k = _constant_int(qual, "argument 'diagonal'", diagonal, "an int or a constant Int Scalar")
+        rank, shape = t.ndim, t.shape()
+        rows = self.iota(shape[rank - 2], 0, 1, DataType.Int)
+        cols = self.iota(shape[rank - 1], 0, 1, DataType.Int)
+        distance = self.sub(
+            self.broadcast_in_dim(cols, shape, [rank - 1]),
+            self.broadcast_in_dim(rows, shape, [rank - 2]),
+        )
+        kept = self.ge(distance, k) if upper else self.le(distance, k)
+        return cast(Tensor, self.where(kept, t, False if t.dtype == DataType.Bool else 0))
+
+    @_api
     def cast(self, t: Any, dtype: Any) -> Tensor | Scalar:
         """`t` converted to `dtype` (a `set` when it has that type already)."""
         op = "fd.ops.cast"

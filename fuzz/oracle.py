@@ -714,6 +714,13 @@ class Oracle:
     def op_normal(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
         return self._random(op, normal=True)
 
+    def op_triu(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        x, diagonal = args
+        keep = np.triu if op.op == "triu" else np.tril
+        return self._moved(x, lambda a: keep(a, diagonal))
+
+    op_tril = op_triu
+
     def op_nextafter(
         self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
     ) -> list[Value]:

@@ -187,6 +187,8 @@ LOGICAL = ("logical_and", "logical_or")
 COMPOSITES = ("lerp", "addcmul", "clamp", "threshold")
 #: random numbers of a shape (another tensor's extents or ints) under a seed and an offset
 RANDOM = ("uniform", "normal")
+#: the triangles of the last two dims
+TRIANGLES = ("triu", "tril")
 REDUCTIONS = ("sum", "max", "min", "prod")
 ALL_OPS = (
     *UNARY_INT_OK,
@@ -200,6 +202,7 @@ ALL_OPS = (
     *LOGICAL,
     *COMPOSITES,
     *RANDOM,
+    *TRIANGLES,
     "where",
     "cast",
     "broadcast_in_dim",
@@ -849,6 +852,16 @@ class _Generator:
             rng_offset=self.rng.randrange(2**20),
             dtype=dtype,
         )
+        return True
+
+    def gen_triangle(self, op: str) -> bool:
+        """triu or tril of a tensor of rank 2 or more, a diagonal in [-2, 2]."""
+        x = self.pick(lambda v: v.is_tensor and v.shape is not None and len(v.shape) >= 2)
+        if x is None:
+            return False
+        assert x.shape is not None
+        diagonal = self.rng.randint(-2, 2)
+        self.add_op(op, [x.name, diagonal], [(x.dtype, x.shape, x.declared)], x.mag, x.exact)
         return True
 
     def gen_where(self) -> bool:
@@ -1588,6 +1601,8 @@ class _Generator:
             return self.gen_composite(op)
         if op in RANDOM:
             return self.gen_random(op)
+        if op in TRIANGLES:
+            return self.gen_triangle(op)
         if op in REDUCTIONS:
             return self.gen_reduction(op)
         if op in ("set", "segment_set"):
@@ -1621,7 +1636,7 @@ OP_WEIGHTS: dict[str, float] = (
     {op: 1.0 for op in ALL_OPS}
     | {op: 0.15 for op in (*MATH_FUNCTIONS, *ROUNDING, *UNARY_TESTS, *UNARY_OF_ONE_KIND)}
     | {op: 0.3 for op in (*MATH_BINARY, *INTEGER_BINARY, *BITWISE, *LOGICAL, *COMPOSITES)}
-    | {op: 0.4 for op in RANDOM}
+    | {op: 0.4 for op in (*RANDOM, *TRIANGLES)}
     | {
         "cast": 2.0,
         "pad": 2.0,

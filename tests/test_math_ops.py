@@ -1047,3 +1047,33 @@ def test_gcd_with_int_min_follows_torch(el: str) -> None:
     expected = [-4, -4, -(2**31), 4, 1] if el == "i32" else [4, 4, 2**31, 4, 1]
     for got in (fd.reference([a, b])[0], device_values(fd, [a, b])[0]):
         assert np.asarray(got).tolist() == expected
+
+
+# --------------------------------------------------------------------------------------------
+# triu and tril
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 4, 4), (1, 6, 2), (0, 3), (3, 1)])
+@pytest.mark.parametrize("diagonal", [-1, 0, 2])
+@pytest.mark.parametrize("el", ["f32", "bf16", "i32", "bool"])
+def test_triu_and_tril_are_torchs(
+    shape: tuple[int, ...], diagonal: int, el: str, rng: np.random.Generator
+) -> None:
+    dtype, np_dtype = DTYPES[el]
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1] * len(shape), dtype)
+        fd.add_output(fd.ops.triu(x, diagonal))
+        fd.add_output(fd.ops.tril(x, diagonal=diagonal))
+    data = _array(list(rng.standard_normal(int(np.prod(shape))) + 3), np_dtype).reshape(shape)
+    if el == "bool":
+        data = rng.random(shape) < 0.7
+    upper, lower = fd.reference([data])
+    assert upper.dtype == data.dtype and lower.dtype == data.dtype
+    np.testing.assert_array_equal(upper, np.triu(data, diagonal))  # numpy's are torch's
+    np.testing.assert_array_equal(lower, np.tril(data, diagonal))
+
+
+def test_triu_needs_a_matrix() -> None:
+    message = r"fd\.ops\.triu: needs a tensor of rank 2 or more"
+    with pytest.raises(DefinitionError, match=message), FusionDefinition() as fd:
+        fd.add_output(fd.ops.triu(fd.define_tensor([-1], DataType.Float)))

@@ -5,11 +5,11 @@ Covered: every float function (acos ... lgamma, frac) on f32/f16/bf16 over its d
 around it (NaN where the reference has NaN); rounding, sign and the tests (isfinite ...
 signbit) on floats with NaN, +-inf, signed zeros and halves mixed in, and on i32/i64; the
 binary functions on floats and integers (zero divisors, the integer limits, shift counts past
-the width), `bitwise_*` on Bool; `lerp`, `addcmul`, `clamp`, `threshold`; sizes 0, 1, 3, 127
-and 4097; a transposed (non-contiguous) input and operands broadcast along each axis. The
-kernel of each case must be the pointwise scheduler's. `test_*_match_torch` compare fuser's
-outputs with torch's own op on the same CUDA tensors: exactly for rounding, tests, integers and
-bitwise ops, within the math library's few units otherwise.
+the width), `bitwise_*` on Bool; `lerp`, `addcmul`, `clamp`, `threshold`, `triu`, `tril`;
+sizes 0, 1, 3, 127 and 4097; a transposed (non-contiguous) input and operands broadcast along
+each axis. The kernel of each case must be the pointwise scheduler's. `test_*_match_torch`
+compare fuser's outputs with torch's own op on the same CUDA tensors: exactly for rounding,
+tests, integers and bitwise ops, within the math library's few units otherwise.
 
 Every test here is marked `gpu` and skipped (see conftest.py) where no device is present.
 """
@@ -268,3 +268,20 @@ def test_binary_match_torch(op: str, dtype: DataType, rng: np.random.Generator) 
     assert_close(
         numpy_of(torch, ours), numpy_of(torch, theirs), f"{op} vs torch", None if exact else tol
     )
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (3, 127), (2, 129, 127)])
+@pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16, DataType.Int32])
+def test_triu_and_tril(shape: tuple[int, ...], dtype: DataType, rng: np.random.Generator) -> None:
+    with FusionDefinition(f"triangles_{len(shape)}_{dtype.name}") as fd:
+        x = fd.define_tensor([-1] * len(shape), dtype)
+        fd.add_output(fd.ops.triu(x, 1))
+        fd.add_output(fd.ops.tril(x, -2))
+    if dtype == DataType.Int32:
+        data = ints(rng, int(np.prod(shape)), dtype, -50, 50).reshape(shape)
+    else:
+        data = values(rng, "triu", int(np.prod(shape)), dtype).reshape(shape)
+    upper, lower = run(fd, [data])
+    wide = np.int64 if dtype == DataType.Int32 else np.float64  # (NaN equals NaN in float64)
+    np.testing.assert_array_equal(upper.astype(wide), np.triu(data, 1).astype(wide))
+    np.testing.assert_array_equal(lower.astype(wide), np.tril(data, -2).astype(wide))
