@@ -2586,7 +2586,7 @@ class RandomOp(IRDLOperation, ABC):
     `%r = fusion.rand %seed, %offset sizes(%n) : tensor<?x128xf32>` (`sizes`: one `index` per
     dynamic result dim). For f32, element i is word `i % 4` of Philox at subsequence `i / 4`
     and counter `offset` under key `seed`; for f64, words `2 (i % 2)` and `2 (i % 2) + 1` at
-    subsequence `i / 2` (`fuser.runtime.reference.philox` states the conversions)."""
+    subsequence `i / 2` (`fuser.runtime.philox` states the conversions)."""
 
     seed = operand_def(I64)
     offset = operand_def(I64)
@@ -3045,7 +3045,7 @@ def stream_axis(op: Operation) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-_SLICED_ELEMENTWISE = (UnaryOp, GeluOp, BinaryOp, WhereOp, CastOp, SetOp)
+_SLICED_ELEMENTWISE = (UnaryOp, UnaryTestOp, GeluOp, BinaryOp, WhereOp, CastOp, SetOp)
 """Ops whose tensor operands have the result's shape: sliced along the result's axis."""
 
 

@@ -1512,6 +1512,11 @@ class MatmulFragOp(IRDLOperation):
 # --------------------------------------------------------------------------------------------
 
 
+def random_per_block(t: Attribute) -> int:
+    """The elements of type `t` one Philox block gives: 4 f32 (a word each), 2 f64 (two)."""
+    return 4 if t == F32 else 2
+
+
 @irdl_op_definition
 class RandomOp(IRDLOperation):
     """Element `subsequence * k + component` of `fusion.rand` / `fusion.randn` under `seed`
@@ -1557,8 +1562,8 @@ class RandomOp(IRDLOperation):
 
     @property
     def per_block(self) -> int:
-        """The elements one Philox block gives: 4 for f32, 2 for f64."""
-        return 4 if self.result.type == F32 else 2
+        """The elements one Philox block gives (`random_per_block`)."""
+        return random_per_block(self.result.type)
 
     def verify_(self) -> None:
         if self.subsequence.type not in INDEX_TYPES:

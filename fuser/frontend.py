@@ -764,9 +764,13 @@ class FusionOps:
         if not any(isinstance(v, _Value) for _, v in values):
             _fail(qual, "needs a Tensor or Scalar operand, got only Python numbers")
         promoted = self._promote([v for _, v in values])
-        if promoted == DataType.Bool or (floats_only and not promoted.is_floating_point):
+        handles = [v.dtype for _, v in values if isinstance(v, _Value)]
+        if promoted == DataType.Bool or (
+            floats_only and not all(d.is_floating_point for d in handles)
+        ):
             kind = "floating-point" if floats_only else "numeric"
-            _fail(qual, f"takes {kind} operands, got {promoted.name}")
+            bad = next((d for d in handles if not d.is_floating_point), promoted)
+            _fail(qual, f"takes {kind} operands, got {bad.name}")
         _, broadcast = self._broadcast(qual, values)
         compute = compute_dtype(promoted)
         args = [
@@ -1087,7 +1091,8 @@ class FusionOps:
     @_api
     def logical_not(self, x: Any) -> Tensor | Scalar:
         """`x == 0` (NaN is true, so its logical not is false), a Bool result."""
-        return self.bitwise_not(self.cast(x, DataType.Bool))
+        a = self._operand("fd.ops.logical_not", "x", x, numbers_ok=False)
+        return self.bitwise_not(self.cast(a, DataType.Bool))
 
     @_api
     def isfinite(self, x: Any) -> Tensor | Scalar:
@@ -1358,7 +1363,7 @@ class FusionOps:
         )
 
     @_api
-    def addcmul(self, arg: Any, tensor1: Any, tensor2: Any, value: Any = 1.0) -> Tensor | Scalar:
+    def addcmul(self, arg: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> Tensor | Scalar:
         """`arg + value * tensor1 * tensor2`, rounded once (torch.addcmul)."""
 
         def build(v: list[SSAValue]) -> SSAValue:
@@ -1376,6 +1381,13 @@ class FusionOps:
         if min is None and max is None:
             _fail("fd.ops.clamp", "needs 'min' or 'max' (or both), got neither")
         bounds = [(name, b) for name, b in (("min", min), ("max", max)) if b is not None]
+        for name, b in bounds:  # (torch's tensor bounds have another NaN rule: not taken)
+            if isinstance(b, Tensor):
+                _fail(
+                    "fd.ops.clamp", f"argument '{name}' must be a number or a Scalar, got a Tensor"
+                )
+        if isinstance(arg, Tensor | Scalar) and arg.dtype == DataType.Bool:
+            _fail("fd.ops.clamp", "does not take a Bool operand; cast it to Int or Float first")
 
         def build(v: list[SSAValue]) -> SSAValue:
             x, f, el = v[0], self._apply, element_type(v[0].type)
@@ -1396,8 +1408,11 @@ class FusionOps:
             below = f(LeOp, x, limit, result=I1)
             return f(WhereOp, below, fill, x, result=element_type(x.type))
 
-        operands = [("arg", arg), ("threshold", threshold), ("value", value)]
-        return self._composite("threshold", operands, build)
+        x = self._tensor("fd.ops.threshold", "arg", arg)
+        operands = [("arg", x), ("threshold", threshold), ("value", value)]
+        result = self._composite("threshold", operands, build)
+        # torch's result has the input's dtype (an integer input compares as exactly)
+        return result if result.dtype == x.dtype else self.cast(result, x.dtype)
 
     @_api
     def triu(self, x: Any, diagonal: Any = 0) -> Tensor:
@@ -1419,6 +1434,8 @@ class FusionOps:
         if t.ndim < 2:
             _fail(qual, f"needs a tensor of rank 2 or more, got rank {t.ndim}")
         k = _constant_int(qual, "argument 'diagonal'", diagonal, "an int or a constant Int Scalar")
+        if not -(2**63) <= k < 2**63:
+            _fail(qual, f"argument 'diagonal' ({k}) does not fit in Int")
         rank, shape = t.ndim, t.shape()
         rows = self.iota(shape[rank - 2], 0, 1, DataType.Int)
         cols = self.iota(shape[rank - 1], 0, 1, DataType.Int)
@@ -2323,13 +2340,24 @@ class FusionOps:
         compute = compute_dtype(out)
         fd = self._definition
         names = ("minval", "maxval") if cls is RandOp else ("mean", "std")
+        for arg, v in ((names[0], a), (names[1], b), ("rng_seed", seed), ("rng_offset", offset)):
+            if isinstance(v, Tensor | bool) or not isinstance(v, Scalar | numbers.Real):
+                _fail(qual, f"argument '{arg}' must be a Python number or a Scalar, got {v!r}")
+            kind = v.dtype if isinstance(v, Scalar) else number_dtype(cast(Number, v))
+            if arg.startswith("rng_") and not kind.is_integral:
+                _fail(qual, f"argument '{arg}' must be an int or an Int Scalar, got {kind.name}")
+        low_number, high_number = _constant_number(a), _constant_number(b)
+        bounds = (low_number, high_number) if cls is RandOp else (None, None)
+        if None not in bounds and float(bounds[0] or 0) > float(bounds[1] or 0):
+            _fail(qual, f"needs minval <= maxval, got {low_number} > {high_number}")
         seed_value, offset_value = (
             self._as(qual, arg, self._operand(qual, arg, v), DataType.Int)
             for arg, v in (("rng_seed", seed), ("rng_offset", offset))
         )
         random = cls(seed_value, offset_value, TensorType(compute.element_type, static), sizes)
         value = fd._emit(random).results[0]
-        if _constant_number(a) == 0 and _constant_number(b) == 1:  # the standard distribution
+        standard = low_number == 0 and high_number == 1
+        if standard and (cls is RandnOp or not out.is_half):  # (a half rounds up to 1: below)
             return cast(Tensor, fd._wrap(fd._cast(value, out)))
         low = self._as(qual, names[0], self._operand(qual, names[0], a), compute)
         scale = self._as(qual, names[1], self._operand(qual, names[1], b), compute)

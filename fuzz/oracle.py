@@ -692,7 +692,7 @@ class Oracle:
         z = z.reshape(shape)
         compute = compute_type(dtype)
         standard = (a, b) == (0.0, 1.0)
-        if standard:
+        if standard and (normal or dtype not in ("f16", "bf16")):  # (a half rounds up to 1)
             data, near = z, None
         elif normal:
             data, near = number_value(a, compute) + number_value(b, compute) * z, None

@@ -816,6 +816,8 @@ class _Generator:
         values = [self.value(z) for z in args if isinstance(z, str)]
         if not broadcasts(values):
             return False
+        if op == "lerp" and any(v.dtype not in FLOATS for v in values):
+            return False  # (torch's lerp takes floating-point tensors only)
         promoted = self.promoted([*args, *kw.values()])
         if promoted not in FLOATS:
             return False
@@ -840,6 +842,8 @@ class _Generator:
         declared = t.declared if by_extents else t.shape
         dtype = self.rng.choice(FLOATS)
         a, b = self.rng.choice([(0.0, 1.0), (-2.0, 3.0), (0.5, 0.25)])
+        if op == "uniform":
+            a, b = min(a, b), max(a, b)  # (minval <= maxval)
         mag = max(abs(a), abs(b)) if op == "uniform" else abs(a) + 7 * abs(b)
         self.add_op(
             op,

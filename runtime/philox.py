@@ -14,13 +14,17 @@ Conversions (curand's, computed without fused multiply-adds so they are exact in
 - a uniform f32 in (0, 1] is `w * 2**-32 + 2**-33` (each step rounded to f32); `fusion.rand`
   maps 1.0 to 0.0, for [0, 1);
 - a uniform f64 in (0, 1] is `(w0 ^ (w1 << 21)) * 2**-53 + 2**-54`, 1.0 likewise mapped to 0.0;
-- normal (Box-Muller, curand's): from a pair of uniforms u, v in (0, 1] (f32: words 2p, 2p + 1
-  for pair p = (i % 4) / 2; f64: the two uniforms of the block), `sqrt(-2 log u)` times
+- normal (Box-Muller, the words paired as nvFuser pairs them): from a pair of uniforms u, v
+  in (0, 1] (f32: words 2p, 2p + 1 for pair p = (i % 4) / 2; f64: the two uniforms of the
+  block), `sqrt(-2 log u)` times
   `sin(2 pi v)` for an even component and `cos(2 pi v)` for an odd one. The logarithm never
   sees 0.
 
 So the numbers depend on (seed, offset, i) alone, as in nvFuser (whose counter layout and
-uniform conversion these are): never on a schedule, a block size or a vector width.
+uniform conversion these are): never on a schedule, a block size or a vector width. The
+standard uniform numbers are exact in both places; an affine map of them (`uniform`'s bounds,
+`normal`'s mean and deviation) the kernels may compute with one fused multiply-add, within a
+unit of the reference's two roundings.
 """
 
 from __future__ import annotations

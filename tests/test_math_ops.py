@@ -941,6 +941,16 @@ def test_reference_and_lowering_agree_with_torch_on_cuda(case: str) -> None:
         (lambda fd, f, i, b: fd.ops.imag(f), "fd.ops.imag: needs a complex operand, got Float"),
         (lambda fd, f, i, b: fd.ops.round(b), "does not take a Bool operand"),
         (lambda fd, f, i, b: fd.ops.logical_and(1, 2), "got two Python numbers"),
+        (lambda fd, f, i, b: fd.ops.logical_not(3), "fd.ops.logical_not: argument 'x'"),
+        (
+            lambda fd, f, i, b: fd.ops.lerp(i, f, 0.5),
+            "fd.ops.lerp: takes floating-point operands, got Int32",
+        ),
+        (
+            lambda fd, f, i, b: fd.ops.clamp(f, min=f),
+            "fd.ops.clamp: argument 'min' must be a number or a Scalar",
+        ),
+        (lambda fd, f, i, b: fd.ops.clamp(b, 0, 1), "fd.ops.clamp: does not take a Bool operand"),
     ],
 )
 def test_operand_types_outside_an_op_are_refused_by_name(
@@ -971,6 +981,8 @@ def test_result_types_follow_torch() -> None:
             "lerp(f16, f16, 0.5)": fd.ops.lerp(h, h, 0.5),  # computed in Float, rounded once
             "addcmul(f16, i32, i32)": fd.ops.addcmul(h, i, i),
             "clamp(i32, 0, 5)": fd.ops.clamp(i, 0, 5),
+            "addcmul(i32, i32, i32)": fd.ops.addcmul(i, i, i),  # value=1, as torch's
+            "threshold(i32, 0.5, 2)": fd.ops.threshold(i, 0.5, 2),  # the input's dtype
         }
         for out in outs.values():
             fd.add_output(out)
@@ -988,6 +1000,8 @@ def test_result_types_follow_torch() -> None:
         "lerp(f16, f16, 0.5)": "Half",
         "addcmul(f16, i32, i32)": "Half",
         "clamp(i32, 0, 5)": "Int32",
+        "addcmul(i32, i32, i32)": "Int32",
+        "threshold(i32, 0.5, 2)": "Int32",
     }
 
 

@@ -178,11 +178,13 @@ def test_uniform_and_normal_in_the_frontend() -> None:
     uf = uu.astype(np.float64)
     assert uf.min() >= -2.0 and uf.max() < 3.0 and abs(uf.mean() - 0.5) < 0.05
     assert zz.shape == (4, 16) and abs(zz.mean() - 1.5) < 0.1
-    # rand_like with the seed and offset of `uniform` draws the same numbers before scaling
+    # rand_like with the seed and offset of `uniform` draws the same numbers before scaling;
+    # one that rounds up to 1 in bf16 is 0, as in torch's uniform_
     base = philox.random((4096, 16), np.dtype(np.float32), 99, 0, False)
-    np.testing.assert_array_equal(
-        rr.astype(np.float32), base.astype(ml_dtypes.bfloat16).astype(np.float32)
-    )
+    rounded = base.astype(ml_dtypes.bfloat16).astype(np.float32)
+    expected = np.where(rounded == 1, 0, rounded)
+    assert (rounded == 1).any() and rr.astype(np.float32).max() < 1
+    np.testing.assert_array_equal(rr.astype(np.float32), expected)
     assert abs(nn.astype(np.float64).std() - 1) < 0.05
 
 
@@ -203,6 +205,18 @@ def test_uniform_and_normal_in_the_frontend() -> None:
             "argument 'shape' entry 0 must be an int, a constant Int Scalar or an extent",
         ),
         (lambda fd, x: fd.ops.rand_like(x), "needs rng_seed and rng_offset"),
+        (
+            lambda fd, x: fd.ops.uniform(x, 1, [3], rng_seed=1, rng_offset=0),
+            "argument 'minval' must be a Python number or a Scalar",
+        ),
+        (
+            lambda fd, x: fd.ops.uniform(0, 1, [3], rng_seed=1.5, rng_offset=0),
+            "argument 'rng_seed' must be an int or an Int Scalar, got Float",
+        ),
+        (
+            lambda fd, x: fd.ops.uniform(3, 1, [3], rng_seed=1, rng_offset=0),
+            r"needs minval <= maxval, got 3 > 1",
+        ),
     ],
 )
 def test_random_mistakes_are_named(call: object, message: str) -> None:

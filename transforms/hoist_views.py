@@ -54,7 +54,15 @@ from fuser.dialects import fusion as fu
 from fuser.dialects.views import END, ReshapeError, reshape_view
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 
-_COMMUTING = (fu.UnaryOp, fu.GeluOp, fu.BinaryOp, fu.WhereOp, fu.CastOp, fu.SetOp)
+_COMMUTING = (
+    fu.UnaryOp,
+    fu.UnaryTestOp,
+    fu.GeluOp,
+    fu.BinaryOp,
+    fu.WhereOp,
+    fu.CastOp,
+    fu.SetOp,
+)
 """Pointwise ops whose tensor operands have the result's shape (no broadcast, no renumbering;
 a `segment_set` is a boundary the user asked for)."""
 

@@ -399,7 +399,7 @@ def _tuple_shape(shape: tuple[int, ...] | int | None) -> tuple[int, ...]:
 # Analysis: op kinds, equal extents
 # --------------------------------------------------------------------------------------------
 
-_FORWARDABLE = (fu.UnaryOp, fu.GeluOp, fu.CastOp, fu.SetOp, fu.RenumberOp)
+_FORWARDABLE = (fu.UnaryOp, fu.UnaryTestOp, fu.GeluOp, fu.CastOp, fu.SetOp, fu.RenumberOp)
 """Unary ops a chain from a fusion input may consist of (SegmentSetOp is not a SetOp): a
 permute or squeeze of an input is read through by each segment that uses it."""
 

@@ -1,6 +1,6 @@
 """Random numbers on the GPU: `fd.ops.uniform`, `normal`, `rand_like`, `randn_like` against the
-reference (`fuser.runtime.philox`): uniform numbers bit for bit (their conversions have no fused
-multiply-add), normal ones within the math library's units; the same numbers under two
+reference (`fuser.runtime.philox`): standard uniform numbers bit for bit (their conversions
+have no fused multiply-add), normal ones within the math library's units; the same numbers under two
 schedules (a vectorized kernel and one a misaligned input keeps scalar); dropout with a
 residual add as one kernel; the moments of a million draws; a random tensor broadcast along a
 dynamic dim computed by a kernel of its own; sizes 0, 1, 3, 127 and 4097.

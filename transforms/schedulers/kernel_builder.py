@@ -438,7 +438,7 @@ def lower_random(
     kb = position.kb
     shape = fu.shape_of(op.result.type) or ()
     el = fu.element_type(op.result.type)
-    per = 4 if el == fu.F32 else 2
+    per = kernel.random_per_block(el)
     own_space = m == tuple(range(position.rank))
     vector = position.vector() if own_space and position.vector is not None else None
     if vector is not None and vector[2] % per == 0:

@@ -43,17 +43,21 @@ __device__ __forceinline__ double pow(double x, double y) {
 }
 // The greatest common divisor as torch's CUDA gcd computes it: Euclid's algorithm on |a| and |b| in
 // the signed type, where |INT_MIN| wraps to INT_MIN, so a gcd with INT_MIN may come out negative
-// (gcd(380, INT_MIN) is -4). `x % -1` is taken as 0 without dividing (C leaves INT_MIN % -1
-// undefined).
-template <typename T> __device__ __forceinline__ T gcd(T a, T b) {
-  a = a < 0 ? T(0) - a : a;  // (the wrap of INT_MIN is two's complement, as nvcc compiles it)
-  b = b < 0 ? T(0) - b : b;
+// (gcd(380, INT_MIN) is -4). The magnitudes are taken in the unsigned type (no signed overflow) and
+// converted back; `x % -1` is taken as 0 without dividing (C leaves INT_MIN % -1 undefined).
+template <typename T, typename U> __device__ __forceinline__ T gcd_signed(T a, T b) {
+  a = a < 0 ? T(U(0) - U(a)) : a;
+  b = b < 0 ? T(U(0) - U(b)) : b;
   while (a != 0) {
     const T r = a == T(-1) ? T(0) : b % a;
     b = a;
     a = r;
   }
   return b;
+}
+__device__ __forceinline__ int gcd(int a, int b) { return gcd_signed<int, unsigned>(a, b); }
+__device__ __forceinline__ long long gcd(long long a, long long b) {
+  return gcd_signed<long long, unsigned long long>(a, b);
 }
 // Integers compare plainly.
 template <typename T> __device__ __forceinline__ T maximum(T a, T b) { return a > b ? a : b; }
