@@ -833,13 +833,10 @@ class _Generator:
         """Uniform numbers in [a, b) or normal ones (mean a, deviation b) of a float dtype,
         shaped like another tensor (by its extents or by ints), under a random seed and
         offset."""
-        t = self.pick(lambda v: v.is_tensor and v.shape is not None)
-        if t is None:
+        like = self.shape_like()
+        if like is None:
             return False
-        assert t.shape is not None and t.declared is not None
-        by_extents = self.rng.random() < 0.5
-        shape = [(t.name, d) if by_extents else e for d, e in enumerate(t.shape)]
-        declared = t.declared if by_extents else t.shape
+        t, shape, declared = like
         dtype = self.rng.choice(FLOATS)
         a, b = self.rng.choice([(0.0, 1.0), (-2.0, 3.0), (0.5, 0.25)])
         if op == "uniform":
@@ -1503,16 +1500,24 @@ class _Generator:
         self.add_op("matmul", [a.name, b.name], [(a.dtype, shape, declared)], mag, False)
         return True
 
-    def gen_full(self) -> bool:
-        """A tensor shaped like another one (by its extents or by ints) filled with a
-        constant of any dtype."""
+    def shape_like(self) -> tuple[_Value, list[Any], tuple[int, ...]] | None:
+        """A tensor of the pool, a shape argument like its shape (its extents, `(name, axis)`,
+        or its ints) and the declared shape that gives (None: no tensor yet)."""
         t = self.pick(lambda v: v.is_tensor and v.shape is not None)
         if t is None:
-            return False
+            return None
         assert t.shape is not None and t.declared is not None
         by_extents = self.rng.random() < 0.5
         shape = [(t.name, d) if by_extents else e for d, e in enumerate(t.shape)]
-        declared = t.declared if by_extents else t.shape
+        return t, shape, tuple(t.declared if by_extents else t.shape)
+
+    def gen_full(self) -> bool:
+        """A tensor shaped like another one (by its extents or by ints) filled with a
+        constant of any dtype."""
+        like = self.shape_like()
+        if like is None:
+            return False
+        t, shape, declared = like
         dtype, value = self.constant()
         self.add_op(
             "full",
