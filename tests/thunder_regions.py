@@ -4,8 +4,8 @@ contiguity=, dtype=, is_cpu=, stride_order=)`, constants through `define_scalar(
 keyword arguments, static shapes): RMSNorm, the q/k/v split of a fused projection into heads,
 the causal-masked softmax with its mask from iotas, SwiGLU, the heads merge (its permute put
 row-major with `stride_order`, as Thunder does), and a
-cross-entropy forward through `take_along_axis`, and the rotary embedding (its slice-rotate-cat
-forward, and its backward through two pads).
+cross-entropy forward through `take_along_axis`, the rotary embedding (its slice-rotate-cat
+forward, and its backward through two pads), and a residual add after dropout.
 
 Each region is a function of (dtype, sizes) returning the FusionDefinition and a numpy function
 of the same inputs that computes what it must (float64), so the CPU test checks the reference
@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 import scipy.special
+from xdsl.dialects.builtin import TensorType
 
 from fuser import DataType, FusionDefinition
 from fuser.dialects.fusion import row_major_order
+from fuser.runtime import philox
 
 Region = tuple[FusionDefinition, Callable[..., list[np.ndarray]]]
 """A region's definition, and numpy (float64) computing its outputs from the same inputs."""
@@ -257,12 +259,46 @@ def rope_backward(dtype: DataType, b: int, t: int, heads: int, hs: int) -> Regio
     return fd, expected
 
 
-def inputs_of(rng: np.random.Generator, fd: FusionDefinition) -> list[np.ndarray]:
-    """Random inputs for a region (its inputs' shapes and dtypes; targets in range)."""
+P_DROP = 0.1
+"""The dropout probability of the dropout region."""
+
+
+def dropout_residual(dtype: DataType, b: int, t: int, c: int) -> Region:
+    """`x + dropout(y)` in training, as Thunder hands it over once `replace_uniform` has made
+    the draw a `uniform_philox` (its seed and offset fusion inputs): `y * (u < 1 - p) / (1 - p)`."""
+    with FusionDefinition(f"dropout_residual_{dtype.name}") as fd:
+        x = _tensor(fd, [b, t, c], dtype)
+        y = _tensor(fd, [b, t, c], dtype)
+        seed = fd.define_scalar(dtype=DataType.Int)
+        offset = fd.define_scalar(dtype=DataType.Int)
+        s0 = fd.define_scalar(0.0, dtype=DataType.Double)
+        s1 = fd.define_scalar(1.0, dtype=DataType.Double)
+        u = fd.ops.uniform(
+            s0, s1, shape=[b, t, c], rng_seed=seed, rng_offset=offset, dtype=DataType.Float
+        )
+        keep = fd.ops.lt(u, fd.define_scalar(1 - P_DROP, dtype=DataType.Double))
+        yf = fd.ops.cast(y, dtype=DataType.Float)
+        scale = fd.define_scalar(1 / (1 - P_DROP), dtype=DataType.Double)
+        dropped = fd.ops.mul(fd.ops.mul(yf, keep), scale)
+        fd.add_output(fd.ops.cast(fd.ops.add(fd.ops.cast(x, dtype=DataType.Float), dropped), dtype))
+
+    def expected(x: np.ndarray, y: np.ndarray, seed: int, offset: int) -> list[np.ndarray]:
+        u = philox.random((b, t, c), np.dtype(np.float32), seed, offset, normal=False)
+        return [_f64(x) + _f64(y) * (u < 1 - P_DROP) / (1 - P_DROP)]
+
+    return fd, expected
+
+
+def inputs_of(rng: np.random.Generator, fd: FusionDefinition) -> list[Any]:
+    """Random inputs for a region (its inputs' shapes and dtypes; targets in range; a seed and
+    an offset of random numbers as ints)."""
     from fuser.runtime.dtypes import numpy_dtype, round_to_float
 
-    arrays: list[np.ndarray] = []
+    arrays: list[Any] = []
     for arg in fd.fusion.inputs:
+        if not isinstance(arg.type, TensorType):
+            arrays.append(int(rng.integers(0, 2**31)))
+            continue
         shape, el = tuple(arg.type.get_shape()), arg.type.element_type
         dtype = numpy_dtype(el)
         if dtype.kind == "i":  # a cross-entropy's targets, in the vocabulary
@@ -281,6 +317,7 @@ KERNELS = {
     "cross_entropy": ["pointwise", "persistent"],  # the target pick, loaded at its index
     "rope": ["pointwise"],  # the halves are views of q; the cat reads them shifted
     "rope_backward": ["pointwise"],  # the pads read views of g and sin, shifted
+    "dropout_residual": ["pointwise"],  # the numbers drawn where they are read
 }
 """The kernels each region compiles to, in launch order (the CPU and GPU tests check them)."""
 
@@ -293,5 +330,6 @@ REGIONS: dict[str, Callable[[DataType], Region]] = {
     "cross_entropy": lambda d: cross_entropy(d, 254, 4097),
     "rope": lambda d: rope(d, 2, 127, 4, 64),
     "rope_backward": lambda d: rope_backward(d, 2, 127, 4, 64),
+    "dropout_residual": lambda d: dropout_residual(d, 2, 127, 768),
 }
 """Each region at small odd sizes (t = 127), by name."""
