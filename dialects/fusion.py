@@ -3045,8 +3045,10 @@ def stream_axis(op: Operation) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-_SLICED_ELEMENTWISE = (UnaryOp, UnaryTestOp, GeluOp, BinaryOp, WhereOp, CastOp, SetOp)
-"""Ops whose tensor operands have the result's shape: sliced along the result's axis."""
+ELEMENTWISE_OPS = (UnaryOp, UnaryTestOp, GeluOp, BinaryOp, WhereOp, CastOp, SetOp)
+"""Pointwise ops whose tensor operands have the result's shape (no broadcast, no renumbering;
+a `segment_set` is a boundary the user asked for): a stream-parallel one is sliced along the
+result's axis, and views commute with them (`hoist_views`)."""
 
 
 def stream_operand_axes(op: Operation, axis: int) -> tuple[int | None, ...]:
@@ -3069,7 +3071,7 @@ def stream_operand_axes(op: Operation, axis: int) -> tuple[int | None, ...]:
         raise VerifyException(
             f"{where} is out of range for its result {op.results[0].type} (rank {rank})"
         )
-    if isinstance(op, _SLICED_ELEMENTWISE):
+    if isinstance(op, ELEMENTWISE_OPS):
         return tuple(axis if isinstance(o.type, TensorType) else None for o in op.operands)
     if isinstance(op, BroadcastInDimOp):
         dims = op.dims

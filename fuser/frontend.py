@@ -2347,8 +2347,8 @@ class FusionOps:
             if arg.startswith("rng_") and not kind.is_integral:
                 _fail(qual, f"argument '{arg}' must be an int or an Int Scalar, got {kind.name}")
         low_number, high_number = _constant_number(a), _constant_number(b)
-        bounds = (low_number, high_number) if cls is RandOp else (None, None)
-        if None not in bounds and float(bounds[0] or 0) > float(bounds[1] or 0):
+        known = cls is RandOp and low_number is not None and high_number is not None
+        if known and float(cast(Number, low_number)) > float(cast(Number, high_number)):
             _fail(qual, f"needs minval <= maxval, got {low_number} > {high_number}")
         seed_value, offset_value = (
             self._as(qual, arg, self._operand(qual, arg, v), DataType.Int)

@@ -54,23 +54,11 @@ from fuser.dialects import fusion as fu
 from fuser.dialects.views import END, ReshapeError, reshape_view
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 
-_COMMUTING = (
-    fu.UnaryOp,
-    fu.UnaryTestOp,
-    fu.GeluOp,
-    fu.BinaryOp,
-    fu.WhereOp,
-    fu.CastOp,
-    fu.SetOp,
-)
-"""Pointwise ops whose tensor operands have the result's shape (no broadcast, no renumbering;
-a `segment_set` is a boundary the user asked for)."""
-
 
 def _commutes(op: Operation) -> bool:
     """A pointwise op each tensor operand of which has its result's static shape (and no
     stream axis: that names a dim of this shape)."""
-    if not isinstance(op, _COMMUTING) or fu.stream_axis(op) is not None:
+    if not isinstance(op, fu.ELEMENTWISE_OPS) or fu.stream_axis(op) is not None:
         return False
     shape = fu.shape_of(op.results[0].type)
     return all(fu.shape_of(o.type) == shape for o in op.operands if isinstance(o.type, TensorType))

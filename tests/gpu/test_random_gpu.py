@@ -10,6 +10,8 @@ Every test here is marked `gpu` and skipped (see conftest.py) where no device is
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pytest
 from gpu_helpers import assert_close, numpy_of, schedulers, torch_of
@@ -17,6 +19,7 @@ from gpu_helpers import assert_close, numpy_of, schedulers, torch_of
 from fuser import DataType, FusionDefinition
 from fuser.runtime import philox
 from fuser.runtime.dtypes import BFLOAT16, numpy_dtype
+from fuser.transforms.schedulers.pointwise import PointwiseParams
 
 pytestmark = pytest.mark.gpu
 
@@ -51,18 +54,27 @@ def test_the_gpu_draws_the_reference_numbers(dtype: DataType, normal: bool, n: i
 
 
 def test_the_numbers_do_not_depend_on_the_schedule() -> None:
-    """rand_like of a contiguous input (a vectorized kernel) and of a misaligned view (scalar
-    accesses): the same numbers, and a second seed or offset gives others."""
+    """rand_like beside a read of its input: of a contiguous input (a vectorized kernel) and of
+    a misaligned view (the read keeps the kernel scalar), the same numbers; a second seed or
+    offset gives others."""
     torch = pytest.importorskip("torch")
-    fd = _draws(DataType.Float, False)
-    base = torch.zeros(257 * 1031 + 1, device="cuda")
-    aligned = base[: 257 * 1031].view(257, 1031)
-    misaligned = base[1:].view(257, 1031)
-    (a,) = fd.execute([aligned, 5, 0])
-    (b,) = fd.execute([misaligned, 5, 0])
+    with FusionDefinition("draws_beside_a_read") as fd:
+        x = fd.define_tensor([-1, -1], DataType.Float)
+        seed, offset = fd.define_scalar(dtype=DataType.Int), fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.rand_like(x, rng_seed=seed, rng_offset=offset))
+        fd.add_output(fd.ops.add(x, 1.0))
+    base = torch.zeros(256 * 1032 + 1, device="cuda")
+    aligned = base[: 256 * 1032].view(256, 1032)
+    misaligned = base[1:].view(256, 1032)
+    plans = [fd.compile([v, 5, 0]).kernels[0].heuristics for v in (aligned, misaligned)]
+    assert all(isinstance(p, PointwiseParams) for p in plans)
+    widths = [cast(PointwiseParams, p).vector_width for p in plans]
+    assert widths[0] > 1 and widths[1] == 1, widths  # two schedules
+    a, _ = fd.execute([aligned, 5, 0])
+    b, _ = fd.execute([misaligned, 5, 0])
     assert torch.equal(a, b)
-    (c,) = fd.execute([aligned, 5, 1])
-    (d,) = fd.execute([aligned, 6, 0])
+    c, _ = fd.execute([aligned, 5, 1])
+    d, _ = fd.execute([aligned, 6, 0])
     assert not torch.equal(a, c) and not torch.equal(a, d)
 
 

@@ -425,6 +425,12 @@ class ElementPosition:
     vector: Callable[[], tuple[Index, Index, int]] | None = None
 
 
+def drawn_in_its_own_space(m: DimMap, rank: int) -> bool:
+    """Whether a random op read under map `m` has the dims of the iteration space (of `rank`
+    dims): its element index is then the space's flat index (`lower_random`)."""
+    return m == tuple(range(rank))
+
+
 def lower_random(
     position: ElementPosition, op: fu.RandomOp, m: DimMap, operands: Sequence[SSAValue]
 ) -> SSAValue:
@@ -439,7 +445,7 @@ def lower_random(
     shape = fu.shape_of(op.result.type) or ()
     el = fu.element_type(op.result.type)
     per = kernel.random_per_block(el)
-    own_space = m == tuple(range(position.rank))
+    own_space = drawn_in_its_own_space(m, position.rank)
     vector = position.vector() if own_space and position.vector is not None else None
     if vector is not None and vector[2] % per == 0:
         start, lane, _ = vector

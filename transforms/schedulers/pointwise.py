@@ -72,6 +72,7 @@ from fuser.transforms.schedulers.kernel_builder import (
     Index,
     KernelBuilder,
     compute_element,
+    drawn_in_its_own_space,
     named,
     op_text,
 )
@@ -825,10 +826,11 @@ class _PointwiseKernel:
         for x in self.resized_dims:  # before the loop: stores use these indices too
             point.index(x, 0)
         for m in self.random_maps:  # (what `lower_random` reads)
-            if m == tuple(range(self.rank)):
+            if drawn_in_its_own_space(m, self.rank):
                 _ = point.flat
-            for x in map_dims(m):
-                point.index(x, 0)
+            else:
+                for x in map_dims(m):
+                    point.index(x, 0)
         if p.vector_width > 1:
             with kb.loop(0, p.vector_width, unroll=True, name="j") as j:
                 for array, value in zip(self.out_arrays, self.compute(point, k, j), strict=True):
