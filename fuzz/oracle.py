@@ -230,7 +230,7 @@ FLOAT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "tan": np.tan,
     "erfc": scipy.special.erfc,
     "erfinv": scipy.special.erfinv,
-    "erfcinv": scipy.special.erfcinv,
+    "erfcinv": lambda x: np.where(x == 1, 0.0, scipy.special.erfcinv(x)),  # CUDA's +0 at 1
     "exp2": np.exp2,
     "expm1": np.expm1,
     "log10": np.log10,

@@ -36,9 +36,10 @@ Semantics (the GPU path must match these):
   negative); a shift by a negative count or one not below the bit width gives 0
   (`bitwise_left_shift`, `logical_right_shift`) or the sign bit everywhere
   (`bitwise_right_shift`); `nextafter` steps in the declared type, also when f32 is held in
-  float64; `lgamma` is +inf at its poles and at -inf. The sign of a NaN an op makes is the
-  platform's (numpy's on x86 is negative, CUDA's positive): `signbit` of one is not defined
-  across the two.
+  float64; `lgamma` is +inf at its poles and at -inf; `erfcinv(1)` is +0.0, CUDA's (scipy's
+  is -0.0: a reciprocal or negative power after it told them apart, the GPU fuzzer found).
+  The sign of a NaN an op makes is the platform's (numpy's on x86 is negative, CUDA's
+  positive): `signbit` of one is not defined across the two.
 - `maximum`/`minimum` and the `max`/`min` reductions propagate NaN, as torch does. Reducing over
   zero elements gives the identity: 0 for `sum`, -inf/+inf (or the integer limits) for
   `max`/`min`, NaN for the mean.
@@ -362,7 +363,7 @@ UNARY_FUNCTIONS: dict[type[UnaryOp], Callable[[Any], Any]] = {
     TanOp: np.tan,
     ErfcOp: scipy.special.erfc,
     ErfinvOp: scipy.special.erfinv,
-    ErfcinvOp: scipy.special.erfcinv,
+    ErfcinvOp: lambda x: np.where(x == 1, 0, scipy.special.erfcinv(x)).astype(np.asarray(x).dtype),
     Exp2Op: np.exp2,
     Expm1Op: np.expm1,
     Log10Op: np.log10,

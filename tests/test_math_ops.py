@@ -1091,3 +1091,14 @@ def test_triu_needs_a_matrix() -> None:
     message = r"fd\.ops\.triu: needs a tensor of rank 2 or more"
     with pytest.raises(DefinitionError, match=message), FusionDefinition() as fd:
         fd.add_output(fd.ops.triu(fd.define_tensor([-1], DataType.Float)))
+
+
+def test_erfcinv_of_one_is_positive_zero() -> None:
+    """CUDA's erfcinvf(1) is +0.0 and scipy's -0.0: a negative power after it gave +inf on the
+    GPU and -inf in the reference (the GPU fuzzer's find). The reference and the device's
+    lowering give +0.0."""
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.reciprocal(fd.ops.erfcinv(fd.define_tensor([-1], DataType.Float))))
+    x = np.array([1.0, 0.5], np.float32)
+    for got in (fd.reference([x])[0], device_values(fd, [x])[0]):
+        assert np.asarray(got)[0] == np.inf

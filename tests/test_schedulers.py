@@ -237,7 +237,7 @@ SCALAR_OPS: dict[type[Operation], Callable[[Operation, list[Any]], Any]] = {
     xmath.CopySignOp: lambda op, a: np.copysign(a[0], a[1]),
     libm.ErfcOp: lambda op, a: scipy.special.erfc(a[0]),
     libm.ErfinvOp: lambda op, a: scipy.special.erfinv(a[0]),
-    libm.ErfcinvOp: lambda op, a: scipy.special.erfcinv(a[0]),
+    libm.ErfcinvOp: lambda op, a: np.where(a[0] == 1, 0, scipy.special.erfcinv(a[0])),
     libm.LgammaOp: lambda op, a: np.where(np.isneginf(a[0]), np.inf, scipy.special.gammaln(a[0])),
     libm.FmodOp: lambda op, a: np.fmod(a[0], a[1]),
     libm.NextafterOp: lambda op, a: np.nextafter(a[0], a[1]),
