@@ -10,6 +10,7 @@ along both axes (few very long rows, many very short ones); a pointwise op on a 
 input and one writing a transposed output (a permute); a causal-masked softmax (the mask from
 iotas) and a cross-entropy forward (a take_along_axis); a rotary embedding (slices and a cat)
 and a split into heads (a reshape and a permute); dropout and a residual add (random numbers);
+running sums along rows of 4k and 128k (scans);
 embeddings (a table's rows at token ids, counted as the rows read); decode-size norms (1-8
 rows). Times are CUDA-event medians with the L2 emptied before every run (`run.median_ms`);
 GB/s counts each input read once and each output written once, "% copy" is against a 2 GiB
@@ -251,6 +252,11 @@ def _dropout_error(outs: list[Any], args: list[Any]) -> float:
     return neither
 
 
+def cumsum(f: Frontend, inputs: list[Any]) -> None:
+    """The running sum along each row (`cumsum`); f32 in and out."""
+    f.fd.add_output(f.fd.ops.cumsum(inputs[0], -1))
+
+
 def embedding(f: Frontend, inputs: list[Any]) -> None:
     """The rows of a [vocabulary, hidden] table at each token id (`embedding_fwd`)."""
     ids, table = inputs
@@ -461,6 +467,16 @@ def cases() -> list[Case]:
             validate=_dropout_error,
         )
     )
+    for n, h in ((8192, 4096), (256, 131072), (32, 131072)):
+        rows.append(
+            Case(
+                f"cumsum [{n}, {h}]",
+                lambda n=n, h=h: [_randn(n, h)],
+                cumsum,
+                lambda x: torch.cumsum(x, -1),
+                "float32",
+            )
+        )
     for tokens, vocab, hidden in ((8192, 128256, 4096), (2048, 32064, 3072)):
         rows.append(
             Case(

@@ -666,6 +666,13 @@ class CudaPrinter(BasePrinter):
         call = f"fuser::block_reduce<{self._along(op, op.along)}>({self.expr(op.value)}, {functor})"
         self._define_result(op, call)
 
+    @print_op.register
+    def _(self, op: kernel.BlockScanOp):
+        functor = _REDUCE_FUNCTORS[op.kind.data]
+        slot = self._slot(op)
+        call = f"fuser::block_scan<{self._max_threads}, {slot}>({self.expr(op.value)}, {functor})"
+        self._bind(op.results, ("before", "total"), call)
+
     def _bind(self, results: Sequence[SSAValue], prefixes: Sequence[str], call: str) -> None:
         """`auto [a, b, ...] = call;` (a structured binding of a struct's fields)."""
         names = [self._name(r, prefix=p) for r, p in zip(results, prefixes, strict=True)]

@@ -18,7 +18,8 @@ Typing rules (checked by the verifiers, documented in the README):
   (equal, or dynamic), and the result keeps their static dims; `broadcast_in_dim` makes shapes
   agree.
 - Inputs of a `fusion.fusion` are tensors or scalars; its outputs are tensors.
-- Reduction axes are in range, unique, sorted ascending, and there is at least one.
+- Reduction axes are in range, unique, sorted ascending, and there is at least one. A scan's dim
+  is in range; its result has its operand's type.
 - A dynamic extent is never named in a type. Where an op creates a dynamic dim that its operand
   does not carry (`broadcast_in_dim` to a new `?` dim), the extent is an `index` operand, taken
   from an input with `fusion.dim`, as `tensor.empty` does in MLIR.
@@ -28,8 +29,8 @@ axis `a` of its results stream-parallel (nvFuser's `ParallelType::Stream`): the 
 slice by slice along that axis, the slices spread over CUDA streams
 (`transforms/lower_stream_parallel.py`). The verifier of `fusion.fusion` checks that `a` is a
 full logical axis the op can be sliced along (`stream_operand_axes`): in range of a tensor
-result, kept by a reduction, carried or created by a `broadcast_in_dim` (not expanded from
-extent 1), a batch dim of a matmul; the error names the op that carries the attribute.
+result, kept by a reduction, not walked by a scan, carried or created by a `broadcast_in_dim` (not
+expanded from extent 1), a batch dim of a matmul; the error names the op that carries the attribute.
 """
 
 from __future__ import annotations
@@ -2749,6 +2750,85 @@ class ProdOp(ReductionOp):
     name = "fusion.prod"
 
 
+class ScanOp(IRDLOperation, ABC):
+    """The inclusive scan of `input` along `dim` (torch's `cumsum`, `cumprod`, `cummax`,
+    `cummin`; nvFuser's `scan`): `result[..., i, ...]` combines `input[..., 0..i, ...]`.
+
+    `%y = fusion.cumsum %x along 1 : tensor<?x?xf32>`
+
+    The result has the input's type, as nvFuser's scans keep it (the frontend computes f16 and
+    bf16 in f32, as every fusion op does). Integers wrap; `cummax`/`cummin` carry a NaN to the
+    end of the row, as torch's."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+
+    input = operand_def(T)
+    dim = prop_def(IntegerAttr.constr(i64))
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$input `along` $dim attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, dim: int):
+        super().__init__(
+            operands=[input], properties={"dim": IntegerAttr(dim, i64)}, result_types=[input.type]
+        )
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    @property
+    def kind(self) -> str:
+        """The combining function, as a reduction names it (`reduction_identity`)."""
+        return SCAN_KINDS[type(self)]
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_element(self.name, "operand", self.input.type, NUMERIC_TYPES)
+        rank = len(shape_of(self.input.type) or ())
+        if not 0 <= self.axis < rank:
+            raise VerifyException(f"'{self.name}' dim {self.axis} is out of range for rank {rank}")
+
+
+@irdl_op_definition
+class CumsumOp(ScanOp):
+    """The running sum along `dim`."""
+
+    name = "fusion.cumsum"
+
+
+@irdl_op_definition
+class CumprodOp(ScanOp):
+    """The running product along `dim`."""
+
+    name = "fusion.cumprod"
+
+
+@irdl_op_definition
+class CummaxOp(ScanOp):
+    """The running maximum along `dim` (values only, as nvFuser's)."""
+
+    name = "fusion.cummax"
+
+
+@irdl_op_definition
+class CumminOp(ScanOp):
+    """The running minimum along `dim` (values only, as nvFuser's)."""
+
+    name = "fusion.cummin"
+
+
+SCAN_KINDS: dict[type[ScanOp], str] = {
+    CumsumOp: "sum",
+    CumprodOp: "prod",
+    CummaxOp: "max",
+    CumminOp: "min",
+}
+"""Each scan's combining function, named as `reduction_identity` names it."""
+
+
 @irdl_op_definition
 class WelfordOp(IRDLOperation):
     """Welford statistics over `axes`: mean, sum of squared deviations and element count.
@@ -3057,9 +3137,9 @@ def stream_operand_axes(op: Operation, axis: int) -> tuple[int | None, ...]:
 
     Raises VerifyException (naming the op) when `axis` is not a full logical axis of the results
     along which the op's slices are computed by the same op on slices: out of range, a scalar
-    result, a dim a reduction reduces (with `keepdim`), a `broadcast_in_dim` dim expanded from
-    extent 1, a matmul's M, N or split dim, or an op without slices (`segment_set`, `segment`,
-    `constant`, `dim`).
+    result, a dim a reduction reduces (with `keepdim`), a scan's dim, a `broadcast_in_dim` dim
+    expanded from extent 1, a matmul's M, N or split dim, or an op without slices
+    (`segment_set`, `segment`, `constant`, `dim`).
     """
     where = f"'{op.name}' {STREAM_AXIS} {axis}"
     shapes = [shape_of(r.type) for r in op.results]
@@ -3097,6 +3177,12 @@ def stream_operand_axes(op: Operation, axis: int) -> tuple[int | None, ...]:
             return (axis,)
         kept = [d for d in range(rank + len(reduced)) if d not in reduced]
         return (kept[axis],)
+    if isinstance(op, ScanOp):
+        if axis == op.axis:
+            raise VerifyException(
+                f"{where} is the scanned dim: a stream axis must be one the scan does not walk"
+            )
+        return (axis,)
     if isinstance(op, MatmulOp):
         if op.split_count is not None:
             raise VerifyException(f"{where}: a split-K partial cannot be stream-parallel")
@@ -3221,6 +3307,10 @@ Fusion = Dialect(
         MaxOp,
         MinOp,
         ProdOp,
+        CumsumOp,
+        CumprodOp,
+        CummaxOp,
+        CumminOp,
         WelfordOp,
         VarMeanOp,
         PartialSumOp,

@@ -17,7 +17,7 @@ specific to a GPU:
   registers where every index is a constant once nvcc has unrolled the loops around it: loops
   over an array are `scf.for` with the `unroll` attribute (`#pragma unroll`) and constant bounds;
 - cooperation: `kernel.barrier` (`__syncthreads()`), warp/block/grid reductions and Welford
-  combines;
+  combines, block scans;
 - `kernel.comment`, a `//` line naming the fusion op the following code comes from.
 - matmul tiles: `kernel.matmul_mainloop` accumulates a block's tile of C = A B into per-thread
   accumulators (a `local` array) through a C++ tile of the preamble that `#kernel.matmul<...>`
@@ -33,8 +33,9 @@ array), and arithmetic works on scalars read from the array. The offset of a vec
 be a multiple of N, and the tensor's data suitably aligned; that is a precondition the generated
 code does not check.
 
-Cooperative ops (`barrier`, `block_reduce`, `block_welford`, `grid_reduce`, `matmul_mainloop`)
-must be reached by every thread of the block; warp ops by every lane of the warp (full mask).
+Cooperative ops (`barrier`, `block_reduce`, `block_scan`, `block_welford`, `grid_reduce`,
+`matmul_mainloop`) must be reached by every thread of the block; warp ops by every lane of the
+warp (full mask).
 Verifiers check what the CUDA emitter relies on; they cannot check uniform control flow.
 """
 
@@ -1025,6 +1026,45 @@ class BlockReduceOp(ReduceOp):
         _check_along(self.name, self.along, BLOCK_DIMENSIONS)
 
 
+@irdl_op_definition
+class BlockScanOp(IRDLOperation):
+    """Scans across `threadIdx.<along>` (x only), separately for each group of threads that
+    share the other thread indices: each thread gets the combination (`kind`) of the values
+    of the threads before it in its group (`exclusive`; the identity for the first) and of the
+    whole group (`total`).
+
+    `%before, %total = kernel.block_scan sum %v along x : f32`
+
+    The emitter implements it with warp shuffles (`__shfl_up_sync`) and, for groups wider than
+    a warp, a shared scratch buffer it declares itself; every thread of the block must reach
+    it.
+    """
+
+    name = "kernel.block_scan"
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    kind = prop_def(ReduceKindAttr)
+    along = prop_def(DimensionAttr)
+    value = operand_def(T)
+    exclusive = result_def(T)
+    total = result_def(T)
+
+    assembly_format = "$kind $value `along` $along attr-dict `:` type($value)"
+
+    def __init__(self, kind: ReduceKind, value: SSAValue, along: Dimension = Dimension.X):
+        super().__init__(
+            operands=[value],
+            properties={"kind": ReduceKindAttr(kind), "along": DimensionAttr(along)},
+            result_types=[value.type, value.type],
+        )
+
+    def verify_(self) -> None:
+        _check_type_in(self.name, "operand", self.value.type, REDUCE_TYPES)
+        if self.along.data != Dimension.X:
+            raise VerifyException(f"'{self.name}' scans along x, not {self.along.data.value}")
+
+
 class WelfordCombineOp(IRDLOperation, ABC):
     """Combines Welford partial states (mean, M2 = sum of squared deviations, count as a float)
     over a set of threads; each of them gets the combined state. A thread without data holds
@@ -1620,6 +1660,7 @@ Kernel = Dialect(
         BarrierOp,
         WarpReduceOp,
         BlockReduceOp,
+        BlockScanOp,
         WarpWelfordOp,
         BlockWelfordOp,
         GridReduceOp,

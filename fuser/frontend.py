@@ -63,6 +63,10 @@ from fuser.dialects.fusion import (
     ConstantOp,
     CoshOp,
     CosOp,
+    CummaxOp,
+    CumminOp,
+    CumprodOp,
+    CumsumOp,
     DimOp,
     DivOp,
     EqOp,
@@ -119,6 +123,7 @@ from fuser.dialects.fusion import (
     ReshapeOp,
     RoundOp,
     RsqrtOp,
+    ScanOp,
     ScatterOp,
     SegmentSetOp,
     SetOp,
@@ -2420,6 +2425,55 @@ class FusionOps:
         integer input multiplies to Int (nvFuser's and torch's rule; Int wraps on overflow, as
         torch's does); a `dtype` casts the input first."""
         return self._reduce("prod", ProdOp, t, dims, keepdim, dtype)
+
+    @_api
+    def cumsum(self, arg: Any, dim: Any, dtype: Any = None) -> Tensor:
+        """The running sum along `dim` (torch.cumsum, nvFuser's `cumsum`): f16/bf16 add in f32,
+        each result rounded once; an integer input keeps its dtype (it wraps) and a Bool one
+        sums to Int; a `dtype` casts the input first, as torch's does."""
+        return self._scan("cumsum", CumsumOp, arg, dim, dtype)
+
+    @_api
+    def cumprod(self, arg: Any, dim: Any, dtype: Any = None) -> Tensor:
+        """The running product along `dim` (torch.cumprod), typed as `cumsum`."""
+        return self._scan("cumprod", CumprodOp, arg, dim, dtype)
+
+    @_api
+    def cummax(self, arg: Any, dim: Any) -> Tensor:
+        """The running maximum along `dim`: the values of torch.cummax (a NaN is carried to
+        the end of the row); the dtype is kept."""
+        return self._scan("cummax", CummaxOp, arg, dim, None)
+
+    @_api
+    def cummin(self, arg: Any, dim: Any) -> Tensor:
+        """The running minimum along `dim`: the values of torch.cummin; the dtype is kept."""
+        return self._scan("cummin", CumminOp, arg, dim, None)
+
+    def _scan(self, op: str, cls: type[ScanOp], arg: object, dim: object, dtype: object) -> Tensor:
+        qual = f"fd.ops.{op}"
+        x = self._tensor(qual, "arg", arg)
+        if x.ndim == 0:
+            _fail(qual, "argument 'arg' is a 0-dim tensor; a scan needs a dim to walk")
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            _fail(qual, f"argument 'dim' must be an int, got {dim!r}")
+        (axis,) = self._dims(qual, [dim], x.ndim, "dim")
+        out = _check_dtype(qual, "dtype", dtype, optional=True)
+        if out is not None:
+            cast = self.cast(x, out)
+            assert isinstance(cast, Tensor)
+            x = cast
+        elif x.dtype == DataType.Bool:  # torch's: a Bool sum or product counts in Int
+            out = DataType.Int if op in ("cumsum", "cumprod") else DataType.Bool
+        else:
+            out = x.dtype
+        compute = compute_dtype(x.dtype)
+        if x.dtype == DataType.Bool:
+            compute = DataType.Int32 if out == DataType.Bool else out
+        fd = self._definition
+        r = fd._emit(cls(fd._cast(x._value, compute), axis))
+        result = fd._wrap(fd._cast(r.results[0], out))
+        assert isinstance(result, Tensor)
+        return result
 
     @_api
     def welford(self, t: Any, dims: Any = None) -> tuple[Tensor, Tensor, Tensor]:

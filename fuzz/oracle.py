@@ -31,6 +31,10 @@ bools as bool. The rules:
   `max`/`min` (torch raises instead; fuser defines these), so `max` of an empty bool row is
   True (it reduces in i32 and casts back).
 - `sum` of bool gives i64; of i32 stays i32 (fuser's frontend, where torch widens to i64).
+- Scans (`cumsum`, `cumprod`, `cummax`, `cummin`) are inclusive along one dim, computed as the
+  reductions are (a bool sum or product in i64, integers wrapping, f16/bf16 in f32 rounded
+  once); `cummax`/`cummin` carry a NaN to the end of the row (torch). An element after a shaky
+  one along the dim is shaky.
 - `welford` / `var_mean`: mean = sum / N; var_sum = sum((x - mean)^2) (two-pass, float64); a
   row holding +-inf has mean +-inf and var NaN (inf - inf), as torch's var on CUDA; var divides
   by max(N - correction, 0), so a single element with correction 1 gives NaN (0 / 0), and an
@@ -1037,6 +1041,35 @@ class Oracle:
     op_max = op_sum
     op_min = op_sum
     op_prod = op_sum
+
+    def op_cumsum(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        (x,) = deps
+        counted = op.op in ("cumsum", "cumprod")
+        dtype = op.kw.get("dtype")
+        out = dtype or ("i64" if counted and x.dtype == "bool" else x.dtype)
+        source, data = x.dtype, x.data
+        if dtype is not None:  # the input is cast to the dtype first
+            source, data = dtype, convert(data, source, dtype)
+        compute = compute_type(source)
+        if source == "bool":
+            compute = "i32" if out == "bool" else out
+        a = convert(data, source, compute)
+        axis = op.kw["dim"] % a.ndim
+        with np.errstate(over="ignore", invalid="ignore"):
+            if op.op == "cumsum":
+                data = np.cumsum(a, axis=axis, dtype=a.dtype)
+            elif op.op == "cumprod":
+                data = np.cumprod(a, axis=axis, dtype=a.dtype)
+            else:
+                fn = np.maximum if op.op == "cummax" else np.minimum
+                data = fn.accumulate(a, axis=axis) if a.size else a
+        # an element after a shaky one is computed from it
+        shaky = None if x.shaky is None else np.logical_or.accumulate(x.shaky, axis=axis)
+        return [self._value(convert(np.asarray(data), compute, out), out, True, [x], shaky, False)]
+
+    op_cumprod = op_cumsum
+    op_cummax = op_cumsum
+    op_cummin = op_cumsum
 
     @staticmethod
     def _moments(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:

@@ -190,6 +190,8 @@ RANDOM = ("uniform", "normal")
 #: the triangles of the last two dims
 TRIANGLES = ("triu", "tril")
 REDUCTIONS = ("sum", "max", "min", "prod")
+#: inclusive scans along one dim
+SCANS = ("cumsum", "cumprod", "cummax", "cummin")
 ALL_OPS = (
     *UNARY_INT_OK,
     *UNARY_FLOAT,
@@ -222,6 +224,7 @@ ALL_OPS = (
     "set",
     "segment_set",
     *REDUCTIONS,
+    *SCANS,
     "welford",
     "var_mean",
     "matmul",
@@ -1423,6 +1426,37 @@ class _Generator:
         self.add_op(op, [x.name], [(out, shape, declared)], max(mag, 1.0), exact, **kwargs)
         return True
 
+    def gen_scan(self, op: str) -> bool:
+        """A scan along a random dim of a tensor of rank 1 or more; a sum or product of floats
+        sometimes with a `dtype` (the input cast first)."""
+        x = self.pick(lambda v: v.is_tensor and bool(v.shape))
+        if x is None:
+            return False
+        assert x.shape is not None
+        dim = self.rng.randrange(-len(x.shape), len(x.shape))
+        n = x.shape[dim]
+        counted = op in ("cumsum", "cumprod")
+        dtype = None
+        if counted and x.dtype in FLOATS and self.rng.random() < 0.2:
+            dtype = self.rng.choice(FLOATS)
+        out = dtype or ("i64" if counted and x.dtype == "bool" else x.dtype)
+        mag = x.mag
+        if op == "cumsum":
+            mag = x.mag * max(n, 1)
+        elif op == "cumprod":  # n factors of at most max(x.mag, 1)
+            base = max(x.mag, 1.0)
+            mag = math.inf if n * math.log(base) > math.log(MAG_LIMIT) else base**n
+        if out in FLOATS and mag > MAG_LIMIT:
+            return False
+        if op == "cumprod" and out not in FLOATS and mag > np.iinfo(NUMPY_DTYPES[out]).max:
+            return False  # a wrapped product: the GPU tests check wrapping, not the fuzzer
+        exact = x.exact and (not counted or out not in FLOATS)
+        kwargs: dict[str, Any] = {"dim": dim}
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        self.add_op(op, [x.name], [(out, x.shape, x.declared)], max(mag, 1.0), exact, **kwargs)
+        return True
+
     def statistics_input(self) -> _Value | None:
         x = self.pick(lambda v: v.is_tensor and bool(v.shape) and v.dtype in ("f32", "f64"))
         if x is None:
@@ -1614,6 +1648,8 @@ class _Generator:
             return self.gen_triangle(op)
         if op in REDUCTIONS:
             return self.gen_reduction(op)
+        if op in SCANS:
+            return self.gen_scan(op)
         if op in ("set", "segment_set"):
             return self.gen_copy(op)
         special: dict[str, Callable[[], bool]] = {
@@ -1645,7 +1681,7 @@ OP_WEIGHTS: dict[str, float] = (
     {op: 1.0 for op in ALL_OPS}
     | {op: 0.15 for op in (*MATH_FUNCTIONS, *ROUNDING, *UNARY_TESTS, *UNARY_OF_ONE_KIND)}
     | {op: 0.3 for op in (*MATH_BINARY, *INTEGER_BINARY, *BITWISE, *LOGICAL, *COMPOSITES)}
-    | {op: 0.4 for op in (*RANDOM, *TRIANGLES)}
+    | {op: 0.4 for op in (*RANDOM, *TRIANGLES, *SCANS)}
     | {
         "cast": 2.0,
         "pad": 2.0,

@@ -101,6 +101,10 @@ from fuser.dialects.fusion import (
     ConstantOp,
     CoshOp,
     CosOp,
+    CummaxOp,
+    CumminOp,
+    CumprodOp,
+    CumsumOp,
     DimOp,
     DivOp,
     EqOp,
@@ -161,6 +165,7 @@ from fuser.dialects.fusion import (
     ResizeOp,
     RoundOp,
     RsqrtOp,
+    ScanOp,
     ScatterOp,
     SegmentOp,
     SegmentSetOp,
@@ -460,6 +465,16 @@ REDUCTION_FUNCTIONS: dict[type[ReductionOp], Callable[[np.ndarray, tuple[int, ..
 products)."""
 
 
+SCAN_FUNCTIONS: dict[type[ScanOp], Callable[[np.ndarray, int], Any]] = {
+    CumsumOp: lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),
+    CumprodOp: lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
+    CummaxOp: lambda x, axis: np.maximum.accumulate(x, axis=axis),
+    CumminOp: lambda x, axis: np.minimum.accumulate(x, axis=axis),
+}
+"""Inclusive scans along `axis`, in the element type (integers wrap; a NaN is carried on by
+`np.maximum`/`np.minimum`, as torch's `cummax`/`cummin` carry it)."""
+
+
 def _gelu(x: Any, approximate: GeluApproximation) -> Any:
     if approximate == GeluApproximation.TANH:
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))
@@ -628,6 +643,10 @@ class FusionFunctions(InterpreterFunctions):
     ) -> PythonValues:
         fn = REDUCTION_FUNCTIONS[type(op)]
         return (np.asarray(fn(args[0], op.reduction_axes, op.keepdim is not None)),)
+
+    def run_scan(self, interp: Interpreter, op: ScanOp, args: PythonValues) -> PythonValues:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (np.asarray(SCAN_FUNCTIONS[type(op)](args[0], op.axis)),)
 
     def run_copy(self, interp: Interpreter, op: SetOp, args: PythonValues) -> PythonValues:
         return (np.array(args[0], copy=True),)
@@ -883,6 +902,7 @@ _register(FusionFunctions.run_unary, list(UNARY_FUNCTIONS))
 _register(FusionFunctions.run_binary, list(BINARY_FUNCTIONS))
 _register(FusionFunctions.run_unary_test, list(UNARY_TEST_FUNCTIONS))
 _register(FusionFunctions.run_reduction, list(REDUCTION_FUNCTIONS))
+_register(FusionFunctions.run_scan, list(SCAN_FUNCTIONS))
 _register(FusionFunctions.run_copy, [SetOp, SegmentSetOp])
 _register(FusionFunctions.run_random, [RandOp, RandnOp])
 register_impls(FusionFunctions)

@@ -107,6 +107,19 @@ def long_layer_norm(dt: DataType) -> FusionDefinition:
     return layer_norm(dt, "long_layer_norm")
 
 
+def scan(op: str, dim: int) -> Callable[[DataType], FusionDefinition]:
+    """A scan with a prologue and an epilogue: rows (dim -1) or columns (dim 0)."""
+
+    def define(dt: DataType) -> FusionDefinition:
+        with FusionDefinition(f"{op}{dim % 2}") as fd:
+            x = fd.define_tensor([-1, -1], dt)
+            y = getattr(fd.ops, op)(fd.ops.abs(x), dim)
+            fd.add_output(fd.ops.sub(y, x))
+        return fd
+
+    return define
+
+
 class _Parsed:
     """A fusion parsed from text where the frontend has no spelling for it (as `fd.fusion`)."""
 
@@ -148,6 +161,8 @@ CASES = [
     (inner_outer, FLOATS, [(64, 1000)], "inner_outer"),
     (long_softmax, FLOATS, [(8, 70001)], "looped"),
     (long_layer_norm, FLOATS, [(8, 100003), (100003,)], "looped"),
+    (scan("cumsum", -1), FLOATS + INTS, [(64, 1000)], "scan"),
+    (scan("cummax", 0), FLOATS + INTS, [(1000, 64)], "scan"),
 ]
 
 

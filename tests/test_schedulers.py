@@ -338,6 +338,12 @@ class ThreadSim:
                 dtype = numpy_dtype(op.result.type)
                 element = philox.elements(np.array([index]), dtype, seed, offset, normal)
                 env[op.result] = element[0]
+            elif isinstance(op, kernel.BlockScanOp):
+                # one thread a group (threads cooperate nowhere else in a simulated launch)
+                assert self.geometry[kernel.BlockDimOp, "x"] == 1, "simulator: block_scan of 1"
+                dtype = numpy_dtype(op.value.type)
+                identity = fu.reduction_identity(op.kind.data.value, op.value.type)
+                env[op.exclusive], env[op.total] = dtype.type(identity), args[0]
             elif isinstance(op, kernel.SelectLoadOp):
                 condition, a, i, b, j = args
                 memory, index = (a, i) if condition else (b, j)
@@ -1023,6 +1029,7 @@ def test_registry() -> None:
         "persistent",
         "inner_outer",
         "looped",
+        "scan",
         "matmul",
     ]
     assert get_scheduler("pointwise") is SCHEDULERS[1]

@@ -49,6 +49,14 @@ fusion.fusion @single(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 }
 """
 
+SCAN = """
+fusion.fusion @scan(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %t1 = fusion.exp %t0 {fusion.stream_axis = 0 : i64} : tensor<?x?xf32>
+  %t2 = fusion.cumsum %t1 along 1 {fusion.stream_axis = 0 : i64} : tensor<?x?xf32>
+  fusion.output %t2 : tensor<?x?xf32>
+}
+"""
+
 TWO = """
 fusion.fusion @two(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %t1 = fusion.exp %t0 {fusion.stream_axis = 0 : i64} : tensor<?x?xf32>
@@ -478,6 +486,7 @@ CASES = [
     ("three merged", THREE, True, lambda s: [("loop", s, 1), ("plain", 0, 1), ("loop", s, 1)]),
     ("exp sum", EXP_SUM, False, lambda s: [("loop", s, 2)]),
     ("bias", BIAS, True, lambda s: [("loop", s, 1)]),
+    ("scan", SCAN, True, lambda s: [("loop", s, 1)]),  # rows of each slice scanned
 ]
 
 

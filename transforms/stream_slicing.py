@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DenseArrayBase, TensorType, UnitAttr, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, UnitAttr, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
@@ -317,6 +317,8 @@ def _sliced_op(
         assert j is not None
         reduced = [a - (a > j) for a in op.axes.get_values()]
         properties["axes"] = DenseArrayBase.from_list(i64, reduced)
+    elif isinstance(op, fu.ScanOp):
+        properties["dim"] = IntegerAttr(op.axis - (op.axis > axis), i64)
     attributes = {k: v for k, v in op.attributes.items() if k != fu.STREAM_AXIS}
     return type(op).create(
         operands=mapped(op, operands),

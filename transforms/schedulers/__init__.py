@@ -19,7 +19,10 @@ accepts runs better on an earlier one:
 6. `looped`: inner normalizations whose rows are too long for registers (softmax over a large
    vocabulary): one kernel that walks each row once per stage of reductions, the later walks
    served by L2.
-7. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
+7. `scan`: one scan (`cumsum`, `cumprod`, `cummax`, `cummin`) with pointwise ops before and
+   after it on its shape: rows scanned by a warp to a block each, in tiles with a running value
+   carried across them; other dims by a thread per column.
+8. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
    epilogue, as one tiled kernel (tensor cores for f16/bf16). No other template takes a matmul
    and it takes nothing else, so its place in the order only decides whose reason comes first.
 """
@@ -40,6 +43,7 @@ from fuser.transforms.schedulers.matmul import MatmulScheduler
 from fuser.transforms.schedulers.persistent import PersistentScheduler
 from fuser.transforms.schedulers.pointwise import PointwiseScheduler
 from fuser.transforms.schedulers.reduction import ReductionScheduler
+from fuser.transforms.schedulers.scan import ScanScheduler
 from fuser.transforms.schedulers.transpose import TransposeScheduler
 
 SCHEDULERS: tuple[Scheduler, ...] = (
@@ -49,6 +53,7 @@ SCHEDULERS: tuple[Scheduler, ...] = (
     PersistentScheduler(),
     InnerOuterScheduler(),
     LoopedScheduler(),
+    ScanScheduler(),
     MatmulScheduler(),
 )
 """Every scheduler, in priority order."""

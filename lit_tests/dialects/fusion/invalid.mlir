@@ -1701,3 +1701,30 @@ fusion.fusion @f(%s: i64) -> () {
   %r = fusion.randn %s, %s : tensor<4xbf16>
   fusion.output
 }
+
+// -----
+
+// A scan's dim is one of its operand's
+fusion.fusion @f(%x: tensor<?x?xf32>) -> () {
+  // expected-error @+1 {{'fusion.cumsum' dim 2 is out of range for rank 2}}
+  %s = fusion.cumsum %x along 2 : tensor<?x?xf32>
+  fusion.output
+}
+
+// -----
+
+// A scan computes in f32, f64, i32 or i64
+fusion.fusion @f(%x: tensor<8xbf16>) -> () {
+  // expected-error @+1 {{'fusion.cummax' operand has element type bf16, expected one of f32, f64, i32, i64 (f16/bf16 are storage types: cast to f32 first)}}
+  %s = fusion.cummax %x along 0 : tensor<8xbf16>
+  fusion.output
+}
+
+// -----
+
+// A scan of booleans is refused (cast to an integer first)
+fusion.fusion @f(%x: tensor<8xi1>) -> () {
+  // expected-error @+1 {{'fusion.cumsum' operand has element type i1, expected one of f32, f64, i32, i64}}
+  %s = fusion.cumsum %x along 0 : tensor<8xi1>
+  fusion.output
+}

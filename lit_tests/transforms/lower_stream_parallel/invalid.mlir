@@ -46,6 +46,14 @@ fusion.fusion @reduced_axis(%x: tensor<?x?xf32>) -> tensor<?x1xf32> {
 
 // -----
 
+fusion.fusion @scanned_axis(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'fusion.cumsum' fusion.stream_axis 1 is the scanned dim: a stream axis must be one the scan does not walk}}
+  %s = fusion.cumsum %x along 1 {fusion.stream_axis = 1 : i64} : tensor<?x?xf32>
+  fusion.output %s : tensor<?x?xf32>
+}
+
+// -----
+
 fusion.fusion @expanded(%b: tensor<1x?xf32>, %x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %n = fusion.dim %x[0] : tensor<?x?xf32>
   // expected-error @+1 {{'fusion.broadcast_in_dim' fusion.stream_axis 0 is expanded from extent 1 (operand dim 0): a stream axis must be carried by the operand or be a new dim}}
