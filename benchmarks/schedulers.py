@@ -10,7 +10,7 @@ along both axes (few very long rows, many very short ones); a pointwise op on a 
 input and one writing a transposed output (a permute); a causal-masked softmax (the mask from
 iotas) and a cross-entropy forward (a take_along_axis); a rotary embedding (slices and a cat)
 and a split into heads (a reshape and a permute); dropout and a residual add (random numbers);
-running sums along rows of 4k and 128k (scans);
+running sums along rows of 4k and 128k (scans); the top 50 of rows of 32k (`topk`);
 embeddings (a table's rows at token ids, counted as the rows read); decode-size norms (1-8
 rows). Times are CUDA-event medians with the L2 emptied before every run (`run.median_ms`);
 GB/s counts each input read once and each output written once, "% copy" is against a 2 GiB
@@ -257,6 +257,17 @@ def cumsum(f: Frontend, inputs: list[Any]) -> None:
     f.fd.add_output(f.fd.ops.cumsum(inputs[0], -1))
 
 
+TOPK = 50
+"""The k of the top-k row."""
+
+
+def topk(f: Frontend, inputs: list[Any]) -> None:
+    """The `TOPK` largest values of each row and their indices (`topk`), sorted."""
+    values, indices = f.fd.ops.topk(inputs[0], TOPK, -1, True, True)
+    f.fd.add_output(values)
+    f.fd.add_output(indices)
+
+
 def embedding(f: Frontend, inputs: list[Any]) -> None:
     """The rows of a [vocabulary, hidden] table at each token id (`embedding_fwd`)."""
     ids, table = inputs
@@ -474,6 +485,16 @@ def cases() -> list[Case]:
                 lambda n=n, h=h: [_randn(n, h)],
                 cumsum,
                 lambda x: torch.cumsum(x, -1),
+                "float32",
+            )
+        )
+    for n in (1024, 8192):
+        rows.append(
+            Case(
+                f"topk k={TOPK} [{n}, 32768]",
+                lambda n=n: [_randn(n, 32768)],
+                topk,
+                lambda x: tuple(torch.topk(x, TOPK, -1)),
                 "float32",
             )
         )

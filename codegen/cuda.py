@@ -673,6 +673,14 @@ class CudaPrinter(BasePrinter):
         call = f"fuser::block_scan<{self._max_threads}, {slot}>({self.expr(op.value)}, {functor})"
         self._bind(op.results, ("before", "total"), call)
 
+    @print_op.register
+    def _(self, op: kernel.BlockTopkOp):
+        t, out = op.values.type, op.out_values.type
+        assert isinstance(t, kernel.ArrayType) and isinstance(out, kernel.ArrayType)
+        flag = "true" if op.descending is not None else "false"
+        args = ", ".join(self.expr(v) for v in op.operands)
+        self._line(f"fuser::block_topk<{t.size.data}, {out.size.data}, {flag}>({args});")
+
     def _bind(self, results: Sequence[SSAValue], prefixes: Sequence[str], call: str) -> None:
         """`auto [a, b, ...] = call;` (a structured binding of a struct's fields)."""
         names = [self._name(r, prefix=p) for r, p in zip(results, prefixes, strict=True)]

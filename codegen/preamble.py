@@ -1,17 +1,16 @@
 """Which headers a generated kernel includes: the table from what a kernel body uses to a header.
 
-The CUDA support code of fuser's kernels lives in `include/fuser/*.cuh` beside this module
-(package data, on NVRTC's include path, see `fuser.runtime.compiled_kernel.fuser_include_dir`):
-`core.cuh` (the `Tensor<T, N>` parameter struct and `Vec<T, N>`, in every kernel), `math.cuh`
-(NaN-propagating max/min, exact integer powers, gcd), `reduce.cuh` (warp, block and grid
-reductions), `scan.cuh` (block scans), `welford.cuh` (Welford combines), `copy.cuh`
-(asynchronous copies to shared memory), `random.cuh` (Philox random numbers) and the matmul
-tiles `mm_simt.cuh`, `mm_mma.cuh` and `mm_wgmma.cuh`. A kernel includes only the headers whose
-names its body refers to, and `<cuda_fp16.h>` / `<cuda_bf16.h>` only where it uses f16 /
-bf16: those two cost NVRTC more than everything else a small kernel holds, and pasting all of
-the support code into every kernel cost a pointwise kernel most of its compile time. As in
-tinygrad's C-style renderer, the choice is made from what the emitter printed, so a new use of
-a helper cannot miss its header.
+The CUDA support code of fuser's kernels lives in `include/fuser/*.cuh` beside this module (package
+data, on NVRTC's include path, see `fuser.runtime.compiled_kernel.fuser_include_dir`): `core.cuh`
+(the `Tensor<T, N>` parameter struct and `Vec<T, N>`, in every kernel), `math.cuh` (NaN-propagating
+max/min, exact integer powers, gcd), `reduce.cuh` (warp, block and grid reductions), `scan.cuh`
+(block scans), `sort.cuh` (a block's top-k and sort), `welford.cuh` (Welford combines), `copy.cuh`
+(asynchronous copies to shared memory), `random.cuh` (Philox random numbers) and the matmul tiles
+`mm_simt.cuh`, `mm_mma.cuh` and `mm_wgmma.cuh`. A kernel includes only the headers whose names its
+body refers to, and `<cuda_fp16.h>` / `<cuda_bf16.h>` only where it uses f16 / bf16: those two cost
+NVRTC more than everything else a small kernel holds, and pasting all of the support code into
+every kernel cost a pointwise kernel most of its compile time. As in tinygrad's C-style renderer,
+the choice is made from what the emitter printed, so a new use of a helper cannot miss its header.
 
 Includes are printed sorted, one per line, before any code: so a kernel's prefix is the same
 text wherever the same headers are used, which is what NVRTC's precompiled headers and a joint
@@ -53,6 +52,7 @@ HEADERS: tuple[Header, ...] = (
         _uses(r"\bfuser::(Sum|Max|Min|warp_reduce|block_reduce|grid_reduce)\b"),
     ),
     Header('"fuser/scan.cuh"', _uses(r"\bfuser::block_scan\b")),
+    Header('"fuser/sort.cuh"', _uses(r"\bfuser::block_topk\b")),
     Header('"fuser/welford.cuh"', _uses(r"\bfuser::(warp|block)_welford\b")),
     Header('"fuser/copy.cuh"', _uses(r"\bfuser::copy_async")),
     Header('"fuser/random.cuh"', _uses(r"\bfuser::randn?_f(32|64)\b")),

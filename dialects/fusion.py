@@ -19,7 +19,8 @@ Typing rules (checked by the verifiers, documented in the README):
   agree.
 - Inputs of a `fusion.fusion` are tensors or scalars; its outputs are tensors.
 - Reduction axes are in range, unique, sorted ascending, and there is at least one. A scan's dim
-  is in range; its result has its operand's type.
+  is in range; its result has its operand's type. So is a sort's (`topk`, `argsort`); indices
+  are i64.
 - A dynamic extent is never named in a type. Where an op creates a dynamic dim that its operand
   does not carry (`broadcast_in_dim` to a new `?` dim), the extent is an `index` operand, taken
   from an input with `fusion.dim`, as `tensor.empty` does in MLIR.
@@ -2829,6 +2830,143 @@ SCAN_KINDS: dict[type[ScanOp], str] = {
 """Each scan's combining function, named as `reduction_identity` names it."""
 
 
+def topk_shape(shape: Sequence[_Extent], dim: int, k: int) -> tuple[_Extent | int, ...]:
+    """The shape of a top-k's results: `shape` with `k` along `dim`."""
+    return (*shape[:dim], k, *shape[dim + 1 :])
+
+
+def _check_sort_dim(op: IRDLOperation, dim: int) -> int:
+    rank = len(shape_of(op.operands[0].type) or ())
+    if not 0 <= dim < rank:
+        raise VerifyException(f"'{op.name}' dim {dim} is out of range for rank {rank}")
+    return rank
+
+
+@irdl_op_definition
+class TopkOp(IRDLOperation):
+    """The `k` largest elements along `dim` (without `largest`, the smallest) and their indices,
+    in order: torch.topk with `sorted=True`, nvFuser's `topk`.
+
+    `%v, %i = fusion.topk %x along 1 k(50) largest : tensor<?x?xf32> -> tensor<?x50xf32>,
+    tensor<?x50xi64>`
+
+    NaN is larger than every number, and -0.0 smaller than +0.0 (torch's radix selection);
+    equal elements come in the order of their indices. `k` may not exceed the extent along
+    `dim` (checked when the extent is known)."""
+
+    name = "fusion.topk"
+
+    input = operand_def(base(TensorType))
+    dim = prop_def(IntegerAttr.constr(i64))
+    k = prop_def(IntegerAttr.constr(i64))
+    largest = opt_prop_def(UnitAttr)
+    values = result_def(base(TensorType))
+    indices = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$input `along` $dim `k` `(` $k `)` (`largest` $largest^)? attr-dict `:` type($input) "
+        "`->` type($values) `,` type($indices)"
+    )
+
+    def __init__(self, input: SSAValue, dim: int, k: int, largest: bool):
+        shape = topk_shape(shape_of(input.type) or (), dim, k)
+        super().__init__(
+            operands=[input],
+            properties={
+                "dim": IntegerAttr(dim, i64),
+                "k": IntegerAttr(k, i64),
+                "largest": UnitAttr() if largest else None,
+            },
+            result_types=[TensorType(element_type(input.type), shape), TensorType(I64, shape)],
+        )
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    @property
+    def count(self) -> int:
+        """`k`, as an int."""
+        return self.k.value.data
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_element(self.name, "operand", self.input.type, NUMERIC_TYPES)
+        _check_sort_dim(self, self.axis)
+        shape = shape_of(self.input.type) or ()
+        if self.count < 0:
+            raise VerifyException(f"'{self.name}' k is {self.count}, expected k >= 0")
+        if shape[self.axis] != DYNAMIC_INDEX and self.count > shape[self.axis]:
+            raise VerifyException(
+                f"'{self.name}' k ({self.count}) is more than the extent {shape[self.axis]} of "
+                f"dim {self.axis}"
+            )
+        expected = topk_shape(shape, self.axis, self.count)
+        _check_same_element(self, self.values)
+        _check_element(self.name, "indices", self.indices.type, (I64,))
+        for what, r in (("values", self.values), ("indices", self.indices)):
+            got = shape_of(r.type) or ()
+            if not shapes_compatible(expected, got) or got[self.axis] != self.count:
+                raise VerifyException(
+                    f"'{self.name}' {what} shape {format_shape(got)}, expected "
+                    f"{format_shape(expected)}"
+                )
+
+
+@irdl_op_definition
+class ArgsortOp(IRDLOperation):
+    """The indices that sort `input` along `dim`, ascending (or `descending`): torch.argsort,
+    nvFuser's `argsort`. Equal elements keep the order of their indices (a stable sort); NaN is
+    larger than every number and -0.0 smaller than +0.0, as `fusion.topk` orders them.
+
+    `%i = fusion.argsort %x along 1 descending : tensor<?x?xf32> -> tensor<?x?xi64>`"""
+
+    name = "fusion.argsort"
+
+    input = operand_def(base(TensorType))
+    dim = prop_def(IntegerAttr.constr(i64))
+    descending = opt_prop_def(UnitAttr)
+    result = result_def(base(TensorType))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$input `along` $dim (`descending` $descending^)? attr-dict `:` type($input) `->` "
+        "type($result)"
+    )
+
+    def __init__(self, input: SSAValue, dim: int, descending: bool):
+        super().__init__(
+            operands=[input],
+            properties={
+                "dim": IntegerAttr(dim, i64),
+                "descending": UnitAttr() if descending else None,
+            },
+            result_types=[TensorType(I64, shape_of(input.type) or ())],
+        )
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        _check_values(self)
+        _check_element(self.name, "operand", self.input.type, NUMERIC_TYPES)
+        _check_sort_dim(self, self.axis)
+        _check_element(self.name, "result", self.result.type, (I64,))
+        shape, got = shape_of(self.input.type) or (), shape_of(self.result.type) or ()
+        if not shapes_compatible(shape, got):
+            raise VerifyException(
+                f"'{self.name}' result shape {format_shape(got)}, expected {format_shape(shape)}"
+            )
+
+
+SORT_OPS = (TopkOp, ArgsortOp)
+"""Ops that order their operand along one dim (the `sort` scheduler's)."""
+
+
 @irdl_op_definition
 class WelfordOp(IRDLOperation):
     """Welford statistics over `axes`: mean, sum of squared deviations and element count.
@@ -3137,9 +3275,9 @@ def stream_operand_axes(op: Operation, axis: int) -> tuple[int | None, ...]:
 
     Raises VerifyException (naming the op) when `axis` is not a full logical axis of the results
     along which the op's slices are computed by the same op on slices: out of range, a scalar
-    result, a dim a reduction reduces (with `keepdim`), a scan's dim, a `broadcast_in_dim` dim
-    expanded from extent 1, a matmul's M, N or split dim, or an op without slices
-    (`segment_set`, `segment`, `constant`, `dim`).
+    result, a dim a reduction reduces (with `keepdim`), a scan's or sort's dim, a
+    `broadcast_in_dim` dim expanded from extent 1, a matmul's M, N or split dim, or an op without
+    slices (`segment_set`, `segment`, `constant`, `dim`).
     """
     where = f"'{op.name}' {STREAM_AXIS} {axis}"
     shapes = [shape_of(r.type) for r in op.results]
@@ -3177,10 +3315,11 @@ def stream_operand_axes(op: Operation, axis: int) -> tuple[int | None, ...]:
             return (axis,)
         kept = [d for d in range(rank + len(reduced)) if d not in reduced]
         return (kept[axis],)
-    if isinstance(op, ScanOp):
+    if isinstance(op, ScanOp | TopkOp | ArgsortOp):
         if axis == op.axis:
+            walk = "scanned" if isinstance(op, ScanOp) else "sorted"
             raise VerifyException(
-                f"{where} is the scanned dim: a stream axis must be one the scan does not walk"
+                f"{where} is the {walk} dim: a stream axis must be one the op does not walk"
             )
         return (axis,)
     if isinstance(op, MatmulOp):
@@ -3311,6 +3450,8 @@ Fusion = Dialect(
         CumprodOp,
         CummaxOp,
         CumminOp,
+        TopkOp,
+        ArgsortOp,
         WelfordOp,
         VarMeanOp,
         PartialSumOp,

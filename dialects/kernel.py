@@ -17,7 +17,7 @@ specific to a GPU:
   registers where every index is a constant once nvcc has unrolled the loops around it: loops
   over an array are `scf.for` with the `unroll` attribute (`#pragma unroll`) and constant bounds;
 - cooperation: `kernel.barrier` (`__syncthreads()`), warp/block/grid reductions and Welford
-  combines, block scans;
+  combines, block scans, a block's top-k (`block_topk`, which also sorts a row);
 - `kernel.comment`, a `//` line naming the fusion op the following code comes from.
 - matmul tiles: `kernel.matmul_mainloop` accumulates a block's tile of C = A B into per-thread
   accumulators (a `local` array) through a C++ tile of the preamble that `#kernel.matmul<...>`
@@ -33,9 +33,9 @@ array), and arithmetic works on scalars read from the array. The offset of a vec
 be a multiple of N, and the tensor's data suitably aligned; that is a precondition the generated
 code does not check.
 
-Cooperative ops (`barrier`, `block_reduce`, `block_scan`, `block_welford`, `grid_reduce`,
-`matmul_mainloop`) must be reached by every thread of the block; warp ops by every lane of the
-warp (full mask).
+Cooperative ops (`barrier`, `block_reduce`, `block_scan`, `block_topk`, `block_welford`,
+`grid_reduce`, `matmul_mainloop`) must be reached by every thread of the block; warp ops by
+every lane of the warp (full mask).
 Verifiers check what the CUDA emitter relies on; they cannot check uniform control flow.
 """
 
@@ -1065,6 +1065,78 @@ class BlockScanOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' scans along x, not {self.along.data.value}")
 
 
+@irdl_op_definition
+class BlockTopkOp(IRDLOperation):
+    """The block's row, in order: of the elements `values` hold (element e of thread t at index
+    t + e * blockDim.x; those at `count` or past it are not read), the `k` smallest (with
+    `descending`, the largest) into `out_values` and their indices into `out_indices`, sorted,
+    equal ones by index, NaN above every number. Every thread of the block must reach it; the
+    outputs may be read after it.
+
+    `kernel.block_topk %vals, %n, %k, %top, %at descending : !kernel.array<32xf32, local>, i32,
+    !kernel.array<64xf32, dynamic>, !kernel.array<64xi32, dynamic>`
+
+    The emitter calls `fuser::block_topk` (`fuser/sort.cuh`): a radix selection of the k-th
+    key over the threads' registers (shared histograms), then a bitonic sort of the k taken in
+    the output arrays, whose size (a power of two, at least k) is the sort's width.
+    """
+
+    name = "kernel.block_topk"
+
+    N: ClassVar = VarConstraint("N", AnyAttr())
+
+    values = operand_def(ArrayType)
+    count = operand_def(N)
+    k = operand_def(N)
+    out_values = operand_def(ArrayType)
+    out_indices = operand_def(ArrayType)
+    descending = opt_prop_def(UnitAttr)
+
+    assembly_format = (
+        "$values `,` $count `,` $k `,` $out_values `,` $out_indices (`descending` "
+        "$descending^)? attr-dict `:` type($values) `,` type($count) `,` type($out_values) `,` "
+        "type($out_indices)"
+    )
+
+    def __init__(
+        self,
+        values: SSAValue,
+        count: SSAValue,
+        k: SSAValue,
+        out_values: SSAValue,
+        out_indices: SSAValue,
+        descending: bool,
+    ):
+        super().__init__(
+            operands=[values, count, k, out_values, out_indices],
+            properties={"descending": UnitAttr() if descending else None},
+        )
+
+    def verify_(self) -> None:
+        t, out, at = self.values.type, self.out_values.type, self.out_indices.type
+        assert isinstance(t, ArrayType) and isinstance(out, ArrayType)
+        assert isinstance(at, ArrayType)
+        _check_type_in(self.name, "element", t.element_type, REDUCE_TYPES)
+        if t.memory_space.data != MemorySpace.LOCAL:
+            raise VerifyException(f"'{self.name}' values must be a local array, got {t}")
+        for what, v in (("count", self.count), ("k", self.k)):
+            if v.type not in INDEX_TYPES:
+                raise VerifyException(f"'{self.name}' {what} must be i32 or i64, got {v.type}")
+        size = out.size.data
+        if size & (size - 1) or out.element_type != t.element_type:
+            raise VerifyException(
+                f"'{self.name}' out_values must hold a power of two of {t.element_type}, got {out}"
+            )
+        if (
+            at != ArrayType(size, I32, at.memory_space)
+            or out.memory_space.data == MemorySpace.LOCAL
+        ):
+            raise VerifyException(
+                f"'{self.name}' takes shared output arrays of one size, i32 indices; got {out} "
+                f"and {at}"
+            )
+
+
 class WelfordCombineOp(IRDLOperation, ABC):
     """Combines Welford partial states (mean, M2 = sum of squared deviations, count as a float)
     over a set of threads; each of them gets the combined state. A thread without data holds
@@ -1661,6 +1733,7 @@ Kernel = Dialect(
         WarpReduceOp,
         BlockReduceOp,
         BlockScanOp,
+        BlockTopkOp,
         WarpWelfordOp,
         BlockWelfordOp,
         GridReduceOp,

@@ -46,6 +46,7 @@ from fuser.dialects.fusion import (
     AcoshOp,
     AcosOp,
     AddOp,
+    ArgsortOp,
     AsinhOp,
     AsinOp,
     Atan2Op,
@@ -144,6 +145,7 @@ from fuser.dialects.fusion import (
     TakeOp,
     TanhOp,
     TanOp,
+    TopkOp,
     TruncOp,
     UnaryTestOp,
     VarMeanOp,
@@ -2474,6 +2476,82 @@ class FusionOps:
         result = fd._wrap(fd._cast(r.results[0], out))
         assert isinstance(result, Tensor)
         return result
+
+    @_api
+    def topk(
+        self, arg: Any, k: Any, dim: Any = -1, largest: Any = True, sorted: Any = False
+    ) -> tuple[Tensor, Tensor]:
+        """The `k` largest elements along `dim` (the smallest with `largest=False`) and their
+        indices (Int), as torch.topk: NaN counts as larger than every number, and -0.0 as
+        smaller than +0.0; the results come sorted, ties in index order, whatever `sorted`
+        asks (torch leaves an unsorted order unspecified). `k` is an int or a constant Int
+        Scalar, at most the extent (checked at run time where it is dynamic). f16/bf16 values
+        are ordered in f32 (exactly: the conversion keeps order)."""
+        qual = "fd.ops.topk"
+        x = self._ordered_input(qual, arg, allow_bool=False)
+        count = _constant_int(qual, "argument 'k'", k, "an int or a constant Int Scalar")
+        if count < 0:
+            _fail(qual, f"argument 'k' is {count}; it must be at least 0")
+        axis = self._sort_dim(qual, dim, x.ndim)
+        extent = x._shape[axis]
+        if isinstance(extent, int) and extent != DYNAMIC_INDEX and count > extent:
+            _fail(qual, f"argument 'k' ({count}) is more than the extent {extent} of dim {axis}")
+        self._bool(qual, "largest", largest)
+        self._bool(qual, "sorted", sorted)
+        fd = self._definition
+        value, back = self._innermost(x, axis)
+        op = fd._emit(
+            TopkOp(fd._cast(value, compute_dtype(x.dtype)), x.ndim - 1, count, bool(largest))
+        )
+        values = fd._wrap(fd._cast(back(op.results[0]), x.dtype))
+        indices = fd._wrap(back(op.results[1]))
+        assert isinstance(values, Tensor) and isinstance(indices, Tensor)
+        return values, indices
+
+    @_api
+    def argsort(
+        self, arg: Any, dim: Any = -1, descending: Any = False, stable: Any = False
+    ) -> Tensor:
+        """The indices (Int) that sort `arg` along `dim`, as torch.argsort; the sort is always
+        stable (equal elements in index order), NaN above every number, -0.0 below +0.0. A Bool
+        input sorts as 0 and 1."""
+        qual = "fd.ops.argsort"
+        x = self._ordered_input(qual, arg, allow_bool=True)
+        axis = self._sort_dim(qual, dim, x.ndim)
+        self._bool(qual, "descending", descending)
+        self._bool(qual, "stable", stable)
+        fd = self._definition
+        compute = DataType.Int32 if x.dtype == DataType.Bool else compute_dtype(x.dtype)
+        value, back = self._innermost(x, axis)
+        op = fd._emit(ArgsortOp(fd._cast(value, compute), x.ndim - 1, bool(descending)))
+        result = fd._wrap(back(op.results[0]))
+        assert isinstance(result, Tensor)
+        return result
+
+    def _ordered_input(self, qual: str, arg: object, allow_bool: bool) -> Tensor:
+        x = self._tensor(qual, "arg", arg)
+        if x.ndim == 0:
+            _fail(qual, "argument 'arg' is a 0-dim tensor; it needs a dim to order")
+        if x.dtype == DataType.Bool and not allow_bool:
+            _fail(qual, "argument 'arg' is Bool; torch.topk takes numbers (cast it first)")
+        return x
+
+    def _sort_dim(self, qual: str, dim: object, rank: int) -> int:
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            _fail(qual, f"argument 'dim' must be an int, got {dim!r}")
+        return self._dims(qual, [dim], rank, "dim")[0]
+
+    def _innermost(self, x: Tensor, axis: int) -> tuple[SSAValue, Callable[[SSAValue], SSAValue]]:
+        """`x` with `axis` moved innermost (the sort kernel orders rows), and how to move a
+        result's innermost dim back to `axis`."""
+        last = x.ndim - 1
+        if axis == last:
+            return x._value, lambda v: v
+        fd = self._definition
+        order = [d for d in range(x.ndim) if d != axis] + [axis]
+        moved = fd._emit(PermuteOp(x._value, order)).results[0]
+        inverse = [order.index(d) for d in range(x.ndim)]
+        return moved, lambda v: fd._emit(PermuteOp(v, inverse)).results[0]
 
     @_api
     def welford(self, t: Any, dims: Any = None) -> tuple[Tensor, Tensor, Tensor]:

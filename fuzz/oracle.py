@@ -35,6 +35,9 @@ bools as bool. The rules:
   reductions are (a bool sum or product in i64, integers wrapping, f16/bf16 in f32 rounded
   once); `cummax`/`cummin` carry a NaN to the end of the row (torch). An element after a shaky
   one along the dim is shaky.
+- `topk` and `argsort` order NaN above every number and -0.0 below +0.0 (torch's radix
+  selection), equal elements by index (fuser's total order, where torch leaves ties
+  unspecified); every result of a row holding a shaky element is shaky.
 - `welford` / `var_mean`: mean = sum / N; var_sum = sum((x - mean)^2) (two-pass, float64); a
   row holding +-inf has mean +-inf and var NaN (inf - inf), as torch's var on CUDA; var divides
   by max(N - correction, 0), so a single element with correction 1 gives NaN (0 / 0), and an
@@ -1070,6 +1073,55 @@ class Oracle:
     op_cumprod = op_cumsum
     op_cummax = op_cumsum
     op_cummin = op_cumsum
+
+    @staticmethod
+    def _order(x: Value, axis: int, descending: bool) -> np.ndarray:
+        """The indices that sort `x` along `axis`: NaN above every number, -0.0 below +0.0,
+        equal elements by index (a stable sort either way)."""
+        a = x.data
+        index = np.broadcast_to(
+            np.arange(a.shape[axis]).reshape([-1 if d == axis else 1 for d in range(a.ndim)]),
+            a.shape,
+        )
+        if x.dtype in FLOATS:
+            nan = np.isnan(a)
+            number = np.where(nan, 0.0, a)
+            zero_sign = np.where(number == 0, np.where(np.signbit(number), 0, 1), 0)
+            keys = (nan.astype(np.int8), number, zero_sign)
+            if descending:
+                keys = tuple(-k for k in keys)
+        else:
+            v = a.astype(np.int64)
+            keys = (~v if descending else v,)
+        # lexsort: the last key is the primary one
+        return np.lexsort((index, *reversed(keys)), axis=axis)
+
+    @staticmethod
+    def _row_shaky(x: Value, axis: int, shape: tuple[int, ...]) -> np.ndarray | None:
+        """A sort's shaky elements: every result of a row that holds a shaky element."""
+        if x.shaky is None:
+            return None
+        return np.broadcast_to(np.any(x.shaky, axis=axis, keepdims=True), shape)
+
+    def op_topk(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
+        (x,) = deps
+        k, axis = args[1], op.kw["dim"] % x.data.ndim
+        order = self._order(x, axis, op.kw["largest"])
+        indices = np.take(order, np.arange(k), axis=axis).astype(np.int64)
+        values = np.take_along_axis(x.data, indices, axis=axis)
+        shaky = self._row_shaky(x, axis, values.shape)
+        return [
+            self._value(values, x.dtype, True, [x], shaky, False),
+            self._value(indices, "i64", True, [], shaky, False),
+        ]
+
+    def op_argsort(
+        self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool
+    ) -> list[Value]:
+        (x,) = deps
+        axis = op.kw["dim"] % x.data.ndim
+        order = self._order(x, axis, op.kw["descending"]).astype(np.int64)
+        return [self._value(order, "i64", True, [], self._row_shaky(x, axis, order.shape), False)]
 
     @staticmethod
     def _moments(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:

@@ -192,6 +192,10 @@ TRIANGLES = ("triu", "tril")
 REDUCTIONS = ("sum", "max", "min", "prod")
 #: inclusive scans along one dim
 SCANS = ("cumsum", "cumprod", "cummax", "cummin")
+#: orders along one dim
+SORTS = ("topk", "argsort")
+#: the longest row fuser's sort kernel orders whole (`argsort`), and selects from (`topk`)
+SORTED_ROW, TOPK_ROW = 16384, 32768
 ALL_OPS = (
     *UNARY_INT_OK,
     *UNARY_FLOAT,
@@ -225,6 +229,7 @@ ALL_OPS = (
     "segment_set",
     *REDUCTIONS,
     *SCANS,
+    *SORTS,
     "welford",
     "var_mean",
     "matmul",
@@ -1457,6 +1462,36 @@ class _Generator:
         self.add_op(op, [x.name], [(out, x.shape, x.declared)], max(mag, 1.0), exact, **kwargs)
         return True
 
+    def gen_sort(self, op: str) -> bool:
+        """`topk` (k from 0 to the extent, largest or smallest) or `argsort` (ascending or
+        descending) along a random dim of an exact tensor: values the GPU holds as the oracle
+        does, so that the order is the same (`topk` of numbers only, as torch's)."""
+        x = self.pick(
+            lambda v: (
+                v.is_tensor and bool(v.shape) and v.exact and (op != "topk" or v.dtype != "bool")
+            )
+        )
+        if x is None:
+            return False
+        assert x.shape is not None and x.declared is not None
+        dim = self.rng.randrange(-len(x.shape), len(x.shape))
+        n = x.shape[dim]
+        if n > (SORTED_ROW if op == "argsort" else TOPK_ROW):
+            return False  # longer rows are refused by name (the GPU tests check it)
+        if op == "argsort":
+            descending = self.rng.random() < 0.5
+            results = [("i64", x.shape, x.declared)]
+            self.add_op(op, [x.name], results, max(n, 1), True, dim=dim, descending=descending)
+            return True
+        k = self.rng.randint(0, n)
+        d = dim % len(x.shape)
+        shape = (*x.shape[:d], k, *x.shape[d + 1 :])
+        declared = (*x.declared[:d], k, *x.declared[d + 1 :])
+        largest = self.rng.random() < 0.7
+        results = [(x.dtype, shape, declared), ("i64", shape, declared)]
+        self.add_op(op, [x.name, k], results, max(x.mag, n, 1), True, dim=dim, largest=largest)
+        return True
+
     def statistics_input(self) -> _Value | None:
         x = self.pick(lambda v: v.is_tensor and bool(v.shape) and v.dtype in ("f32", "f64"))
         if x is None:
@@ -1650,6 +1685,8 @@ class _Generator:
             return self.gen_reduction(op)
         if op in SCANS:
             return self.gen_scan(op)
+        if op in SORTS:
+            return self.gen_sort(op)
         if op in ("set", "segment_set"):
             return self.gen_copy(op)
         special: dict[str, Callable[[], bool]] = {
@@ -1681,7 +1718,7 @@ OP_WEIGHTS: dict[str, float] = (
     {op: 1.0 for op in ALL_OPS}
     | {op: 0.15 for op in (*MATH_FUNCTIONS, *ROUNDING, *UNARY_TESTS, *UNARY_OF_ONE_KIND)}
     | {op: 0.3 for op in (*MATH_BINARY, *INTEGER_BINARY, *BITWISE, *LOGICAL, *COMPOSITES)}
-    | {op: 0.4 for op in (*RANDOM, *TRIANGLES, *SCANS)}
+    | {op: 0.4 for op in (*RANDOM, *TRIANGLES, *SCANS, *SORTS)}
     | {
         "cast": 2.0,
         "pad": 2.0,

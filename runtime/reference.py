@@ -84,6 +84,7 @@ from fuser.dialects.fusion import (
     AcoshOp,
     AcosOp,
     AddOp,
+    ArgsortOp,
     AsinhOp,
     AsinOp,
     Atan2Op,
@@ -187,6 +188,7 @@ from fuser.dialects.fusion import (
     TakeOp,
     TanhOp,
     TanOp,
+    TopkOp,
     TruncOp,
     UnaryOp,
     UnaryTestOp,
@@ -475,6 +477,31 @@ SCAN_FUNCTIONS: dict[type[ScanOp], Callable[[np.ndarray, int], Any]] = {
 `np.maximum`/`np.minimum`, as torch's `cummax`/`cummin` carry it)."""
 
 
+def order_keys(x: np.ndarray, descending: bool) -> np.ndarray:
+    """Unsigned keys whose ascending order is the sorting order of `x` (`fuser/sort.cuh`'s):
+    NaN above every number, -0.0 below +0.0 (their bit patterns'), ascending or `descending`."""
+    if x.dtype.kind == "f":
+        bits = np.dtype(f"u{x.dtype.itemsize}")
+        top = bits.type(1) << bits.type(8 * x.dtype.itemsize - 1)
+        u = x.view(bits)
+        keys = np.where(u & top, ~u, u | top)
+        keys = np.where(np.isnan(x), ~bits.type(0), keys)
+    else:
+        bits = np.dtype(f"u{x.dtype.itemsize}")
+        keys = x.view(bits) ^ (bits.type(1) << bits.type(8 * x.dtype.itemsize - 1))
+    return ~keys if descending else keys
+
+
+def sort_order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """The indices (i64) that sort `x` along `axis`: by `order_keys`, equal keys by index."""
+    keys = order_keys(np.ascontiguousarray(x), descending)
+    index = np.broadcast_to(
+        np.arange(x.shape[axis]).reshape([-1 if d == axis else 1 for d in range(x.ndim)]),
+        x.shape,
+    )
+    return np.lexsort((index, keys), axis=axis).astype(np.int64)
+
+
 def _gelu(x: Any, approximate: GeluApproximation) -> Any:
     if approximate == GeluApproximation.TANH:
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))
@@ -647,6 +674,17 @@ class FusionFunctions(InterpreterFunctions):
     def run_scan(self, interp: Interpreter, op: ScanOp, args: PythonValues) -> PythonValues:
         with np.errstate(over="ignore", invalid="ignore"):
             return (np.asarray(SCAN_FUNCTIONS[type(op)](args[0], op.axis)),)
+
+    @impl(TopkOp)
+    def run_topk(self, interp: Interpreter, op: TopkOp, args: PythonValues) -> PythonValues:
+        x = args[0]
+        order = sort_order(x, op.axis, op.largest is not None)
+        indices = np.take(order, np.arange(op.count), axis=op.axis)
+        return (np.take_along_axis(x, indices, axis=op.axis), indices)
+
+    @impl(ArgsortOp)
+    def run_argsort(self, interp: Interpreter, op: ArgsortOp, args: PythonValues) -> PythonValues:
+        return (sort_order(args[0], op.axis, op.descending is not None),)
 
     def run_copy(self, interp: Interpreter, op: SetOp, args: PythonValues) -> PythonValues:
         return (np.array(args[0], copy=True),)

@@ -176,7 +176,10 @@ class HostMemoryFrontend(Frontend):
     """Outputs as numpy arrays (host memory stands in for device memory here)."""
 
     def allocate(self, shapes, dtypes, device, stream):  # type: ignore[no-untyped-def]
-        outs = [np.full(s, np.nan, d) for s, d in zip(shapes, dtypes, strict=True)]
+        outs = [
+            np.full(s, np.nan if np.dtype(d).kind == "f" else -7, d)
+            for s, d in zip(shapes, dtypes, strict=True)
+        ]
         return outs, [o.ctypes.data for o in outs]
 
     def view(self, base, shape, strides, offset):  # type: ignore[no-untyped-def]

@@ -120,6 +120,22 @@ def scan(op: str, dim: int) -> Callable[[DataType], FusionDefinition]:
     return define
 
 
+def topk(dt: DataType) -> FusionDefinition:
+    """The 5 largest of each row, with a prologue and an epilogue."""
+    with FusionDefinition("topk") as fd:
+        x = fd.define_tensor([-1, -1], dt)
+        values, indices = fd.ops.topk(fd.ops.abs(x), 5)
+        fd.add_output(fd.ops.neg(values))
+        fd.add_output(indices)
+    return fd
+
+
+def argsort(dt: DataType) -> FusionDefinition:
+    with FusionDefinition("argsort") as fd:
+        fd.add_output(fd.ops.argsort(fd.define_tensor([-1, -1], dt), descending=True))
+    return fd
+
+
 class _Parsed:
     """A fusion parsed from text where the frontend has no spelling for it (as `fd.fusion`)."""
 
@@ -163,6 +179,8 @@ CASES = [
     (long_layer_norm, FLOATS, [(8, 100003), (100003,)], "looped"),
     (scan("cumsum", -1), FLOATS + INTS, [(64, 1000)], "scan"),
     (scan("cummax", 0), FLOATS + INTS, [(1000, 64)], "scan"),
+    (topk, FLOATS + INTS, [(64, 1000)], "sort"),
+    (argsort, FLOATS + INTS, [(64, 1000)], "sort"),
 ]
 
 

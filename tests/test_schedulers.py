@@ -39,7 +39,7 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import kernel, libm
 from fuser.runtime import philox
 from fuser.runtime.dtypes import numpy_dtype, round_to_float
-from fuser.runtime.reference import evaluate
+from fuser.runtime.reference import evaluate, sort_order
 from fuser.transforms.schedule import schedule_fusion
 from fuser.transforms.schedulers import SCHEDULERS, get_scheduler, propose
 from fuser.transforms.schedulers.base import LaunchConfig
@@ -344,6 +344,15 @@ class ThreadSim:
                 dtype = numpy_dtype(op.value.type)
                 identity = fu.reduction_identity(op.kind.data.value, op.value.type)
                 env[op.exclusive], env[op.total] = dtype.type(identity), args[0]
+            elif isinstance(op, kernel.BlockTopkOp):
+                # one thread a block: the thread's elements are the row (the GPU tests run the
+                # cooperative selection and sort of fuser/sort.cuh)
+                assert self.geometry[kernel.BlockDimOp, "x"] == 1, "simulator: block_topk of 1"
+                values, n, k, out_values, out_indices = args
+                row = values[: int(n)]
+                order = sort_order(row, 0, op.descending is not None)[: min(int(k), int(n))]
+                out_values[: len(order)] = row[order]
+                out_indices[: len(order)] = order
             elif isinstance(op, kernel.SelectLoadOp):
                 condition, a, i, b, j = args
                 memory, index = (a, i) if condition else (b, j)
@@ -1030,6 +1039,7 @@ def test_registry() -> None:
         "inner_outer",
         "looped",
         "scan",
+        "sort",
         "matmul",
     ]
     assert get_scheduler("pointwise") is SCHEDULERS[1]

@@ -57,6 +57,15 @@ fusion.fusion @scan(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
 }
 """
 
+SORT = """
+fusion.fusion @sort(%t0: tensor<?x?xf32>) -> tensor<?x3xi64> {
+  %t1 = fusion.exp %t0 {fusion.stream_axis = 0 : i64} : tensor<?x?xf32>
+  %t2, %t3 = fusion.topk %t1 along 1 k(3) largest {fusion.stream_axis = 0 : i64}
+    : tensor<?x?xf32> -> tensor<?x3xf32>, tensor<?x3xi64>
+  fusion.output %t3 : tensor<?x3xi64>
+}
+"""
+
 TWO = """
 fusion.fusion @two(%t0: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %t1 = fusion.exp %t0 {fusion.stream_axis = 0 : i64} : tensor<?x?xf32>
@@ -487,6 +496,7 @@ CASES = [
     ("exp sum", EXP_SUM, False, lambda s: [("loop", s, 2)]),
     ("bias", BIAS, True, lambda s: [("loop", s, 1)]),
     ("scan", SCAN, True, lambda s: [("loop", s, 1)]),  # rows of each slice scanned
+    ("sort", SORT, True, lambda s: [("loop", s, 1)]),  # and ordered
 ]
 
 

@@ -301,6 +301,9 @@ def _symbolic_shapes(
             results = [fu.taken_shape(tensor(op.input), index, op.axis)]
         elif isinstance(op, fu.TakeAlongAxisOp):
             results = [tensor(op.index)]
+        elif isinstance(op, fu.TopkOp):
+            shape = tensor(op.input)
+            results = [(*shape[: op.axis], op.count, *shape[op.axis + 1 :])] * 2
         elif isinstance(op, fu.MatmulOp):
             a, b = tensor(op.lhs), tensor(op.rhs)
             full = (*a[:-2], a[-2], b[-1])

@@ -464,6 +464,11 @@ class Extents:
             for r in op.results:
                 for j, i in enumerate(kept):
                     self.union((op.input, i), (r, i if keep else j))
+        elif isinstance(op, fu.TopkOp):  # the k along its dim is static
+            for axis in range(len(fu.shape_of(op.input.type) or ())):
+                if axis != op.axis:
+                    self.union((op.input, axis), (op.values, axis))
+                    self.union((op.input, axis), (op.indices, axis))
         elif isinstance(op, fu.RenumberOp):
             for i, j in enumerate(op.source_dims):
                 self.union((op.input, j), (op.result, i))

@@ -317,7 +317,7 @@ def _sliced_op(
         assert j is not None
         reduced = [a - (a > j) for a in op.axes.get_values()]
         properties["axes"] = DenseArrayBase.from_list(i64, reduced)
-    elif isinstance(op, fu.ScanOp):
+    elif isinstance(op, fu.ScanOp | fu.TopkOp | fu.ArgsortOp):
         properties["dim"] = IntegerAttr(op.axis - (op.axis > axis), i64)
     attributes = {k: v for k, v in op.attributes.items() if k != fu.STREAM_AXIS}
     return type(op).create(

@@ -22,7 +22,10 @@ accepts runs better on an earlier one:
 7. `scan`: one scan (`cumsum`, `cumprod`, `cummax`, `cummin`) with pointwise ops before and
    after it on its shape: rows scanned by a warp to a block each, in tiles with a running value
    carried across them; other dims by a thread per column.
-8. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
+8. `sort`: one `topk` or `argsort` along rows with pointwise ops before and after it: a block
+   per row, held in registers, a radix selection of the k-th key and a bitonic sort of the k
+   taken in shared memory.
+9. `matmul`: one `fusion.matmul` (2-D or batched, or a split-K partial) with a pointwise
    epilogue, as one tiled kernel (tensor cores for f16/bf16). No other template takes a matmul
    and it takes nothing else, so its place in the order only decides whose reason comes first.
 """
@@ -44,6 +47,7 @@ from fuser.transforms.schedulers.persistent import PersistentScheduler
 from fuser.transforms.schedulers.pointwise import PointwiseScheduler
 from fuser.transforms.schedulers.reduction import ReductionScheduler
 from fuser.transforms.schedulers.scan import ScanScheduler
+from fuser.transforms.schedulers.sort import SortScheduler
 from fuser.transforms.schedulers.transpose import TransposeScheduler
 
 SCHEDULERS: tuple[Scheduler, ...] = (
@@ -54,6 +58,7 @@ SCHEDULERS: tuple[Scheduler, ...] = (
     InnerOuterScheduler(),
     LoopedScheduler(),
     ScanScheduler(),
+    SortScheduler(),
     MatmulScheduler(),
 )
 """Every scheduler, in priority order."""

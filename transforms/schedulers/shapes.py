@@ -87,6 +87,15 @@ def _op_shapes(op: Operation, env: ShapeEnv) -> list[ValueShape]:
     if isinstance(op, fu.ReductionOp):
         shape = _shape(env, op.input)
         return [fu.reduced_shape(shape, op.reduction_axes, op.keepdim is not None)]
+    if isinstance(op, fu.TopkOp):
+        shape = _shape(env, op.input)
+        if op.count > shape[op.axis]:
+            raise ShapeMismatch(
+                f"'{op.name}' k ({op.count}) is more than the extent {shape[op.axis]} of dim "
+                f"{op.axis}"
+            )
+        result = tuple(fu.topk_shape(shape, op.axis, op.count))
+        return [result, result]
     if isinstance(op, fu.WelfordOp):
         shape = fu.reduced_shape(_shape(env, op.input), tuple(op.axes.get_values()), False)
         return [shape, shape, shape]

@@ -1728,3 +1728,48 @@ fusion.fusion @f(%x: tensor<8xi1>) -> () {
   %s = fusion.cumsum %x along 0 : tensor<8xi1>
   fusion.output
 }
+
+// -----
+
+// topk takes at most the extent along its dim
+fusion.fusion @f(%x: tensor<4x8xf32>) -> () {
+  // expected-error @+1 {{'fusion.topk' k (9) is more than the extent 8 of dim 1}}
+  %v, %i = fusion.topk %x along 1 k(9) largest : tensor<4x8xf32> -> tensor<4x9xf32>, tensor<4x9xi64>
+  fusion.output
+}
+
+// -----
+
+// topk's results have k along its dim
+fusion.fusion @f(%x: tensor<4x8xf32>) -> () {
+  // expected-error @+1 {{'fusion.topk' values shape [4, 3], expected [4, 2]}}
+  %v, %i = fusion.topk %x along 1 k(2) : tensor<4x8xf32> -> tensor<4x3xf32>, tensor<4x2xi64>
+  fusion.output
+}
+
+// -----
+
+// topk's indices are i64
+fusion.fusion @f(%x: tensor<4x8xf32>) -> () {
+  // expected-error @+1 {{'fusion.topk' indices has element type i32, expected i64}}
+  %v, %i = fusion.topk %x along 1 k(2) : tensor<4x8xf32> -> tensor<4x2xf32>, tensor<4x2xi32>
+  fusion.output
+}
+
+// -----
+
+// argsort's dim is one of its operand's
+fusion.fusion @f(%x: tensor<4x8xf32>) -> () {
+  // expected-error @+1 {{'fusion.argsort' dim 2 is out of range for rank 2}}
+  %i = fusion.argsort %x along 2 : tensor<4x8xf32> -> tensor<4x8xi64>
+  fusion.output
+}
+
+// -----
+
+// argsort gives i64 indices of its operand's shape
+fusion.fusion @f(%x: tensor<4x8xf32>) -> () {
+  // expected-error @+1 {{'fusion.argsort' result shape [4, 7], expected [4, 8]}}
+  %i = fusion.argsort %x along 1 : tensor<4x8xf32> -> tensor<4x7xi64>
+  fusion.output
+}

@@ -47,9 +47,17 @@ fusion.fusion @reduced_axis(%x: tensor<?x?xf32>) -> tensor<?x1xf32> {
 // -----
 
 fusion.fusion @scanned_axis(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
-  // expected-error @+1 {{'fusion.cumsum' fusion.stream_axis 1 is the scanned dim: a stream axis must be one the scan does not walk}}
+  // expected-error @+1 {{'fusion.cumsum' fusion.stream_axis 1 is the scanned dim: a stream axis must be one the op does not walk}}
   %s = fusion.cumsum %x along 1 {fusion.stream_axis = 1 : i64} : tensor<?x?xf32>
   fusion.output %s : tensor<?x?xf32>
+}
+
+// -----
+
+fusion.fusion @sorted_axis(%x: tensor<?x?xf32>) -> tensor<?x?xi64> {
+  // expected-error @+1 {{'fusion.argsort' fusion.stream_axis 1 is the sorted dim: a stream axis must be one the op does not walk}}
+  %s = fusion.argsort %x along 1 {fusion.stream_axis = 1 : i64} : tensor<?x?xf32> -> tensor<?x?xi64>
+  fusion.output %s : tensor<?x?xi64>
 }
 
 // -----

@@ -1,0 +1,414 @@
+"""The sort scheduler: one kernel for a fusion of one `fusion.topk` or `fusion.argsort` along the
+innermost dim, with pointwise ops before it (what it orders, on its operand's shape) and after
+it (on its results' shape).
+
+A block orders one row. Its threads load the row into registers, element e of thread t at index
+t + e * blockDim.x (so each load instruction is coalesced), computing the prologue as they go;
+`kernel.block_topk` (`fuser/sort.cuh`) then finds the k-th key by a radix selection over the
+registers (a shared 256-bin histogram per byte, one shared atomic per distinct byte of a warp;
+ties by index through a second selection over their indices), gathers the k taken into shared
+memory and sorts them there (bitonic, by key then index); the threads compute the epilogue at
+the k results and store them. `argsort` is the top n of n: no selection, the whole row sorted
+in shared memory. So a row is read once and its results written once.
+
+nvFuser hands these ops to ATen (`ExprEval`), whose `topk` is a radix selection over global
+memory, several passes per row. This template takes rows up to `MAX_ROW` elements (1024 threads
+x 32 registers) whose sort width fits in shared memory; longer rows would want a selection over
+several blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuser.dialects import fusion as fu
+from fuser.dialects import kernel
+from fuser.transforms.schedulers.analyses import memoized
+from fuser.transforms.schedulers.base import (
+    ACCEPT,
+    AnalyzedScheduler,
+    LaunchConfig,
+    Params,
+    Verdict,
+    check_grid,
+    info_mismatch,
+    reject,
+)
+from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
+from fuser.transforms.schedulers.iteration_space import (
+    DimMap,
+    MappingError,
+    Needs,
+    body_ops,
+    expand,
+    identity_map,
+    map_dims,
+)
+from fuser.transforms.schedulers.kernel_builder import (
+    Index,
+    KernelBuilder,
+    comment,
+    compute_element,
+    named,
+    op_text,
+)
+from fuser.transforms.schedulers.pointwise import INT32_MAX, span
+from fuser.transforms.schedulers.scalar_lowering import is_pointwise
+from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
+
+MAX_THREADS = 1024
+MAX_ELEMENTS = 32
+"""Elements of its row each thread holds in registers at most."""
+MAX_ROW = MAX_THREADS * MAX_ELEMENTS
+"""The longest row the template orders."""
+ELEMENTS = 16
+"""Elements per thread where the row allows (fewer threads, more rows in flight per SM)."""
+SCRATCH_BYTES = 2048
+"""Shared memory `block_topk` declares itself (its histogram and counters), at most."""
+
+
+@dataclass(frozen=True)
+class SortParams(Params):
+    """The sort template's parameters (`block` is `(threads, 1, 1)`)."""
+
+    elements: int
+    """Elements of the row each thread holds (rows up to threads x elements long)."""
+    width: int
+    """The sort's width: shared slots for the taken elements (a power of two, at least k)."""
+    index_bits: int
+    """32 or 64: the width of index arithmetic."""
+
+
+@dataclass(frozen=True)
+class SortStructure:
+    """What the template computes, from the fusion's ops alone (`structure`)."""
+
+    op: fu.TopkOp | fu.ArgsortOp
+    ops: tuple[Operation, ...]
+    """The fusion's ops without the sort."""
+    row_space: DimMap
+    """The map of the sort's operand: its own dims (static 1: index 0)."""
+    result_space: DimMap
+    """The map of the sort's results (and of every output)."""
+    needs_before: Needs
+    needs_after: Needs
+    reads_before: tuple[tuple[int, DimMap], ...]
+    """Each tensor input read for the operand, as (input index, map in the row's space)."""
+    reads_after: tuple[tuple[int, DimMap], ...]
+    """Each tensor input read for the outputs, as (input index, map in the results' space)."""
+    length_read: tuple[int, int] | None
+    """An input read along the row, and its dim there: where the kernel reads the row's length
+    (None: the length is static)."""
+
+
+def _op_label(op: Operation) -> str:
+    return f"'{op.name}'" + (f" ({op_text(op).split(' ', 1)[1]})" if op.results else "")
+
+
+def structure(fusion: fu.FusionOp) -> SortStructure | str:
+    """The sort and the maps of the values around it, or why this template does not take the
+    fusion's ops (once per fusion under an open analysis cache)."""
+    return memoized("sort_structure", fusion, lambda: _structure(fusion))
+
+
+def _reads(fusion: fu.FusionOp, needs: Needs) -> tuple[tuple[int, DimMap], ...]:
+    return tuple(
+        (i, m)
+        for i, arg in enumerate(fusion.inputs)
+        if isinstance(arg.type, TensorType)
+        for m in needs.get(arg, [])
+    )
+
+
+def _structure(fusion: fu.FusionOp) -> SortStructure | str:
+    ops = body_ops(fusion)
+    sorts = [op for op in ops if isinstance(op, fu.SORT_OPS)]
+    if not sorts:
+        return "no topk or argsort op"
+    if len(sorts) > 1:
+        return f"{len(sorts)} sorts: a sort kernel computes one"
+    for op in ops:
+        if isinstance(op, fu.SegmentSetOp):
+            return f"{_op_label(op)} marks a kernel boundary"
+        if not (is_pointwise(op) or isinstance(op, (fu.DimOp, *fu.SORT_OPS))):
+            return f"{_op_label(op)} is neither a pointwise op nor the sort"
+    op = sorts[0]
+    input_t = cast(TensorType, op.input.type)
+    rank = input_t.get_num_dims()
+    if op.axis != rank - 1:
+        return f"{_op_label(op)} orders dim {op.axis}: a sort kernel orders the innermost dim"
+    result_t = cast(TensorType, op.results[0].type)
+    row_space, result_space = identity_map(input_t), identity_map(result_t)
+    others = tuple(o for o in ops if o is not op)
+    if not fusion.output_op.values:
+        return "the fusion has no outputs"
+    roots: dict[SSAValue, list[DimMap]] = {}
+    for o, value in enumerate(fusion.output_op.values):
+        t = value.type
+        if not (
+            isinstance(t, TensorType)
+            and t.get_num_dims() == rank
+            and fu.shapes_compatible(t.get_shape(), result_t.get_shape())
+        ):
+            return (
+                f"output #{o} ({t}) does not have the sort's result shape "
+                f"{fu.format_shape(result_t.get_shape())}: a sort kernel writes that shape"
+            )
+        roots.setdefault(value, []).append(identity_map(t))
+    try:
+        after = expand(others, roots)
+        before = expand(others, {op.input: [row_space]})
+    except MappingError as e:
+        return str(e)
+    for r in op.results:
+        if any(m != result_space for m in after.get(r, [])):
+            return "a result of the sort is read broadcast: a sort kernel reads it as it is"
+    reads_before = _reads(fusion, before)
+    length_read = None
+    if input_t.get_shape()[-1] == DYNAMIC_INDEX:
+        along = [(i, m.index(rank - 1)) for i, m in reads_before if rank - 1 in map_dims(m)]
+        if not along:
+            return "no input is read along the sorted row: a sort kernel reads its length there"
+        length_read = along[0]
+    return SortStructure(
+        op,
+        others,
+        row_space,
+        result_space,
+        before,
+        after,
+        reads_before,
+        _reads(fusion, after),
+        length_read,
+    )
+
+
+@dataclass(frozen=True)
+class SortAnalysis:
+    """The structure with one call's extents."""
+
+    structure: SortStructure
+    row_extents: tuple[int, ...]
+    result_extents: tuple[int, ...]
+
+
+def analyze(fusion: fu.FusionOp, info: FusionInfo) -> SortAnalysis | str:
+    return memoized("sort", (fusion, info), lambda: _analysis(fusion, info))
+
+
+def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> SortAnalysis | str:
+    s = structure(fusion)
+    if isinstance(s, str):
+        return s
+    if (problem := info_mismatch(fusion, info)) is not None:
+        return problem
+    try:
+        env = value_shapes(fusion, info.input_shapes)
+    except ShapeMismatch as e:
+        return str(e)
+    row = cast(tuple[int, ...], env[s.op.input])
+    result = cast(tuple[int, ...], env[s.op.results[0]])
+    for o, value in enumerate(fusion.output_op.values):
+        if env[value] != result:
+            return (
+                f"output #{o} has shape {list(cast(tuple[int, ...], env[value]))}, not the "
+                f"sort's {list(result)}: a sort kernel writes that shape"
+            )
+    for reads, extents in ((s.reads_before, row), (s.reads_after, result)):
+        for i, m in reads:
+            shape = cast(TensorMeta, info.inputs[i]).shape
+            for d, entry in enumerate(m):
+                if entry is not None and shape[d] not in (1, extents[cast(int, entry)]):
+                    return (
+                        f"input #{i} has extent {shape[d]} in dim {d}, which cannot be indexed "
+                        f"by dim {entry} of {list(extents)}"
+                    )
+    if s.length_read is not None:
+        i, d = s.length_read
+        if cast(TensorMeta, info.inputs[i]).shape[d] != row[-1]:
+            return f"input #{i}, read along the row, is broadcast there: the row's length is not"
+    if row[-1] > MAX_ROW:
+        return (
+            f"rows of {row[-1]} elements are longer than the {MAX_ROW} a sort kernel holds "
+            f"({MAX_THREADS} threads x {MAX_ELEMENTS})"
+        )
+    return SortAnalysis(s, row, result)
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _shared_bytes(op: fu.TopkOp | fu.ArgsortOp, width: int) -> int:
+    """The launch's dynamic shared memory: the sort's values and indices, `width` each."""
+    el = fu.element_type(op.input.type)
+    return kernel.dynamic_shared_bytes(
+        [
+            kernel.ArrayType(width, el, kernel.MemorySpace.DYNAMIC),
+            kernel.ArrayType(width, fu.I32, kernel.MemorySpace.DYNAMIC),
+        ]
+    )
+
+
+class SortScheduler(AnalyzedScheduler[SortAnalysis]):
+    """A fusion of one `topk` or `argsort` along rows with pointwise ops around it, as one
+    kernel (see the module docstring)."""
+
+    name = "sort"
+
+    def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> SortAnalysis | str:
+        return analyze(fusion, info)
+
+    # The heuristics key is the parameters themselves (the default); a fusion refused for its
+    # ops is refused whatever its shapes, so its key is the reason alone.
+
+    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
+        return ("refused", reason if isinstance(structure(fusion), str) else info)
+
+    def params_of(
+        self, fusion: fu.FusionOp, info: FusionInfo, analysis: SortAnalysis
+    ) -> SortParams:
+        n = analysis.row_extents[-1]
+        op = analysis.structure.op
+        threads = max(32, min(MAX_THREADS, _pow2_at_least(-(-n // ELEMENTS))))
+        elements = max(1, -(-n // threads))
+        # the parameters are computed for each row length, so a width for this one holds it
+        taken = op.count if isinstance(op, fu.TopkOp) else n
+        width = _pow2_at_least(max(taken, 1))
+        numel = max(math.prod(analysis.row_extents), math.prod(analysis.result_extents))
+        spans = [span(m) for m in info.inputs if m is not None]
+        bits = 64 if max([numel + threads * elements, *spans]) > INT32_MAX else 32
+        return SortParams((threads, 1, 1), elements, width, bits)
+
+    def verdict_of(self, fusion: fu.FusionOp, info: FusionInfo, analysis: SortAnalysis) -> Verdict:
+        p = self.params_of(fusion, info, analysis)
+        need = _shared_bytes(analysis.structure.op, p.width) + SCRATCH_BYTES
+        if need > info.device.max_shared_memory_per_block:
+            return reject(
+                f"sorting {p.width} elements takes {need} bytes of shared memory, more than "
+                f"the {info.device.max_shared_memory_per_block} a block has"
+            )
+        return ACCEPT
+
+    def launch_config(self, fusion: fu.FusionOp, params: Params, info: FusionInfo) -> LaunchConfig:
+        p = cast(SortParams, params)
+        analysis = analyze(fusion, info)
+        if isinstance(analysis, str):
+            raise ValueError(analysis)
+        rows = math.prod(analysis.row_extents[:-1])
+        grid = (max(1, rows), 1, 1)
+        check_grid(fusion, "sort", grid)
+        return LaunchConfig(grid, p.block, _shared_bytes(analysis.structure.op, p.width))
+
+    def emit(self, fusion: fu.FusionOp, params: Params, kernel_name: str) -> kernel.FuncOp:
+        p = cast(SortParams, params)
+        s = structure(fusion)
+        assert not isinstance(s, str), s
+        kb = KernelBuilder(fusion, kernel_name, IntegerType(p.index_bits), p.block[0])
+        with kb.build():
+            _SortKernel(fusion, s, p, kb).build()
+        return kb.func
+
+
+class _SortKernel:
+    """The body of one sort kernel."""
+
+    def __init__(
+        self, fusion: fu.FusionOp, s: SortStructure, p: SortParams, kb: KernelBuilder
+    ) -> None:
+        self.fusion, self.s, self.p, self.kb = fusion, s, p, kb
+        self.op = s.op
+        self.position = {arg: i for i, arg in enumerate(fusion.inputs)}
+        self.rank = len(s.row_space)
+
+    def offset(self, i: int, m: DimMap, index: Callable[[int], Index]) -> Index:
+        """The element offset of input `i` read with map `m` at the point `index` (a dim of
+        extent 1 at run time read with stride 0)."""
+        static = tuple(cast(TensorType, self.fusion.inputs[i].type).get_shape())
+        return self.kb.access_offset(self.kb.inputs[i], m, static, index)
+
+    def element(
+        self,
+        needs: Needs,
+        wanted: Sequence[tuple[SSAValue, DimMap]],
+        index: Callable[[int], Index],
+        env: dict[tuple[SSAValue, DimMap], SSAValue] | None = None,
+    ) -> list[SSAValue]:
+        """The scalars of `wanted` at the point `index`, inputs loaded there."""
+        kb = self.kb
+
+        def load(value: SSAValue, m: DimMap) -> SSAValue:
+            i = self.position[value]
+            if not isinstance(value.type, TensorType):
+                return kb.inputs[i]
+            return kernel.LoadOp(kb.inputs[i], kb.value(self.offset(i, m, index))).result
+
+        env = compute_element(list(self.s.ops), needs, load, env)
+        return [env[v, m] if (v, m) in env else load(v, m) for v, m in wanted]
+
+    def build(self) -> None:
+        kb, p, op, s = self.kb, self.p, self.op, self.s
+        threads, inner = p.block[0], self.rank - 1
+        tx = kb.geometry(kernel.ThreadIdOp, kernel.Dimension.X)
+        row = kb.geometry(kernel.BlockIdOp, kernel.Dimension.X)
+        row_shape = cast(TensorType, op.input.type).get_shape()
+        out = kb.outputs[0]
+        outer = [
+            row_shape[d] if row_shape[d] != DYNAMIC_INDEX else kb.size(out, d) for d in range(inner)
+        ]
+        at = dict(enumerate(kb.delinearize(row, outer))) if outer else {}
+        if s.length_read is None:
+            n: Index = row_shape[-1]
+        else:
+            i, d = s.length_read
+            n = kb.size(kb.inputs[i], d)
+        n = named(kb.value(n), "row_length")
+        if isinstance(op, fu.TopkOp):
+            k: SSAValue = kb.value(op.count)
+        else:
+            k = n
+        el = fu.element_type(op.input.type)
+        values = kernel.AllocOp(kernel.ArrayType(p.elements, el, kernel.MemorySpace.LOCAL)).result
+        values.name_hint = "row"
+        comment("load the block's row, element e of this thread at threadIdx.x + e * blockDim.x")
+        with kb.unrolled(p.elements, "e") as e:
+            j = kb.add(tx, kb.mul(e, threads))
+            with kb.if_(kb.cmp("slt", j, n)):
+                index = self._point(at, j)
+                (x,) = self.element(s.needs_before, [(op.input, s.row_space)], index)
+                kernel.ArrayStoreOp(x, values, kb.value(e))
+        space = kernel.MemorySpace.DYNAMIC
+        top = kernel.AllocOp(kernel.ArrayType(p.width, el, space)).result
+        top.name_hint = "top"
+        where = kernel.AllocOp(kernel.ArrayType(p.width, fu.I32, space)).result
+        where.name_hint = "top_index"
+        descending = (
+            op.largest is not None if isinstance(op, fu.TopkOp) else op.descending is not None
+        )
+        comment(lambda: op_text(op))
+        kernel.BlockTopkOp(values, n, k, top, where, descending)
+        with kb.loop(tx, k, threads, name="j") as j:
+            index = self._point(at, j)
+            env: dict[tuple[SSAValue, DimMap], SSAValue] = {}
+            if isinstance(op, fu.TopkOp):
+                env[op.values, s.result_space] = kernel.ArrayLoadOp(top, j).result
+            position = kernel.ArrayLoadOp(where, j).result
+            env[op.results[-1], s.result_space] = arith.ExtSIOp(position, fu.I64).result
+            outputs = self.fusion.output_op.values
+            wanted = [(v, identity_map(cast(TensorType, v.type))) for v in outputs]
+            results = self.element(s.needs_after, wanted, index, env)
+            for param, value, (v, m) in zip(kb.outputs, results, wanted, strict=True):
+                static = tuple(cast(TensorType, v.type).get_shape())
+                off = kb.access_offset(param, m, static, index, broadcast=False)
+                kernel.StoreOp(value, param, kb.value(off))
+
+    def _point(self, at: dict[int, Index], j: Index) -> Callable[[int], Index]:
+        inner = self.rank - 1
+        return lambda d: j if d == inner else at[d]
