@@ -677,9 +677,11 @@ class CudaPrinter(BasePrinter):
     def _(self, op: kernel.BlockTopkOp):
         t, out = op.values.type, op.out_values.type
         assert isinstance(t, kernel.ArrayType) and isinstance(out, kernel.ArrayType)
-        flag = "true" if op.descending is not None else "false"
+        flags = ", ".join(
+            "true" if p is not None else "false" for p in (op.descending, op.equal_zeros)
+        )
         args = ", ".join(self.expr(v) for v in op.operands)
-        self._line(f"fuser::block_topk<{t.size.data}, {out.size.data}, {flag}>({args});")
+        self._line(f"fuser::block_topk<{t.size.data}, {out.size.data}, {flags}>({args});")
 
     def _bind(self, results: Sequence[SSAValue], prefixes: Sequence[str], call: str) -> None:
         """`auto [a, b, ...] = call;` (a structured binding of a struct's fields)."""

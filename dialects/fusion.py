@@ -2919,7 +2919,8 @@ class TopkOp(IRDLOperation):
 class ArgsortOp(IRDLOperation):
     """The indices that sort `input` along `dim`, ascending (or `descending`): torch.argsort,
     nvFuser's `argsort`. Equal elements keep the order of their indices (a stable sort); NaN is
-    larger than every number and -0.0 smaller than +0.0, as `fusion.topk` orders them.
+    larger than every number, as `fusion.topk` has it, and -0.0 equals +0.0 (torch's sort
+    compares values, where its top-k selects on their bits).
 
     `%i = fusion.argsort %x along 1 descending : tensor<?x?xf32> -> tensor<?x?xi64>`"""
 

@@ -1070,8 +1070,8 @@ class BlockTopkOp(IRDLOperation):
     """The block's row, in order: of the elements `values` hold (element e of thread t at index
     t + e * blockDim.x; those at `count` or past it are not read), the `k` smallest (with
     `descending`, the largest) into `out_values` and their indices into `out_indices`, sorted,
-    equal ones by index, NaN above every number. Every thread of the block must reach it; the
-    outputs may be read after it.
+    equal ones by index, NaN above every number, -0.0 below +0.0 unless `equal_zeros`. Every
+    thread of the block must reach it; the outputs may be read after it.
 
     `kernel.block_topk %vals, %n, %k, %top, %at descending : !kernel.array<32xf32, local>, i32,
     !kernel.array<64xf32, dynamic>, !kernel.array<64xi32, dynamic>`
@@ -1091,11 +1091,14 @@ class BlockTopkOp(IRDLOperation):
     out_values = operand_def(ArrayType)
     out_indices = operand_def(ArrayType)
     descending = opt_prop_def(UnitAttr)
+    equal_zeros = opt_prop_def(UnitAttr)
+    """-0.0 and +0.0 compare equal (an argsort's order, torch.argsort's); without it -0.0 is
+    below +0.0 (a top-k's, torch's radix selection)."""
 
     assembly_format = (
         "$values `,` $count `,` $k `,` $out_values `,` $out_indices (`descending` "
-        "$descending^)? attr-dict `:` type($values) `,` type($count) `,` type($out_values) `,` "
-        "type($out_indices)"
+        "$descending^)? (`equal_zeros` $equal_zeros^)? attr-dict `:` type($values) `,` "
+        "type($count) `,` type($out_values) `,` type($out_indices)"
     )
 
     def __init__(
@@ -1106,10 +1109,14 @@ class BlockTopkOp(IRDLOperation):
         out_values: SSAValue,
         out_indices: SSAValue,
         descending: bool,
+        equal_zeros: bool = False,
     ):
         super().__init__(
             operands=[values, count, k, out_values, out_indices],
-            properties={"descending": UnitAttr() if descending else None},
+            properties={
+                "descending": UnitAttr() if descending else None,
+                "equal_zeros": UnitAttr() if equal_zeros else None,
+            },
         )
 
     def verify_(self) -> None:

@@ -2431,8 +2431,8 @@ class FusionOps:
     @_api
     def cumsum(self, arg: Any, dim: Any, dtype: Any = None) -> Tensor:
         """The running sum along `dim` (torch.cumsum, nvFuser's `cumsum`): f16/bf16 add in f32,
-        each result rounded once; an integer input keeps its dtype (it wraps) and a Bool one
-        sums to Int; a `dtype` casts the input first, as torch's does."""
+        each result rounded once; a Bool or integer input sums to Int (torch's rule, as `sum`'s;
+        Int wraps); a `dtype` casts the input first, as torch's does."""
         return self._scan("cumsum", CumsumOp, arg, dim, dtype)
 
     @_api
@@ -2464,12 +2464,12 @@ class FusionOps:
             cast = self.cast(x, out)
             assert isinstance(cast, Tensor)
             x = cast
-        elif x.dtype == DataType.Bool:  # torch's: a Bool sum or product counts in Int
-            out = DataType.Int if op in ("cumsum", "cumprod") else DataType.Bool
+        elif op in ("cumsum", "cumprod") and (x.dtype == DataType.Bool or x.dtype.is_integral):
+            out = DataType.Int  # torch's: a Bool or integer sum or product counts in Int
         else:
             out = x.dtype
         compute = compute_dtype(x.dtype)
-        if x.dtype == DataType.Bool:
+        if x.dtype == DataType.Bool or (out == DataType.Int and x.dtype.is_integral):
             compute = DataType.Int32 if out == DataType.Bool else out
         fd = self._definition
         r = fd._emit(cls(fd._cast(x._value, compute), axis))
@@ -2513,7 +2513,7 @@ class FusionOps:
         self, arg: Any, dim: Any = -1, descending: Any = False, stable: Any = False
     ) -> Tensor:
         """The indices (Int) that sort `arg` along `dim`, as torch.argsort; the sort is always
-        stable (equal elements in index order), NaN above every number, -0.0 below +0.0. A Bool
+        stable (equal elements in index order), NaN above every number, -0.0 equal to +0.0. A Bool
         input sorts as 0 and 1."""
         qual = "fd.ops.argsort"
         x = self._ordered_input(qual, arg, allow_bool=True)

@@ -32,12 +32,13 @@ bools as bool. The rules:
   True (it reduces in i32 and casts back).
 - `sum` of bool gives i64; of i32 stays i32 (fuser's frontend, where torch widens to i64).
 - Scans (`cumsum`, `cumprod`, `cummax`, `cummin`) are inclusive along one dim, computed as the
-  reductions are (a bool sum or product in i64, integers wrapping, f16/bf16 in f32 rounded
+  reductions are (a bool or integer sum or product in i64, wrapping; f16/bf16 in f32 rounded
   once); `cummax`/`cummin` carry a NaN to the end of the row (torch). An element after a shaky
   one along the dim is shaky.
-- `topk` and `argsort` order NaN above every number and -0.0 below +0.0 (torch's radix
-  selection), equal elements by index (fuser's total order, where torch leaves ties
-  unspecified); every result of a row holding a shaky element is shaky.
+- `topk` and `argsort` order NaN above every number; `topk` -0.0 below +0.0 (torch's radix
+  selection), `argsort` the two as equal (torch's comparisons); equal elements by index (a
+  total order, where torch leaves ties unspecified); every result of a row holding a shaky
+  element is shaky.
 - `welford` / `var_mean`: mean = sum / N; var_sum = sum((x - mean)^2) (two-pass, float64); a
   row holding +-inf has mean +-inf and var NaN (inf - inf), as torch's var on CUDA; var divides
   by max(N - correction, 0), so a single element with correction 1 gives NaN (0 / 0), and an
@@ -1049,12 +1050,12 @@ class Oracle:
         (x,) = deps
         counted = op.op in ("cumsum", "cumprod")
         dtype = op.kw.get("dtype")
-        out = dtype or ("i64" if counted and x.dtype == "bool" else x.dtype)
+        out = dtype or ("i64" if counted and x.dtype in ("bool", "i32", "i64") else x.dtype)
         source, data = x.dtype, x.data
         if dtype is not None:  # the input is cast to the dtype first
             source, data = dtype, convert(data, source, dtype)
         compute = compute_type(source)
-        if source == "bool":
+        if source == "bool" or (out == "i64" and source in ("i32", "i64")):
             compute = "i32" if out == "bool" else out
         a = convert(data, source, compute)
         axis = op.kw["dim"] % a.ndim
@@ -1075,9 +1076,10 @@ class Oracle:
     op_cummin = op_cumsum
 
     @staticmethod
-    def _order(x: Value, axis: int, descending: bool) -> np.ndarray:
-        """The indices that sort `x` along `axis`: NaN above every number, -0.0 below +0.0,
-        equal elements by index (a stable sort either way)."""
+    def _order(x: Value, axis: int, descending: bool, equal_zeros: bool) -> np.ndarray:
+        """The indices that sort `x` along `axis`: NaN above every number, -0.0 below +0.0
+        (`topk`'s) or equal to it (`argsort`'s), equal elements by index (a stable sort either
+        way)."""
         a = x.data
         index = np.broadcast_to(
             np.arange(a.shape[axis]).reshape([-1 if d == axis else 1 for d in range(a.ndim)]),
@@ -1086,7 +1088,8 @@ class Oracle:
         if x.dtype in FLOATS:
             nan = np.isnan(a)
             number = np.where(nan, 0.0, a)
-            zero_sign = np.where(number == 0, np.where(np.signbit(number), 0, 1), 0)
+            signed = number == 0 if not equal_zeros else np.zeros(a.shape, bool)
+            zero_sign = np.where(signed, np.where(np.signbit(number), 0, 1), 0)
             keys = (nan.astype(np.int8), number, zero_sign)
             if descending:
                 keys = tuple(-k for k in keys)
@@ -1106,7 +1109,7 @@ class Oracle:
     def op_topk(self, op: Op, args: list[Any], deps: list[Value], is_tensor: bool) -> list[Value]:
         (x,) = deps
         k, axis = args[1], op.kw["dim"] % x.data.ndim
-        order = self._order(x, axis, op.kw["largest"])
+        order = self._order(x, axis, op.kw["largest"], False)
         indices = np.take(order, np.arange(k), axis=axis).astype(np.int64)
         values = np.take_along_axis(x.data, indices, axis=axis)
         shaky = self._row_shaky(x, axis, values.shape)
@@ -1120,7 +1123,7 @@ class Oracle:
     ) -> list[Value]:
         (x,) = deps
         axis = op.kw["dim"] % x.data.ndim
-        order = self._order(x, axis, op.kw["descending"]).astype(np.int64)
+        order = self._order(x, axis, op.kw["descending"], True).astype(np.int64)
         return [self._value(order, "i64", True, [], self._row_shaky(x, axis, order.shape), False)]
 
     @staticmethod

@@ -194,7 +194,8 @@ REDUCTIONS = ("sum", "max", "min", "prod")
 SCANS = ("cumsum", "cumprod", "cummax", "cummin")
 #: orders along one dim
 SORTS = ("topk", "argsort")
-#: the longest row fuser's sort kernel orders whole (`argsort`), and selects from (`topk`)
+#: the longest row fuser's sort kernel orders whole (`argsort`, and the most a `topk` takes),
+#: and the longest it selects from (`topk`)
 SORTED_ROW, TOPK_ROW = 16384, 32768
 ALL_OPS = (
     *UNARY_INT_OK,
@@ -1444,7 +1445,7 @@ class _Generator:
         dtype = None
         if counted and x.dtype in FLOATS and self.rng.random() < 0.2:
             dtype = self.rng.choice(FLOATS)
-        out = dtype or ("i64" if counted and x.dtype == "bool" else x.dtype)
+        out = dtype or ("i64" if counted and x.dtype in ("bool", *INTS) else x.dtype)
         mag = x.mag
         if op == "cumsum":
             mag = x.mag * max(n, 1)
@@ -1483,7 +1484,7 @@ class _Generator:
             results = [("i64", x.shape, x.declared)]
             self.add_op(op, [x.name], results, max(n, 1), True, dim=dim, descending=descending)
             return True
-        k = self.rng.randint(0, n)
+        k = self.rng.randint(0, min(n, SORTED_ROW))  # (a wider sort than that is refused)
         d = dim % len(x.shape)
         shape = (*x.shape[:d], k, *x.shape[d + 1 :])
         declared = (*x.declared[:d], k, *x.declared[d + 1 :])

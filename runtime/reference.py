@@ -477,10 +477,13 @@ SCAN_FUNCTIONS: dict[type[ScanOp], Callable[[np.ndarray, int], Any]] = {
 `np.maximum`/`np.minimum`, as torch's `cummax`/`cummin` carry it)."""
 
 
-def order_keys(x: np.ndarray, descending: bool) -> np.ndarray:
+def order_keys(x: np.ndarray, descending: bool, equal_zeros: bool = False) -> np.ndarray:
     """Unsigned keys whose ascending order is the sorting order of `x` (`fuser/sort.cuh`'s):
-    NaN above every number, -0.0 below +0.0 (their bit patterns'), ascending or `descending`."""
+    NaN above every number, -0.0 below +0.0 (their bit patterns') or, with `equal_zeros`, equal
+    to it; ascending or `descending`."""
     if x.dtype.kind == "f":
+        if equal_zeros:
+            x = np.where(x == 0, np.zeros((), x.dtype), x)
         bits = np.dtype(f"u{x.dtype.itemsize}")
         top = bits.type(1) << bits.type(8 * x.dtype.itemsize - 1)
         u = x.view(bits)
@@ -492,9 +495,9 @@ def order_keys(x: np.ndarray, descending: bool) -> np.ndarray:
     return ~keys if descending else keys
 
 
-def sort_order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+def sort_order(x: np.ndarray, axis: int, descending: bool, equal_zeros: bool = False) -> np.ndarray:
     """The indices (i64) that sort `x` along `axis`: by `order_keys`, equal keys by index."""
-    keys = order_keys(np.ascontiguousarray(x), descending)
+    keys = order_keys(np.ascontiguousarray(x), descending, equal_zeros)
     index = np.broadcast_to(
         np.arange(x.shape[axis]).reshape([-1 if d == axis else 1 for d in range(x.ndim)]),
         x.shape,
@@ -684,7 +687,7 @@ class FusionFunctions(InterpreterFunctions):
 
     @impl(ArgsortOp)
     def run_argsort(self, interp: Interpreter, op: ArgsortOp, args: PythonValues) -> PythonValues:
-        return (sort_order(args[0], op.axis, op.descending is not None),)
+        return (sort_order(args[0], op.axis, op.descending is not None, equal_zeros=True),)
 
     def run_copy(self, interp: Interpreter, op: SetOp, args: PythonValues) -> PythonValues:
         return (np.array(args[0], copy=True),)

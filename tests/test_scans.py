@@ -48,9 +48,12 @@ NAN = math.nan
         # inf - inf in a running sum is NaN from there on
         ("cumsum", DataType.Float, [math.inf, 1, -math.inf, 2], [math.inf, math.inf, NAN, NAN]),
         ("cumprod", DataType.Float, [2, -0.5, 0, 3], [2, -1, -0.0, -0.0]),
-        # integers wrap, as torch's
-        ("cumsum", DataType.Int32, [2**31 - 1, 1, 1], [2**31 - 1, -(2**31), -(2**31) + 1]),
-        ("cumprod", DataType.Int32, [65536, 65536, 3], [65536, 0, 0]),
+        # integers count in Int (torch's), which wraps
+        ("cumsum", DataType.Int32, [2**31 - 1, 1, 1], [2**31 - 1, 2**31, 2**31 + 1]),
+        ("cumprod", DataType.Int32, [65536, 65536, 3], [65536, 2**32, 3 * 2**32]),
+        ("cumsum", DataType.Int, [2**63 - 1, 1], [2**63 - 1, -(2**63)]),
+        # a leading -0.0 stays (the sum's identity is -0.0), as torch's CUDA scan keeps it
+        ("cumsum", DataType.Float, [-0.0, -0.0, 1, -1], [-0.0, -0.0, 1, 0]),
         ("cummin", DataType.Int, [5, 7, -3, 9], [5, 5, -3, -3]),
         # a Bool sum counts in Int; a Bool maximum is a running "any"
         ("cumsum", DataType.Bool, [True, False, True], [1, 1, 2]),
@@ -69,7 +72,8 @@ def test_the_reference_follows_torch(
     }[dtype]
     (out,) = fd.reference([np.array(values, np_dtype)])
     want = np.array(expected)
-    assert out.dtype == (np.int64 if dtype == DataType.Bool and op == "cumsum" else np_dtype)
+    counted = op in ("cumsum", "cumprod") and dtype in (DataType.Bool, DataType.Int32)
+    assert out.dtype == (np.int64 if counted else np_dtype)
     np.testing.assert_array_equal(out, want.astype(out.dtype))
     if out.dtype.kind == "f":  # the sign of a zero too (a NaN's is the platform's)
         number = ~np.isnan(want)
@@ -211,7 +215,7 @@ def test_a_broadcast_scan_result_is_refused() -> None:
     reason = ScanScheduler().accepts(fusion, info).reason
     assert (
         reason
-        == "output #0 has shape [8, 5], not the scan's [8, 1]: a scan kernel writes its own shape"
+        == "output #0 has shape [8, 5], not the scan's [8, 1]: a scan kernel writes that shape"
     )
 
 

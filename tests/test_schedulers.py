@@ -350,7 +350,8 @@ class ThreadSim:
                 assert self.geometry[kernel.BlockDimOp, "x"] == 1, "simulator: block_topk of 1"
                 values, n, k, out_values, out_indices = args
                 row = values[: int(n)]
-                order = sort_order(row, 0, op.descending is not None)[: min(int(k), int(n))]
+                descending, equal_zeros = op.descending is not None, op.equal_zeros is not None
+                order = sort_order(row, 0, descending, equal_zeros)[: min(int(k), int(n))]
                 out_values[: len(order)] = row[order]
                 out_indices[: len(order)] = order
             elif isinstance(op, kernel.SelectLoadOp):

@@ -48,14 +48,15 @@ def _argsort(io: DataType, dim: int = -1, descending: bool = False, rank: int = 
 # --------------------------------------------------------------------------------------------
 
 
-def test_nan_is_the_largest_and_minus_zero_below_zero() -> None:
+def test_nan_is_the_largest_and_minus_zero_below_zero_in_topk() -> None:
     """torch.topk's radix order: NaN above +inf, -0.0 below +0.0; equal values by index."""
     x = np.array([1.0, NAN, -INF, 0.0, -0.0, INF, 1.0, NAN], np.float32)
     values, indices = _topk(DataType.Float, 8).reference([x])
     np.testing.assert_array_equal(indices, [1, 7, 5, 0, 6, 3, 4, 2])
     np.testing.assert_array_equal(np.signbit(values[5:7]), [False, True])
+    # argsort compares values, as torch.sort: -0.0 and +0.0 are equal, in index order
     (order,) = _argsort(DataType.Float).reference([x])
-    np.testing.assert_array_equal(order, [2, 4, 3, 0, 6, 5, 1, 7])
+    np.testing.assert_array_equal(order, [2, 3, 4, 0, 6, 5, 1, 7])
     (down,) = _argsort(DataType.Float, descending=True).reference([x])
     np.testing.assert_array_equal(down, [1, 7, 5, 0, 6, 3, 4, 2])
 

@@ -117,9 +117,9 @@ def test_long_and_many_rows(shape: tuple[int, int], op: str) -> None:
 @pytest.mark.parametrize(
     ("op", "dtype", "out_dtype"),
     [
-        ("cumsum", DataType.Int32, DataType.Int32),
+        ("cumsum", DataType.Int32, DataType.Int),
         ("cumsum", DataType.Int, DataType.Int),
-        ("cumprod", DataType.Int32, DataType.Int32),
+        ("cumprod", DataType.Int32, DataType.Int),
         ("cummax", DataType.Int32, DataType.Int32),
         ("cummin", DataType.Int, DataType.Int),
         ("cumsum", DataType.Bool, DataType.Int),
@@ -127,7 +127,8 @@ def test_long_and_many_rows(shape: tuple[int, int], op: str) -> None:
     ],
 )
 def test_integer_scans(op: str, dtype: DataType, out_dtype: DataType) -> None:
-    """Integers exactly (a product wraps, as the reference's), a Bool sum counts in Int."""
+    """Integers exactly: a sum or product of Int32 or Bool counts in Int (torch's), which
+    wraps as the reference's does."""
     rng = np.random.default_rng(11)
     for shape in [(3, 127), (130, 4097)]:
         if dtype == DataType.Bool:
@@ -167,11 +168,17 @@ def test_views_and_broadcasts() -> None:
         _check_scan(outs[1], refs[1], host, 0, "cummin")
 
 
-def test_nan_and_inf_as_torch() -> None:
-    """torch's cummax/cummin carry a NaN to the end of the row; inf and -inf sum to NaN."""
+def test_nan_inf_and_zeros_as_torch() -> None:
+    """torch's cummax/cummin carry a NaN to the end of the row; inf and -inf sum to NaN; a
+    leading -0.0 stays -0.0 in a sum (the sign of each zero compared)."""
     torch = pytest.importorskip("torch")
     x = np.array(
-        [[1, np.nan, 3, 0, 5], [np.inf, -np.inf, 1, 2, 3], [-1, -2, np.nan, -np.inf, 7]],
+        [
+            [1, np.nan, 3, 0, 5],
+            [np.inf, -np.inf, 1, 2, 3],
+            [-1, -2, np.nan, -np.inf, 7],
+            [-0.0, -0.0, 2, -2, 1],
+        ],
         np.float32,
     )
     xt = torch_of(torch, x)
@@ -183,7 +190,11 @@ def test_nan_and_inf_as_torch() -> None:
     }
     for op, want in expected.items():
         (out,) = _scan_fusion(op, DataType.Float, 2, 1).execute([xt])
-        np.testing.assert_array_equal(numpy_of(torch, out), numpy_of(torch, want), err_msg=op)
+        got, expected = numpy_of(torch, out), numpy_of(torch, want)
+        np.testing.assert_array_equal(got, expected, err_msg=op)
+        if op in ("cumsum", "cumprod"):
+            number = ~np.isnan(expected)
+            np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(expected[number]))
 
 
 def test_against_torch_in_bf16() -> None:

@@ -91,8 +91,8 @@ def test_ties_go_by_index() -> None:
 
 
 def test_nan_inf_and_zeros() -> None:
-    """NaN above +inf, -0.0 below +0.0 (both taken by the sign of their bits); torch.topk's
-    values where it has them."""
+    """NaN above +inf; in topk -0.0 below +0.0 (by the sign of their bits, as torch's radix
+    selection), in argsort equal (as torch.argsort): torch's values and order."""
     torch = pytest.importorskip("torch")
     x = np.array(
         [
@@ -110,7 +110,10 @@ def test_nan_inf_and_zeros() -> None:
             np.testing.assert_array_equal(out[0], numpy_of(torch, want))
     fd = _argsort(DataType.Float, -1, False)
     (order,) = fd.execute([x])
-    np.testing.assert_array_equal(order[0], [2, 4, 3, 0, 6, 5, 1, 7])
+    np.testing.assert_array_equal(order, fd.reference([x])[0])
+    np.testing.assert_array_equal(order[0], [2, 3, 4, 0, 6, 5, 1, 7])  # the zeros as equal
+    want = torch.argsort(torch_of(torch, x), dim=-1, stable=True)
+    np.testing.assert_array_equal(order, numpy_of(torch, want))
 
 
 @pytest.mark.parametrize("dtype", TYPES)

@@ -99,6 +99,12 @@ def op_text(op: Operation) -> str:
     return f"{op.name} {', '.join(value_name(r) for r in op.results)}".rstrip()
 
 
+def op_label(op: Operation) -> str:
+    """How a scheduler's reason names a fusion op: `'fusion.sum' (%s)`."""
+    names = ", ".join(value_name(r) for r in op.results)
+    return f"'{op.name}'" + (f" ({names})" if names else "")
+
+
 class KernelBuilder:
     """A `kernel.func` for a fusion under construction, with index helpers in one index type."""
 

@@ -74,7 +74,7 @@ from fuser.transforms.schedulers.kernel_builder import (
     compute_element,
     drawn_in_its_own_space,
     named,
-    op_text,
+    op_label,
 )
 from fuser.transforms.schedulers.scalar_lowering import constant, is_pointwise
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
@@ -116,10 +116,6 @@ class PointwiseParams(Params):
         return self.block[0]
 
 
-def _op_label(op: Operation) -> str:
-    return f"'{op.name}'" + (f" ({op_text(op).split(' ', 1)[1]})" if op.results else "")
-
-
 @dataclass(frozen=True)
 class PointwiseAnalysis:
     """What the heuristics know about a fusion and one set of input shapes."""
@@ -145,18 +141,18 @@ def _ops_problem(fusion: fu.FusionOp) -> str | None:
     for op in body_ops(fusion):
         if isinstance(op, fu.SegmentSetOp):
             return (
-                f"{_op_label(op)} marks a kernel boundary: a fusion with segment_set is not one "
+                f"{op_label(op)} marks a kernel boundary: a fusion with segment_set is not one "
                 "kernel"
             )
         if isinstance(op, fu.ReductionOp | fu.WelfordOp | fu.VarMeanOp):
-            return f"{_op_label(op)} is a reduction"
+            return f"{op_label(op)} is a reduction"
         if isinstance(op, fu.MatmulOp):
-            return f"{_op_label(op)} is a matmul"
+            return f"{op_label(op)} is a matmul"
         if not (
             is_pointwise(op)
             or isinstance(op, (fu.DimOp, fu.ResizeOp, fu.RandomOp, *fu.INDEXING_OPS))
         ):
-            return f"{_op_label(op)} is not a pointwise op"
+            return f"{op_label(op)} is not a pointwise op"
     return _random_problem(fusion)
 
 
@@ -175,9 +171,9 @@ def _random_problem(fusion: fu.FusionOp) -> str | None:
             if isinstance(op, fu.BroadcastInDimOp) and DYNAMIC_INDEX in (
                 fu.shape_of(op.input.type) or ()
             ):
-                return f"{_op_label(op)} expands random values along a dynamic dim"
+                return f"{op_label(op)} expands random values along a dynamic dim"
             if isinstance(op, fu.INDEXING_OPS) and op.input in operands:
-                return f"{_op_label(op)} reads random values at an index"
+                return f"{op_label(op)} reads random values at an index"
             random.update(op.results)
     return None
 

@@ -31,11 +31,10 @@ from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import active, memoized
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import DimMap, unshifted
-from fuser.transforms.schedulers.kernel_builder import value_name
+from fuser.transforms.schedulers.kernel_builder import op_label, value_name
 from fuser.transforms.schedulers.reduction_structure import (
     INT32_MAX,
     Structure,
-    op_label,
     reduction_input,
 )
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes

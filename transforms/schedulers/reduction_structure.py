@@ -36,7 +36,7 @@ from fuser.transforms.schedulers.iteration_space import (
     identity_map,
     operand_maps,
 )
-from fuser.transforms.schedulers.kernel_builder import value_name
+from fuser.transforms.schedulers.kernel_builder import op_label, value_name
 from fuser.transforms.schedulers.scalar_lowering import is_pointwise
 
 REDUCTION_OPS = (fu.ReductionOp, fu.WelfordOp, fu.VarMeanOp)
@@ -44,12 +44,6 @@ INT32_MAX = 2**31 - 1
 
 Key = tuple[SSAValue, DimMap]
 """A value under a map: what `compute_element` keys its scalars by."""
-
-
-def op_label(op: Operation) -> str:
-    """`'fusion.sum' (%s)` for messages."""
-    names = ", ".join(value_name(r) for r in op.results)
-    return f"'{op.name}'" + (f" ({names})" if names else "")
 
 
 def reduction_axes(op: Operation) -> tuple[int, ...]:

@@ -26,31 +26,34 @@ pass): this template gives each such row one block, correct but not at full band
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, TensorType, VectorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, IntegerType, TensorType, VectorType
+from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
+from fuser.transforms.schedulers.around_op import (
+    AroundOp,
+    AroundOpScheduler,
+    Reads,
+    around_op,
+    call_extents,
+    pow2_at_least,
+)
 from fuser.transforms.schedulers.base import (
-    AnalyzedScheduler,
     LaunchConfig,
     Params,
     check_grid,
-    info_mismatch,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
     DimMap,
-    MappingError,
     Needs,
-    body_ops,
-    expand,
     identity_map,
     map_dims,
 )
@@ -60,12 +63,10 @@ from fuser.transforms.schedulers.kernel_builder import (
     comment,
     compute_element,
     named,
-    op_text,
 )
 from fuser.transforms.schedulers.pointwise import INT32_MAX, span
 from fuser.transforms.schedulers.reduction_parts import combine, neutral
-from fuser.transforms.schedulers.scalar_lowering import is_pointwise
-from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
+from fuser.transforms.schedulers.scalar_lowering import constant
 
 ROW_THREADS = (1, 1024)
 """The fewest and most threads that scan one row together (powers of two; up to 32 they are
@@ -102,86 +103,28 @@ class ScanParams(Params):
     """32 or 64: the width of index arithmetic."""
 
 
-@dataclass(frozen=True)
-class ScanStructure:
-    """What the template computes, from the fusion's ops alone (`structure`)."""
-
-    scan: fu.ScanOp
-    ops: tuple[Operation, ...]
-    """The fusion's ops without the scan: its operand and its outputs are computed by them."""
-    space: DimMap
-    """The scan's own map: every dim of its shape indexed by itself (static 1: index 0)."""
-    needs_before: Needs
-    """What computing the scan's operand at a point needs, under which maps."""
-    needs_after: Needs
-    """What computing the outputs at a point needs (the scan's result is given)."""
-    reads: tuple[tuple[int, DimMap], ...]
-    """Each tensor input read, as (input index, map), before or after the scan."""
+def structure(fusion: fu.FusionOp) -> AroundOp | str:
+    """The scan with its prologue and epilogue, or why this template does not take the fusion's
+    ops (once per fusion under an open analysis cache)."""
+    return memoized("scan_structure", fusion, lambda: around_op(fusion, (fu.ScanOp,), "scan"))
 
 
-def structure(fusion: fu.FusionOp) -> ScanStructure | str:
-    """The scan and the maps of the values around it, or why this template does not take the
-    fusion's ops (once per fusion under an open analysis cache)."""
-    return memoized("scan_structure", fusion, lambda: _structure(fusion))
-
-
-def _op_label(op: Operation) -> str:
-    return f"'{op.name}'" + (f" ({op_text(op).split(' ', 1)[1]})" if op.results else "")
-
-
-def _structure(fusion: fu.FusionOp) -> ScanStructure | str:
-    ops = body_ops(fusion)
-    scans = [op for op in ops if isinstance(op, fu.ScanOp)]
-    if not scans:
-        return "no scan op"
-    if len(scans) > 1:
-        return f"{len(scans)} scans: a scan kernel computes one"
-    for op in ops:
-        if isinstance(op, fu.SegmentSetOp):
-            return f"{_op_label(op)} marks a kernel boundary"
-        if not (is_pointwise(op) or isinstance(op, fu.DimOp | fu.ScanOp)):
-            return f"{_op_label(op)} is neither a pointwise op nor the scan"
-    scan = scans[0]
-    shape_t = scan.result.type
-    space = identity_map(shape_t)
-    others = tuple(op for op in ops if op is not scan)
-    if not fusion.output_op.values:
-        return "the fusion has no outputs"
-    roots: dict[SSAValue, list[DimMap]] = {}
-    for o, value in enumerate(fusion.output_op.values):
-        t = value.type
-        if not (
-            isinstance(t, TensorType)
-            and t.get_num_dims() == shape_t.get_num_dims()
-            and fu.shapes_compatible(t.get_shape(), shape_t.get_shape())
-        ):
-            return (
-                f"output #{o} ({t}) does not have the scan's shape "
-                f"{fu.format_shape(shape_t.get_shape())}: a scan kernel writes its own shape"
-            )
-        roots.setdefault(value, []).append(identity_map(t))
-    try:
-        after = expand(others, roots)
-        before = expand(others, {scan.input: [space]})
-    except MappingError as e:
-        return str(e)
-    if any(m != space for m in after.get(scan.result, [])):
-        return "the scan's result is read broadcast: a scan kernel reads it as it computes it"
-    reads: list[tuple[int, DimMap]] = []
-    for i, arg in enumerate(fusion.inputs):
-        if isinstance(arg.type, TensorType):
-            for m in (*before.get(arg, []), *after.get(arg, [])):
-                if (i, m) not in reads:
-                    reads.append((i, m))
-    return ScanStructure(scan, others, space, before, after, tuple(reads))
+def scan_reads(fusion: fu.FusionOp, s: AroundOp) -> Reads:
+    """Every input read, before or after the scan: both at the scan's points (its operand and
+    result share a shape)."""
+    return tuple(dict.fromkeys((*s.reads_before(fusion), *s.reads_after(fusion))))
 
 
 @dataclass(frozen=True)
 class ScanAnalysis:
     """The structure with one call's extents (the scan's shape)."""
 
-    structure: ScanStructure
+    structure: AroundOp
     extents: tuple[int, ...]
+
+    @property
+    def scan(self) -> fu.ScanOp:
+        return cast(fu.ScanOp, self.structure.op)
 
 
 def analyze(fusion: fu.FusionOp, info: FusionInfo) -> ScanAnalysis | str:
@@ -192,28 +135,10 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> ScanAnalysis | str:
     s = structure(fusion)
     if isinstance(s, str):
         return s
-    if (problem := info_mismatch(fusion, info)) is not None:
-        return problem
-    try:
-        env = value_shapes(fusion, info.input_shapes)
-    except ShapeMismatch as e:
-        return str(e)
-    extents = cast(tuple[int, ...], env[s.scan.result])
-    for o, value in enumerate(fusion.output_op.values):
-        if env[value] != extents:
-            return (
-                f"output #{o} has shape {list(cast(tuple[int, ...], env[value]))}, not the "
-                f"scan's {list(extents)}: a scan kernel writes its own shape"
-            )
-    for i, m in s.reads:
-        shape = cast(TensorMeta, info.inputs[i]).shape
-        for d, entry in enumerate(m):
-            if entry is not None and shape[d] not in (1, extents[cast(int, entry)]):
-                return (
-                    f"input #{i} has extent {shape[d]} in dim {d}, which cannot be indexed by "
-                    f"dim {entry} of the scan's shape {list(extents)}"
-                )
-    return ScanAnalysis(s, extents)
+    extents = call_extents(fusion, info, s, "scan")
+    if isinstance(extents, str):
+        return extents
+    return ScanAnalysis(s, extents[1])
 
 
 def _vector_width(fusion: fu.FusionOp, info: FusionInfo, a: ScanAnalysis) -> int:
@@ -223,13 +148,13 @@ def _vector_width(fusion: fu.FusionOp, info: FusionInfo, a: ScanAnalysis) -> int
     inner = len(a.extents) - 1
     s = a.structure
     accesses: list[tuple[int, TensorMeta, DimMap]] = []
-    for i, m in s.reads:
+    for i, m in scan_reads(fusion, s):
         if inner in map_dims(m):
             el = kernel.byte_size(fu.element_type(fusion.inputs[i].type))
             accesses.append((el, cast(TensorMeta, info.inputs[i]), m))
     for value in fusion.output_op.values:
         el = kernel.byte_size(fu.element_type(value.type))
-        accesses.append((el, TensorMeta.contiguous(a.extents), s.space))
+        accesses.append((el, TensorMeta.contiguous(a.extents), s.result_space))
     widest = kernel.MAX_VECTOR_BYTES // max(el for el, _, _ in accesses)
     for width in sorted(kernel.VECTOR_WIDTHS, reverse=True):
         if width > widest or a.extents[inner] % width:
@@ -256,11 +181,7 @@ def _vectorizable(
     )
 
 
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
-class ScanScheduler(AnalyzedScheduler[ScanAnalysis]):
+class ScanScheduler(AroundOpScheduler[ScanAnalysis]):
     """A fusion of one scan with pointwise ops around it, as one kernel (see the module
     docstring)."""
 
@@ -269,18 +190,14 @@ class ScanScheduler(AnalyzedScheduler[ScanAnalysis]):
     def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> ScanAnalysis | str:
         return analyze(fusion, info)
 
-    # The heuristics key is the parameters themselves (the default); a fusion refused for its
-    # ops is refused whatever its shapes, so its key is the reason alone.
-
-    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
-        return ("refused", reason if isinstance(structure(fusion), str) else info)
+    def structure(self, fusion: fu.FusionOp) -> object:
+        return structure(fusion)
 
     def params_of(
         self, fusion: fu.FusionOp, info: FusionInfo, analysis: ScanAnalysis
     ) -> ScanParams:
         extents = analysis.extents
-        s = analysis.structure
-        along_rows = s.scan.axis == len(extents) - 1
+        along_rows = analysis.scan.axis == len(extents) - 1
         numel = math.prod(extents)
         spans = [span(m) for m in info.inputs if m is not None]
         if not along_rows:
@@ -290,16 +207,19 @@ class ScanScheduler(AnalyzedScheduler[ScanAnalysis]):
         width = _vector_width(fusion, info, analysis)
         el = max(
             kernel.byte_size(fu.element_type(v.type))
-            for v in (*fusion.output_op.values, *(fusion.inputs[i] for i, _ in s.reads))
+            for v in (
+                *fusion.output_op.values,
+                *(fusion.inputs[i] for i, _ in scan_reads(fusion, analysis.structure)),
+            )
         )
         unroll = max(1, min(MAX_UNROLL, LOAD_BYTES // (width * el), MAX_ELEMENTS // width))
         n = extents[-1]
         rows = numel // n if n else 0
         low, high = ROW_THREADS
-        fill = _pow2_at_least(-(-info.device.sm_count * THREADS_PER_SM // max(rows, 1)))
-        useful = _pow2_at_least(-(-n // (width * unroll)))
+        fill = pow2_at_least(-(-info.device.sm_count * THREADS_PER_SM // max(rows, 1)))
+        useful = pow2_at_least(-(-n // (width * unroll)))
         threads = max(low, min(high, fill, useful))
-        per_block = max(1, min(BLOCK_THREADS // threads, _pow2_at_least(max(rows, 1))))
+        per_block = max(1, min(BLOCK_THREADS // threads, pow2_at_least(max(rows, 1))))
         reach = numel + threads * width * unroll + n
         bits = 64 if max([reach, *spans]) > INT32_MAX else 32
         return ScanParams((threads, per_block, 1), True, width, unroll, bits)
@@ -310,7 +230,7 @@ class ScanScheduler(AnalyzedScheduler[ScanAnalysis]):
         if isinstance(analysis, str):
             raise ValueError(analysis)
         extents = analysis.extents
-        axis = analysis.structure.scan.axis
+        axis = analysis.scan.axis
         lines = math.prod(e for d, e in enumerate(extents) if d != axis)
         per_block = p.block[1] if p.along_rows else p.block[0]
         grid = (max(1, -(-lines // per_block)), 1, 1)
@@ -331,17 +251,17 @@ class ScanScheduler(AnalyzedScheduler[ScanAnalysis]):
 class _ScanKernel:
     """The body of one scan kernel (both templates)."""
 
-    def __init__(
-        self, fusion: fu.FusionOp, s: ScanStructure, p: ScanParams, kb: KernelBuilder
-    ) -> None:
+    def __init__(self, fusion: fu.FusionOp, s: AroundOp, p: ScanParams, kb: KernelBuilder) -> None:
         self.fusion, self.s, self.p, self.kb = fusion, s, p, kb
-        self.scan = s.scan
-        self.rank = len(s.space)
-        self.axis = s.scan.axis
-        self.el = fu.element_type(s.scan.result.type)
-        self.kind = kernel.ReduceKind(s.scan.kind)
+        self.scan = scan = cast(fu.ScanOp, s.op)
+        self.space = s.result_space  # the operand's too: a scan keeps the shape
+        self.reads = scan_reads(fusion, s)
+        self.rank = len(self.space)
+        self.axis = scan.axis
+        self.el = fu.element_type(scan.result.type)
+        self.kind = kernel.ReduceKind(scan.kind)
         self.position = {arg: i for i, arg in enumerate(fusion.inputs)}
-        self.static = tuple(s.scan.result.type.get_shape())
+        self.static = tuple(scan.result.type.get_shape())
 
     def extent(self, d: int) -> Index:
         """The scan's extent along dim d: static, or the first output's."""
@@ -393,20 +313,27 @@ class _ScanKernel:
         """`value` where `valid`, the scan's identity elsewhere."""
         if valid is None:
             return value
-        return arith.SelectOp(valid, value, neutral(self.kind, self.el)).result
+        return arith.SelectOp(valid, value, self.identity()).result
+
+    def identity(self) -> SSAValue:
+        """The combining function's identity: for a float sum -0.0, the one that keeps a
+        leading -0.0 (+0.0 would make it +0.0, where torch's CUDA scan keeps it)."""
+        if self.kind == kernel.ReduceKind.SUM and isinstance(self.el, AnyFloat):
+            return constant(-0.0, self.el)
+        return neutral(self.kind, self.el)
 
     def carry(self) -> SSAValue:
         """A one-element local array holding the running value, set to the identity."""
         array = kernel.AllocOp(kernel.ArrayType(1, self.el, kernel.MemorySpace.LOCAL)).result
         array.name_hint = "running"
-        kernel.ArrayStoreOp(neutral(self.kind, self.el), array, self.kb.value(0))
+        kernel.ArrayStoreOp(self.identity(), array, self.kb.value(0))
         return array
 
     def outputs_at(
         self, scanned: SSAValue, read: Callable[[int, DimMap], SSAValue]
     ) -> list[SSAValue]:
         """The outputs' scalars at a point where the scan's value is `scanned`."""
-        env: dict[tuple[SSAValue, DimMap], SSAValue] = {(self.scan.result, self.s.space): scanned}
+        env: dict[tuple[SSAValue, DimMap], SSAValue] = {(self.scan.result, self.space): scanned}
         wanted = [(v, identity_map(cast(TensorType, v.type))) for v in self.fusion.output_op.values]
         return self.element(self.s.needs_after, wanted, read, env)
 
@@ -431,7 +358,7 @@ class _ScanKernel:
         at = kb.delinearize(row, outer) if outer else []
         rows_index = dict(enumerate(at))
         arrays: dict[tuple[int, DimMap], SSAValue] = {}
-        for i, m in self.s.reads:
+        for i, m in self.reads:
             el = fu.element_type(self.fusion.inputs[i].type)
             size = u * v if inner in map_dims(m) else u
             array = kernel.AllocOp(kernel.ArrayType(size, el, kernel.MemorySpace.LOCAL)).result
@@ -487,7 +414,7 @@ class _ScanKernel:
                 comment(f"scan the thread's {v} elements")
                 with kb.unrolled(v, "l") as lane:
                     before = self.s.needs_before
-                    (x,) = self.element(before, [(self.scan.input, self.s.space)], read_at(lane))
+                    (x,) = self.element(before, [(self.scan.input, self.space)], read_at(lane))
                     kernel.ArrayStoreOp(self.masked(x, ok), scanned, kb.value(lane))
                 local = kernel.ArrayLoadOp(scanned, kb.value(0)).result
                 for lane in range(1, v):
@@ -546,7 +473,7 @@ class _ScanKernel:
         at = dict(zip(others, kb.delinearize(column, sizes), strict=True))
         n = self.extent(a)
         arrays: dict[tuple[int, DimMap], SSAValue] = {}
-        for i, m in self.s.reads:
+        for i, m in self.reads:
             el = fu.element_type(self.fusion.inputs[i].type)
             array = kernel.AllocOp(kernel.ArrayType(steps, el, kernel.MemorySpace.LOCAL)).result
             array.name_hint = f"{kb.inputs[i].name_hint}_buf"
@@ -574,9 +501,7 @@ class _ScanKernel:
                     def read(i: int, m: DimMap) -> SSAValue:
                         return kernel.ArrayLoadOp(arrays[i, m], kb.value(k)).result
 
-                    (x,) = self.element(
-                        self.s.needs_before, [(self.scan.input, self.s.space)], read
-                    )
+                    (x,) = self.element(self.s.needs_before, [(self.scan.input, self.space)], read)
                     comment(lambda: f"{self.scan.name}: the column's running value")
                     y = combine(self.kind, kernel.ArrayLoadOp(running, kb.value(0)).result, x)
                     kernel.ArrayStoreOp(y, running, kb.value(0))

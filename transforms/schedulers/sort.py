@@ -20,34 +20,36 @@ several blocks.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as fu
 from fuser.dialects import kernel
 from fuser.transforms.schedulers.analyses import memoized
+from fuser.transforms.schedulers.around_op import (
+    AroundOp,
+    AroundOpScheduler,
+    around_op,
+    call_extents,
+    pow2_at_least,
+)
 from fuser.transforms.schedulers.base import (
     ACCEPT,
-    AnalyzedScheduler,
     LaunchConfig,
     Params,
     Verdict,
     check_grid,
-    info_mismatch,
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
     DimMap,
-    MappingError,
     Needs,
-    body_ops,
-    expand,
     identity_map,
     map_dims,
 )
@@ -57,11 +59,10 @@ from fuser.transforms.schedulers.kernel_builder import (
     comment,
     compute_element,
     named,
+    op_label,
     op_text,
 )
 from fuser.transforms.schedulers.pointwise import INT32_MAX, span
-from fuser.transforms.schedulers.scalar_lowering import is_pointwise
-from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
 MAX_THREADS = 1024
 MAX_ELEMENTS = 32
@@ -88,28 +89,16 @@ class SortParams(Params):
 
 @dataclass(frozen=True)
 class SortStructure:
-    """What the template computes, from the fusion's ops alone (`structure`)."""
+    """The sort with its prologue and epilogue (`around_op`), and where its row length is."""
 
-    op: fu.TopkOp | fu.ArgsortOp
-    ops: tuple[Operation, ...]
-    """The fusion's ops without the sort."""
-    row_space: DimMap
-    """The map of the sort's operand: its own dims (static 1: index 0)."""
-    result_space: DimMap
-    """The map of the sort's results (and of every output)."""
-    needs_before: Needs
-    needs_after: Needs
-    reads_before: tuple[tuple[int, DimMap], ...]
-    """Each tensor input read for the operand, as (input index, map in the row's space)."""
-    reads_after: tuple[tuple[int, DimMap], ...]
-    """Each tensor input read for the outputs, as (input index, map in the results' space)."""
+    around: AroundOp
     length_read: tuple[int, int] | None
     """An input read along the row, and its dim there: where the kernel reads the row's length
     (None: the length is static)."""
 
-
-def _op_label(op: Operation) -> str:
-    return f"'{op.name}'" + (f" ({op_text(op).split(' ', 1)[1]})" if op.results else "")
+    @property
+    def op(self) -> fu.TopkOp | fu.ArgsortOp:
+        return cast(fu.TopkOp | fu.ArgsortOp, self.around.op)
 
 
 def structure(fusion: fu.FusionOp) -> SortStructure | str:
@@ -118,76 +107,23 @@ def structure(fusion: fu.FusionOp) -> SortStructure | str:
     return memoized("sort_structure", fusion, lambda: _structure(fusion))
 
 
-def _reads(fusion: fu.FusionOp, needs: Needs) -> tuple[tuple[int, DimMap], ...]:
-    return tuple(
-        (i, m)
-        for i, arg in enumerate(fusion.inputs)
-        if isinstance(arg.type, TensorType)
-        for m in needs.get(arg, [])
-    )
-
-
 def _structure(fusion: fu.FusionOp) -> SortStructure | str:
-    ops = body_ops(fusion)
-    sorts = [op for op in ops if isinstance(op, fu.SORT_OPS)]
-    if not sorts:
-        return "no topk or argsort op"
-    if len(sorts) > 1:
-        return f"{len(sorts)} sorts: a sort kernel computes one"
-    for op in ops:
-        if isinstance(op, fu.SegmentSetOp):
-            return f"{_op_label(op)} marks a kernel boundary"
-        if not (is_pointwise(op) or isinstance(op, (fu.DimOp, *fu.SORT_OPS))):
-            return f"{_op_label(op)} is neither a pointwise op nor the sort"
-    op = sorts[0]
+    around = around_op(fusion, fu.SORT_OPS, "sort")
+    if isinstance(around, str):
+        return around
+    op = cast(fu.TopkOp | fu.ArgsortOp, around.op)
     input_t = cast(TensorType, op.input.type)
-    rank = input_t.get_num_dims()
-    if op.axis != rank - 1:
-        return f"{_op_label(op)} orders dim {op.axis}: a sort kernel orders the innermost dim"
-    result_t = cast(TensorType, op.results[0].type)
-    row_space, result_space = identity_map(input_t), identity_map(result_t)
-    others = tuple(o for o in ops if o is not op)
-    if not fusion.output_op.values:
-        return "the fusion has no outputs"
-    roots: dict[SSAValue, list[DimMap]] = {}
-    for o, value in enumerate(fusion.output_op.values):
-        t = value.type
-        if not (
-            isinstance(t, TensorType)
-            and t.get_num_dims() == rank
-            and fu.shapes_compatible(t.get_shape(), result_t.get_shape())
-        ):
-            return (
-                f"output #{o} ({t}) does not have the sort's result shape "
-                f"{fu.format_shape(result_t.get_shape())}: a sort kernel writes that shape"
-            )
-        roots.setdefault(value, []).append(identity_map(t))
-    try:
-        after = expand(others, roots)
-        before = expand(others, {op.input: [row_space]})
-    except MappingError as e:
-        return str(e)
-    for r in op.results:
-        if any(m != result_space for m in after.get(r, [])):
-            return "a result of the sort is read broadcast: a sort kernel reads it as it is"
-    reads_before = _reads(fusion, before)
+    inner = input_t.get_num_dims() - 1
+    if op.axis != inner:
+        return f"{op_label(op)} orders dim {op.axis}: a sort kernel orders the innermost dim"
     length_read = None
     if input_t.get_shape()[-1] == DYNAMIC_INDEX:
-        along = [(i, m.index(rank - 1)) for i, m in reads_before if rank - 1 in map_dims(m)]
+        reads = around.reads_before(fusion)
+        along = [(i, m.index(inner)) for i, m in reads if inner in map_dims(m)]
         if not along:
             return "no input is read along the sorted row: a sort kernel reads its length there"
         length_read = along[0]
-    return SortStructure(
-        op,
-        others,
-        row_space,
-        result_space,
-        before,
-        after,
-        reads_before,
-        _reads(fusion, after),
-        length_read,
-    )
+    return SortStructure(around, length_read)
 
 
 @dataclass(frozen=True)
@@ -207,29 +143,10 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> SortAnalysis | str:
     s = structure(fusion)
     if isinstance(s, str):
         return s
-    if (problem := info_mismatch(fusion, info)) is not None:
-        return problem
-    try:
-        env = value_shapes(fusion, info.input_shapes)
-    except ShapeMismatch as e:
-        return str(e)
-    row = cast(tuple[int, ...], env[s.op.input])
-    result = cast(tuple[int, ...], env[s.op.results[0]])
-    for o, value in enumerate(fusion.output_op.values):
-        if env[value] != result:
-            return (
-                f"output #{o} has shape {list(cast(tuple[int, ...], env[value]))}, not the "
-                f"sort's {list(result)}: a sort kernel writes that shape"
-            )
-    for reads, extents in ((s.reads_before, row), (s.reads_after, result)):
-        for i, m in reads:
-            shape = cast(TensorMeta, info.inputs[i]).shape
-            for d, entry in enumerate(m):
-                if entry is not None and shape[d] not in (1, extents[cast(int, entry)]):
-                    return (
-                        f"input #{i} has extent {shape[d]} in dim {d}, which cannot be indexed "
-                        f"by dim {entry} of {list(extents)}"
-                    )
+    extents = call_extents(fusion, info, s.around, "sort")
+    if isinstance(extents, str):
+        return extents
+    row, result = extents
     if s.length_read is not None:
         i, d = s.length_read
         if cast(TensorMeta, info.inputs[i]).shape[d] != row[-1]:
@@ -240,10 +157,6 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> SortAnalysis | str:
             f"({MAX_THREADS} threads x {MAX_ELEMENTS})"
         )
     return SortAnalysis(s, row, result)
-
-
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def _shared_bytes(op: fu.TopkOp | fu.ArgsortOp, width: int) -> int:
@@ -257,7 +170,7 @@ def _shared_bytes(op: fu.TopkOp | fu.ArgsortOp, width: int) -> int:
     )
 
 
-class SortScheduler(AnalyzedScheduler[SortAnalysis]):
+class SortScheduler(AroundOpScheduler[SortAnalysis]):
     """A fusion of one `topk` or `argsort` along rows with pointwise ops around it, as one
     kernel (see the module docstring)."""
 
@@ -266,22 +179,19 @@ class SortScheduler(AnalyzedScheduler[SortAnalysis]):
     def analysis(self, fusion: fu.FusionOp, info: FusionInfo) -> SortAnalysis | str:
         return analyze(fusion, info)
 
-    # The heuristics key is the parameters themselves (the default); a fusion refused for its
-    # ops is refused whatever its shapes, so its key is the reason alone.
-
-    def refusal_key(self, fusion: fu.FusionOp, info: FusionInfo, reason: str) -> Hashable:
-        return ("refused", reason if isinstance(structure(fusion), str) else info)
+    def structure(self, fusion: fu.FusionOp) -> object:
+        return structure(fusion)
 
     def params_of(
         self, fusion: fu.FusionOp, info: FusionInfo, analysis: SortAnalysis
     ) -> SortParams:
         n = analysis.row_extents[-1]
         op = analysis.structure.op
-        threads = max(32, min(MAX_THREADS, _pow2_at_least(-(-n // ELEMENTS))))
+        threads = max(32, min(MAX_THREADS, pow2_at_least(-(-n // ELEMENTS))))
         elements = max(1, -(-n // threads))
         # the parameters are computed for each row length, so a width for this one holds it
         taken = op.count if isinstance(op, fu.TopkOp) else n
-        width = _pow2_at_least(max(taken, 1))
+        width = pow2_at_least(max(taken, 1))
         numel = max(math.prod(analysis.row_extents), math.prod(analysis.result_extents))
         spans = [span(m) for m in info.inputs if m is not None]
         bits = 64 if max([numel + threads * elements, *spans]) > INT32_MAX else 32
@@ -326,7 +236,8 @@ class _SortKernel:
         self.fusion, self.s, self.p, self.kb = fusion, s, p, kb
         self.op = s.op
         self.position = {arg: i for i, arg in enumerate(fusion.inputs)}
-        self.rank = len(s.row_space)
+        self.around = s.around
+        self.rank = len(s.around.operand_space)
 
     def offset(self, i: int, m: DimMap, index: Callable[[int], Index]) -> Index:
         """The element offset of input `i` read with map `m` at the point `index` (a dim of
@@ -350,7 +261,7 @@ class _SortKernel:
                 return kb.inputs[i]
             return kernel.LoadOp(kb.inputs[i], kb.value(self.offset(i, m, index))).result
 
-        env = compute_element(list(self.s.ops), needs, load, env)
+        env = compute_element(list(self.around.ops), needs, load, env)
         return [env[v, m] if (v, m) in env else load(v, m) for v, m in wanted]
 
     def build(self) -> None:
@@ -375,14 +286,16 @@ class _SortKernel:
         else:
             k = n
         el = fu.element_type(op.input.type)
-        values = kernel.AllocOp(kernel.ArrayType(p.elements, el, kernel.MemorySpace.LOCAL)).result
+        row_t = kernel.ArrayType(p.elements, el, kernel.MemorySpace.LOCAL)
+        values = kernel.AllocOp(row_t, zeroed=True).result  # (elements past the row: not read)
         values.name_hint = "row"
         comment("load the block's row, element e of this thread at threadIdx.x + e * blockDim.x")
         with kb.unrolled(p.elements, "e") as e:
             j = kb.add(tx, kb.mul(e, threads))
             with kb.if_(kb.cmp("slt", j, n)):
                 index = self._point(at, j)
-                (x,) = self.element(s.needs_before, [(op.input, s.row_space)], index)
+                around = s.around
+                (x,) = self.element(around.needs_before, [(op.input, around.operand_space)], index)
                 kernel.ArrayStoreOp(x, values, kb.value(e))
         space = kernel.MemorySpace.DYNAMIC
         top = kernel.AllocOp(kernel.ArrayType(p.width, el, space)).result
@@ -393,17 +306,18 @@ class _SortKernel:
             op.largest is not None if isinstance(op, fu.TopkOp) else op.descending is not None
         )
         comment(lambda: op_text(op))
-        kernel.BlockTopkOp(values, n, k, top, where, descending)
+        equal_zeros = isinstance(op, fu.ArgsortOp)  # torch.argsort compares, topk selects bits
+        kernel.BlockTopkOp(values, n, k, top, where, descending, equal_zeros)
         with kb.loop(tx, k, threads, name="j") as j:
             index = self._point(at, j)
             env: dict[tuple[SSAValue, DimMap], SSAValue] = {}
             if isinstance(op, fu.TopkOp):
-                env[op.values, s.result_space] = kernel.ArrayLoadOp(top, j).result
+                env[op.values, s.around.result_space] = kernel.ArrayLoadOp(top, j).result
             position = kernel.ArrayLoadOp(where, j).result
-            env[op.results[-1], s.result_space] = arith.ExtSIOp(position, fu.I64).result
+            env[op.results[-1], s.around.result_space] = arith.ExtSIOp(position, fu.I64).result
             outputs = self.fusion.output_op.values
             wanted = [(v, identity_map(cast(TensorType, v.type))) for v in outputs]
-            results = self.element(s.needs_after, wanted, index, env)
+            results = self.element(s.around.needs_after, wanted, index, env)
             for param, value, (v, m) in zip(kb.outputs, results, wanted, strict=True):
                 static = tuple(cast(TensorType, v.type).get_shape())
                 off = kb.access_offset(param, m, static, index, broadcast=False)

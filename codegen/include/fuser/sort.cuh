@@ -9,6 +9,7 @@ namespace fuser {
 // Order keys: unsigned integers whose ascending order is the values' ascending order. A NaN
 // (any) is above +inf, as torch sorts it; -0.0 is below +0.0, as their bit patterns (and
 // torch's radix select) have them. The map is one to one on everything but NaN payloads.
+// `block_topk` makes -0.0 the key of +0.0 where the two must compare equal (an argsort).
 template <typename T> struct OrderKey;
 
 template <> struct OrderKey<float> {
@@ -109,9 +110,10 @@ __device__ void pick_digit(int* hist, int shift, Selection<Key>& s) {
 // holds this thread's elements of the row, element e at index threadIdx.x + e * blockDim.x
 // (those at n or past it are not read); `out_values` and `out_indices` (P >= min(k, n) slots,
 // a power of two) get the k values and their indices in order; with `Descending` the largest
-// first. NaN counts as the largest value. Ties go by index. Every thread of the block must
+// first. NaN counts as the largest value; -0.0 as smaller than +0.0, or with EqualZeros as equal
+// (then the values written back are +0.0). Ties go by index. Every thread of the block must
 // call it; it ends with a barrier, after which the outputs may be read.
-template <int E, int P, bool Descending, typename T>
+template <int E, int P, bool Descending, bool EqualZeros, typename T>
 __device__ void block_topk(const T (&values)[E], int n, int k, T* out_values, int* out_indices) {
   using Key = typename OrderKey<T>::Key;
   constexpr int Bits = 8 * sizeof(Key);
@@ -121,7 +123,8 @@ __device__ void block_topk(const T (&values)[E], int n, int k, T* out_values, in
   Key keys[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    const Key key = OrderKey<T>::of(values[e]);
+    // (with EqualZeros, -0.0 as +0.0: `v == 0` holds for both, and the sum of two zeros is +0)
+    const Key key = OrderKey<T>::of(EqualZeros && values[e] == T(0) ? T(0) : values[e]);
     keys[e] = Descending ? ~key : key;
   }
   k = k < n ? k : n;

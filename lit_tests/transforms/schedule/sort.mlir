@@ -13,7 +13,7 @@ fusion.fusion @topk(%x: tensor<?x?xf32>) -> (tensor<?x50xf32>, tensor<?x50xi64>)
 // CHECK-SAME: fuser.scheduler = "sort"
 // CHECK-SAME: fuser.params = "SortParams(block=(1024, 1, 1), elements=32, width=64, index_bits=32)"
 // CHECK-SAME: fuser.launch = "grid=[1024, 1, 1] block=[1024, 1, 1] smem=512"
-// CHECK:      %row = kernel.alloc : !kernel.array<32xf32, local>
+// CHECK:      %row = kernel.alloc zeroed : !kernel.array<32xf32, local>
 // CHECK:      scf.for %e = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
 // CHECK:        kernel.load %x[%{{.*}}] : !kernel.tensor<f32, 2>, i32 -> f32
 // CHECK:        kernel.array_store %{{.*}}, %row[%e]
