@@ -263,7 +263,8 @@ TOPK = 50
 
 def topk(f: Frontend, inputs: list[Any]) -> None:
     """The `TOPK` largest values of each row and their indices (`topk`), sorted."""
-    values, indices = f.fd.ops.topk(inputs[0], TOPK, -1, True, True)
+    k = f.fd.define_scalar(TOPK, f.i64)  # (nvFuser takes k as a Val only)
+    values, indices = f.fd.ops.topk(inputs[0], k, -1, True, True)
     f.fd.add_output(values)
     f.fd.add_output(indices)
 

@@ -1060,8 +1060,8 @@ class Oracle:
         a = convert(data, source, compute)
         axis = op.kw["dim"] % a.ndim
         with np.errstate(over="ignore", invalid="ignore"):
-            if op.op == "cumsum":
-                data = np.cumsum(a, axis=axis, dtype=a.dtype)
+            if op.op == "cumsum":  # from +0.0, as torch's: a leading -0.0 is +0.0
+                data = np.cumsum(a, axis=axis, dtype=a.dtype) + a.dtype.type(0)
             elif op.op == "cumprod":
                 data = np.cumprod(a, axis=axis, dtype=a.dtype)
             else:

@@ -468,13 +468,14 @@ products)."""
 
 
 SCAN_FUNCTIONS: dict[type[ScanOp], Callable[[np.ndarray, int], Any]] = {
-    CumsumOp: lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),
+    CumsumOp: lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype) + x.dtype.type(0),
     CumprodOp: lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
     CummaxOp: lambda x, axis: np.maximum.accumulate(x, axis=axis),
     CumminOp: lambda x, axis: np.minimum.accumulate(x, axis=axis),
 }
 """Inclusive scans along `axis`, in the element type (integers wrap; a NaN is carried on by
-`np.maximum`/`np.minimum`, as torch's `cummax`/`cummin` carry it)."""
+`np.maximum`/`np.minimum`, as torch's `cummax`/`cummin` carry it). A sum starts from +0.0, as
+torch's does, so a leading -0.0 is +0.0 (numpy's keeps it)."""
 
 
 def order_keys(x: np.ndarray, descending: bool, equal_zeros: bool = False) -> np.ndarray:

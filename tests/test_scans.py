@@ -52,8 +52,10 @@ NAN = math.nan
         ("cumsum", DataType.Int32, [2**31 - 1, 1, 1], [2**31 - 1, 2**31, 2**31 + 1]),
         ("cumprod", DataType.Int32, [65536, 65536, 3], [65536, 2**32, 3 * 2**32]),
         ("cumsum", DataType.Int, [2**63 - 1, 1], [2**63 - 1, -(2**63)]),
-        # a leading -0.0 stays (the sum's identity is -0.0), as torch's CUDA scan keeps it
-        ("cumsum", DataType.Float, [-0.0, -0.0, 1, -1], [-0.0, -0.0, 1, 0]),
+        # a sum starts from +0.0 (torch's CUDA scan, measured): a leading -0.0 is +0.0; a
+        # product keeps it
+        ("cumsum", DataType.Float, [-0.0, -0.0, 1, -1], [0.0, 0.0, 1, 0]),
+        ("cumprod", DataType.Float, [-0.0, 2, -1], [-0.0, -0.0, 0.0]),
         ("cummin", DataType.Int, [5, 7, -3, 9], [5, 5, -3, -3]),
         # a Bool sum counts in Int; a Bool maximum is a running "any"
         ("cumsum", DataType.Bool, [True, False, True], [1, 1, 2]),

@@ -169,8 +169,8 @@ def test_views_and_broadcasts() -> None:
 
 
 def test_nan_inf_and_zeros_as_torch() -> None:
-    """torch's cummax/cummin carry a NaN to the end of the row; inf and -inf sum to NaN; a
-    leading -0.0 stays -0.0 in a sum (the sign of each zero compared)."""
+    """torch's cummax/cummin carry a NaN to the end of the row; inf and -inf sum to NaN; a sum
+    starts from +0.0, a product keeps a leading -0.0 (the sign of each zero compared)."""
     torch = pytest.importorskip("torch")
     x = np.array(
         [

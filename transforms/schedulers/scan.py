@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, IntegerType, TensorType, VectorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, TensorType, VectorType
 from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as fu
@@ -66,7 +66,6 @@ from fuser.transforms.schedulers.kernel_builder import (
 )
 from fuser.transforms.schedulers.pointwise import INT32_MAX, span
 from fuser.transforms.schedulers.reduction_parts import combine, neutral
-from fuser.transforms.schedulers.scalar_lowering import constant
 
 ROW_THREADS = (1, 1024)
 """The fewest and most threads that scan one row together (powers of two; up to 32 they are
@@ -313,20 +312,13 @@ class _ScanKernel:
         """`value` where `valid`, the scan's identity elsewhere."""
         if valid is None:
             return value
-        return arith.SelectOp(valid, value, self.identity()).result
-
-    def identity(self) -> SSAValue:
-        """The combining function's identity: for a float sum -0.0, the one that keeps a
-        leading -0.0 (+0.0 would make it +0.0, where torch's CUDA scan keeps it)."""
-        if self.kind == kernel.ReduceKind.SUM and isinstance(self.el, AnyFloat):
-            return constant(-0.0, self.el)
-        return neutral(self.kind, self.el)
+        return arith.SelectOp(valid, value, neutral(self.kind, self.el)).result
 
     def carry(self) -> SSAValue:
         """A one-element local array holding the running value, set to the identity."""
         array = kernel.AllocOp(kernel.ArrayType(1, self.el, kernel.MemorySpace.LOCAL)).result
         array.name_hint = "running"
-        kernel.ArrayStoreOp(self.identity(), array, self.kb.value(0))
+        kernel.ArrayStoreOp(neutral(self.kind, self.el), array, self.kb.value(0))
         return array
 
     def outputs_at(

@@ -10,13 +10,6 @@ template <typename T> struct ScanResult {
   T total;      // the combination of the values of the whole group
 };
 
-// A scan's identity: the combining function's, except -0.0 for a float sum (-0.0 + x is x for
-// every x, so a leading -0.0 stays -0.0, where +0.0 + -0.0 is +0.0).
-template <typename T, typename Op> __device__ __forceinline__ T scan_identity(Op) {
-  return Op::template identity<T>();
-}
-template <typename T> __device__ __forceinline__ T scan_identity(Sum) { return T(0) * T(-1); }
-
 // Inclusive scan over aligned runs of `width` lanes (a power of two up to 32): lane k of a run
 // gets the combination of lanes 0..k of it, each step taking the partial sum `offset` lanes up.
 template <typename T, typename Op>
@@ -39,7 +32,7 @@ __device__ ScanResult<T> block_scan(T v, Op op) {
   const int bx = blockDim.x;
   const int tid = threadIdx.x + bx * (threadIdx.y + blockDim.y * threadIdx.z);
   const int group = tid / bx, pos = threadIdx.x;
-  const T identity = scan_identity<T>(op);
+  const T identity = Op::template identity<T>();
   if (32 % bx == 0) {
     const int left = bx * blockDim.y * blockDim.z - (tid & ~31);
     const unsigned mask = left >= 32 ? 0xffffffffu : (1u << left) - 1;
