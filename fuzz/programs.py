@@ -507,6 +507,26 @@ def broadcast(
     return tuple(shape), tuple(declared)
 
 
+def _combined_magnitude(kind: str, mag: float, n: int) -> float:
+    """The largest magnitude a `kind` ("sum", "prod", "max", "min") of n values of magnitude
+    `mag` reaches."""
+    if kind == "sum":
+        return mag * max(n, 1)
+    if kind == "prod":  # n factors of at most max(mag, 1)
+        base = max(mag, 1.0)
+        return math.inf if n * math.log(base) > math.log(MAG_LIMIT) else base**n
+    return mag
+
+
+def _fits(kind: str, out: str, mag: float) -> bool:
+    """Whether a `kind` of magnitude `mag` in dtype `out` is one the fuzzer draws: a float
+    within MAG_LIMIT, a product of integers that does not wrap (the GPU tests check wrapping,
+    not the fuzzer)."""
+    if out in FLOATS:
+        return mag <= MAG_LIMIT
+    return kind != "prod" or mag <= np.iinfo(NUMPY_DTYPES[out]).max
+
+
 @dataclass
 class _Generator:
     rng: random.Random
@@ -1414,16 +1434,9 @@ class _Generator:
             dtype = self.rng.choice(FLOATS)
         promoted = op in ("sum", "prod") and x.dtype in ("bool", *INTS)
         out = dtype or ("i64" if promoted else x.dtype)
-        mag = x.mag
-        if op == "sum":
-            mag = x.mag * max(n, 1)
-        elif op == "prod":  # n factors of at most max(x.mag, 1)
-            base = max(x.mag, 1.0)
-            mag = math.inf if n * math.log(base) > math.log(MAG_LIMIT) else base**n
-        if out in FLOATS and mag > MAG_LIMIT:
+        mag = _combined_magnitude(op, x.mag, n)
+        if not _fits(op, out, mag):
             return False
-        if op == "prod" and out not in FLOATS and mag > np.iinfo(NUMPY_DTYPES[out]).max:
-            return False  # a wrapped product: the GPU tests check wrapping, not the fuzzer
         exact = x.exact and (op not in ("sum", "prod") or out not in FLOATS)
         shape, declared = self.reduced(x, dims, keep)
         kwargs: dict[str, Any] = {"dims": dims, "keepdim": keep}
@@ -1446,16 +1459,10 @@ class _Generator:
         if counted and x.dtype in FLOATS and self.rng.random() < 0.2:
             dtype = self.rng.choice(FLOATS)
         out = dtype or ("i64" if counted and x.dtype in ("bool", *INTS) else x.dtype)
-        mag = x.mag
-        if op == "cumsum":
-            mag = x.mag * max(n, 1)
-        elif op == "cumprod":  # n factors of at most max(x.mag, 1)
-            base = max(x.mag, 1.0)
-            mag = math.inf if n * math.log(base) > math.log(MAG_LIMIT) else base**n
-        if out in FLOATS and mag > MAG_LIMIT:
+        kind = {"cumsum": "sum", "cumprod": "prod"}.get(op, op)
+        mag = _combined_magnitude(kind, x.mag, n)
+        if not _fits(kind, out, mag):
             return False
-        if op == "cumprod" and out not in FLOATS and mag > np.iinfo(NUMPY_DTYPES[out]).max:
-            return False  # a wrapped product: the GPU tests check wrapping, not the fuzzer
         exact = x.exact and (not counted or out not in FLOATS)
         kwargs: dict[str, Any] = {"dim": dim}
         if dtype is not None:

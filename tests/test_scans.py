@@ -6,7 +6,6 @@ the GPU tests run the cooperative scans).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,11 +13,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from test_schedulers import TensorArg, ThreadSim, _sentinel, info_of, parse_fusion
+from test_schedulers import parse_fusion, simulate_exactly
 
 from fuser import DataType, FusionDefinition
 from fuser.errors import DefinitionError
-from fuser.runtime.reference import evaluate
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
 from fuser.transforms.schedulers.scan import ScanParams, ScanScheduler
@@ -227,25 +225,9 @@ def test_a_broadcast_scan_result_is_refused() -> None:
 
 
 def simulate(text: str, inputs: Sequence[np.ndarray], **overrides: Any) -> ScanParams:
-    """Schedules `text` for `inputs` (with `overrides` of the parameters), runs the kernel on
-    the simulator and checks it against the reference: exactly, as the inputs are small
-    integers held in floats, whose sums round nowhere."""
-    fusion = parse_fusion(text)
-    fusion.verify()
-    info = info_of(fusion, inputs)
-    scheduler, params = propose(fusion, info)
-    assert isinstance(scheduler, ScanScheduler) and isinstance(params, ScanParams)
-    params = dataclasses.replace(params, **overrides)
-    func = scheduler.emit(fusion, params, "k")
-    func.verify()
-    launch = scheduler.launch_config(fusion, params, info)
-    expected = evaluate(fusion, list(inputs))
-    outputs = [_sentinel(e.shape, e.dtype) for e in expected]
-    args = [TensorArg.of(x) for x in inputs]
-    assert math.prod(launch.grid) * math.prod(launch.block) <= 20_000, launch
-    ThreadSim(func, [*args, *(TensorArg.of(o) for o in outputs)]).launch(launch)
-    for got, want in zip(outputs, expected, strict=True):
-        np.testing.assert_array_equal(got, want)
+    """`simulate_exactly` with the scan scheduler."""
+    params = simulate_exactly(text, inputs, ScanScheduler, **overrides)
+    assert isinstance(params, ScanParams)
     return params
 
 

@@ -42,7 +42,7 @@ from fuser.runtime.dtypes import numpy_dtype, round_to_float
 from fuser.runtime.reference import evaluate, sort_order
 from fuser.transforms.schedule import schedule_fusion
 from fuser.transforms.schedulers import SCHEDULERS, get_scheduler, propose
-from fuser.transforms.schedulers.base import LaunchConfig
+from fuser.transforms.schedulers.base import LaunchConfig, Params, Scheduler
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import iteration_space
 from fuser.transforms.schedulers.pointwise import PointwiseParams, PointwiseScheduler
@@ -487,6 +487,31 @@ def run_kernel(
     for got, want in zip(outputs, expected, strict=True):
         assert_matches(got, want)
     assert isinstance(params, PointwiseParams)
+    return params
+
+
+def simulate_exactly(
+    text: str, inputs: Sequence[np.ndarray], scheduler_type: type[Scheduler], **overrides: Any
+) -> Params:
+    """Schedules `text` for `inputs` (a scheduler of `scheduler_type` must take it, with
+    `overrides` of its parameters), runs the kernel on the simulator and checks each output
+    equals the reference's exactly (inputs whose arithmetic rounds nowhere); the parameters."""
+    fusion = parse_fusion(text)
+    fusion.verify()
+    info = info_of(fusion, inputs)
+    scheduler, params = propose(fusion, info)
+    assert isinstance(scheduler, scheduler_type), scheduler.name
+    params = dataclasses.replace(params, **overrides)
+    func = scheduler.emit(fusion, params, "k")
+    func.verify()
+    launch = scheduler.launch_config(fusion, params, info)
+    expected = evaluate(fusion, list(inputs))
+    outputs = [_sentinel(e.shape, e.dtype) for e in expected]
+    args = [TensorArg.of(x) for x in inputs]
+    assert math.prod(launch.grid) * math.prod(launch.block) <= 20_000, launch
+    ThreadSim(func, [*args, *(TensorArg.of(o) for o in outputs)]).launch(launch)
+    for got, want in zip(outputs, expected, strict=True):
+        np.testing.assert_array_equal(got, want)
     return params
 
 

@@ -6,7 +6,6 @@ thread; the GPU tests run the cooperative selection).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -15,11 +14,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from test_schedulers import TensorArg, ThreadSim, _sentinel, info_of, parse_fusion
+from test_schedulers import simulate_exactly
 
 from fuser import DataType, FusionDefinition
 from fuser.errors import DefinitionError, FuserError
-from fuser.runtime.reference import evaluate
 from fuser.transforms.schedulers import propose
 from fuser.transforms.schedulers.info import DeviceInfo, FusionInfo, TensorMeta
 from fuser.transforms.schedulers.sort import SortParams, SortScheduler
@@ -209,24 +207,11 @@ def test_two_sorts_are_two_kernels() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def simulate(text: str, inputs: Sequence[np.ndarray], **overrides: Any) -> None:
-    """Schedules `text` for `inputs` with `overrides` (one thread a row), runs the kernel on
-    the simulator and checks it against the reference exactly."""
-    fusion = parse_fusion(text)
-    fusion.verify()
-    info = info_of(fusion, inputs)
-    scheduler, params = propose(fusion, info)
-    assert isinstance(scheduler, SortScheduler) and isinstance(params, SortParams)
-    params = dataclasses.replace(params, **overrides)
-    func = scheduler.emit(fusion, params, "k")
-    func.verify()
-    launch = scheduler.launch_config(fusion, params, info)
-    expected = evaluate(fusion, list(inputs))
-    outputs = [_sentinel(e.shape, e.dtype) for e in expected]
-    args = [TensorArg.of(x) for x in inputs]
-    ThreadSim(func, [*args, *(TensorArg.of(o) for o in outputs)]).launch(launch)
-    for got, want in zip(outputs, expected, strict=True):
-        np.testing.assert_array_equal(got, want)
+def simulate(text: str, inputs: Sequence[np.ndarray], **overrides: Any) -> SortParams:
+    """`simulate_exactly` with the sort scheduler."""
+    params = simulate_exactly(text, inputs, SortScheduler, **overrides)
+    assert isinstance(params, SortParams)
+    return params
 
 
 TOPK = """fusion.fusion @topk(%x: tensor<?x?xf32>, %w: tensor<?xf32>, %s: tensor<?x1xf32>)
