@@ -2456,9 +2456,7 @@ class FusionOps:
         x = self._tensor(qual, "arg", arg)
         if x.ndim == 0:
             _fail(qual, "argument 'arg' is a 0-dim tensor; a scan needs a dim to walk")
-        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
-            _fail(qual, f"argument 'dim' must be an int, got {dim!r}")
-        (axis,) = self._dims(qual, [dim], x.ndim, "dim")
+        axis = self._one_dim(qual, dim, x.ndim)
         out = _check_dtype(qual, "dtype", dtype, optional=True)
         if out is not None:
             cast = self.cast(x, out)
@@ -2492,7 +2490,7 @@ class FusionOps:
         count = _constant_int(qual, "argument 'k'", k, "an int or a constant Int Scalar")
         if count < 0:
             _fail(qual, f"argument 'k' is {count}; it must be at least 0")
-        axis = self._sort_dim(qual, dim, x.ndim)
+        axis = self._one_dim(qual, dim, x.ndim)
         extent = x._shape[axis]
         if isinstance(extent, int) and extent != DYNAMIC_INDEX and count > extent:
             _fail(qual, f"argument 'k' ({count}) is more than the extent {extent} of dim {axis}")
@@ -2517,7 +2515,7 @@ class FusionOps:
         input sorts as 0 and 1."""
         qual = "fd.ops.argsort"
         x = self._ordered_input(qual, arg, allow_bool=True)
-        axis = self._sort_dim(qual, dim, x.ndim)
+        axis = self._one_dim(qual, dim, x.ndim)
         self._bool(qual, "descending", descending)
         self._bool(qual, "stable", stable)
         fd = self._definition
@@ -2536,7 +2534,8 @@ class FusionOps:
             _fail(qual, "argument 'arg' is Bool; torch.topk takes numbers (cast it first)")
         return x
 
-    def _sort_dim(self, qual: str, dim: object, rank: int) -> int:
+    def _one_dim(self, qual: str, dim: object, rank: int) -> int:
+        """`dim` (an int, negative from the end) as a dim of a tensor of `rank` dims."""
         if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
             _fail(qual, f"argument 'dim' must be an int, got {dim!r}")
         return self._dims(qual, [dim], rank, "dim")[0]

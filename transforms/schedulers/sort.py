@@ -202,8 +202,9 @@ class SortScheduler(AroundOpScheduler[SortAnalysis]):
         need = _shared_bytes(analysis.structure.op, p.width) + SCRATCH_BYTES
         if need > info.device.max_shared_memory_per_block:
             return reject(
-                f"sorting {p.width} elements takes {need} bytes of shared memory, more than "
-                f"the {info.device.max_shared_memory_per_block} a block has"
+                f"a sort {p.width} wide (the row, or k, rounded up to a power of two) takes "
+                f"{need} bytes of shared memory, more than the "
+                f"{info.device.max_shared_memory_per_block} a block has"
             )
         return ACCEPT
 
