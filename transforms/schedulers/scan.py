@@ -110,8 +110,9 @@ def structure(fusion: fu.FusionOp) -> AroundOp | str:
 
 def scan_reads(fusion: fu.FusionOp, s: AroundOp) -> Reads:
     """Every input read, before or after the scan: both at the scan's points (its operand and
-    result share a shape)."""
-    return tuple(dict.fromkeys((*s.reads_before(fusion), *s.reads_after(fusion))))
+    result share a shape); by input index, each input's reads in their order."""
+    reads = dict.fromkeys((*s.reads_before(fusion), *s.reads_after(fusion)))
+    return tuple(sorted(reads, key=lambda read: read[0]))
 
 
 @dataclass(frozen=True)
