@@ -13,7 +13,7 @@ it stores.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -31,7 +31,7 @@ from fuser.transforms.schedulers.iteration_space import (
     expand,
     identity_map,
 )
-from fuser.transforms.schedulers.kernel_builder import op_label
+from fuser.transforms.schedulers.kernel_builder import KernelBuilder, compute_element, op_label
 from fuser.transforms.schedulers.scalar_lowering import is_pointwise
 from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
@@ -62,6 +62,26 @@ class AroundOp:
     def reads_after(self, fusion: fu.FusionOp) -> Reads:
         """The inputs the epilogue reads, in maps of the results' space."""
         return _reads(fusion, self.needs_after)
+
+    def values_at(
+        self,
+        fusion: fu.FusionOp,
+        kb: KernelBuilder,
+        needs: Needs,
+        wanted: Sequence[tuple[SSAValue, DimMap]],
+        read: Callable[[int, DimMap], SSAValue],
+        env: dict[tuple[SSAValue, DimMap], SSAValue] | None = None,
+    ) -> list[SSAValue]:
+        """The scalars of `wanted` at one point of the kernel `kb` builds for `fusion`, from
+        the values `env` gives there (the op's results); tensor input i read under map m is
+        `read(i, m)`, a scalar input the kernel's parameter."""
+
+        def load(value: SSAValue, m: DimMap) -> SSAValue:
+            i = list(fusion.inputs).index(value)
+            return read(i, m) if isinstance(value.type, TensorType) else kb.inputs[i]
+
+        env = compute_element(list(self.ops), needs, load, env)
+        return [env[v, m] if (v, m) in env else load(v, m) for v, m in wanted]
 
 
 def _reads(fusion: fu.FusionOp, needs: Needs) -> Reads:

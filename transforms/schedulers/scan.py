@@ -61,7 +61,6 @@ from fuser.transforms.schedulers.kernel_builder import (
     Index,
     KernelBuilder,
     comment,
-    compute_element,
     named,
 )
 from fuser.transforms.schedulers.pointwise import INT32_MAX, span
@@ -260,7 +259,6 @@ class _ScanKernel:
         self.axis = scan.axis
         self.el = fu.element_type(scan.result.type)
         self.kind = kernel.ReduceKind(scan.kind)
-        self.position = {arg: i for i, arg in enumerate(fusion.inputs)}
         self.static = tuple(scan.result.type.get_shape())
 
     def extent(self, d: int) -> Index:
@@ -298,16 +296,7 @@ class _ScanKernel:
         env: dict[tuple[SSAValue, DimMap], SSAValue] | None = None,
     ) -> list[SSAValue]:
         """The scalars of `wanted` at one point, an input read being `read(input, map)`."""
-        kb = self.kb
-
-        def load(value: SSAValue, m: DimMap) -> SSAValue:
-            i = self.position[value]
-            if not isinstance(value.type, TensorType):
-                return kb.inputs[i]
-            return read(i, m)
-
-        env = compute_element(list(self.s.ops), needs, load, env)
-        return [env[v, m] if (v, m) in env else load(v, m) for v, m in wanted]
+        return self.s.values_at(self.fusion, self.kb, needs, wanted, read, env)
 
     def masked(self, value: SSAValue, valid: SSAValue | None) -> SSAValue:
         """`value` where `valid`, the scan's identity elsewhere."""

@@ -57,7 +57,6 @@ from fuser.transforms.schedulers.kernel_builder import (
     Index,
     KernelBuilder,
     comment,
-    compute_element,
     named,
     op_label,
     op_text,
@@ -236,7 +235,6 @@ class _SortKernel:
     ) -> None:
         self.fusion, self.s, self.p, self.kb = fusion, s, p, kb
         self.op = s.op
-        self.position = {arg: i for i, arg in enumerate(fusion.inputs)}
         self.around = s.around
         self.rank = len(s.around.operand_space)
 
@@ -256,14 +254,10 @@ class _SortKernel:
         """The scalars of `wanted` at the point `index`, inputs loaded there."""
         kb = self.kb
 
-        def load(value: SSAValue, m: DimMap) -> SSAValue:
-            i = self.position[value]
-            if not isinstance(value.type, TensorType):
-                return kb.inputs[i]
+        def load(i: int, m: DimMap) -> SSAValue:
             return kernel.LoadOp(kb.inputs[i], kb.value(self.offset(i, m, index))).result
 
-        env = compute_element(list(self.around.ops), needs, load, env)
-        return [env[v, m] if (v, m) in env else load(v, m) for v, m in wanted]
+        return self.around.values_at(self.fusion, kb, needs, wanted, load, env)
 
     def build(self) -> None:
         kb, p, op, s = self.kb, self.p, self.op, self.s
