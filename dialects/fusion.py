@@ -53,6 +53,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     NoneAttr,
@@ -68,6 +69,7 @@ from xdsl.ir import (
     Attribute,
     Dialect,
     Operation,
+    ParametrizedAttribute,
     Region,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
@@ -91,7 +93,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
@@ -304,6 +306,7 @@ class FusionOp(FuncLikeOp):
         for op in self.body.walk():
             if STREAM_AXIS in op.attributes:
                 verify_stream_axis(op)
+        verify_shardings(self)
 
 
 @irdl_op_definition
@@ -3347,6 +3350,185 @@ def verify_stream_axis(op: Operation) -> None:
         raise StreamAxisError(op, str(e)) from None
 
 
+# --------------------------------------------------------------------------------------------
+# Sharding over devices
+# --------------------------------------------------------------------------------------------
+
+SHARDING = "fusion.sharding"
+"""The discardable attribute (a `#fusion.sharding`) giving the devices an op's results live on
+and the axis they are split along."""
+
+INPUT_SHARDINGS = "fusion.input_shardings"
+"""The discardable attribute of a `fusion.fusion` (an array of `#fusion.sharding`, one per input)
+giving its inputs' shardings."""
+
+
+@irdl_attr_definition
+class ShardingAttr(ParametrizedAttribute):
+    """Where a tensor lives on a multi-GPU run: `#fusion.sharding<mesh [0, 1], axis 1>`.
+
+    `mesh` lists the devices (global ranks, one process per GPU) that hold the tensor, as
+    nvFuser's `DeviceMesh`. With `axis a` the tensor is split evenly along its dim `a` over the
+    mesh, in mesh order (nvFuser's `axis(a).parallelize(ParallelType.mesh_x)`): each device holds
+    an extent of `n / len(mesh)`; without an axis every device of the mesh holds all of it
+    (replicated). Types and extents in a sharded fusion are the global ones; `fuser-shard` makes
+    each device's program of its local pieces.
+    """
+
+    name = "fusion.sharding"
+
+    mesh: ArrayAttr[IntAttr]
+    axis: IntAttr
+    """The split axis, or -1 for a replicated tensor."""
+
+    def __init__(self, mesh: Sequence[int], axis: int | None = None):
+        super().__init__(ArrayAttr(IntAttr(d) for d in mesh), IntAttr(-1 if axis is None else axis))
+
+    @property
+    def devices(self) -> tuple[int, ...]:
+        """The mesh: the global ranks holding the tensor, in order."""
+        return tuple(d.data for d in self.mesh.data)
+
+    @property
+    def split_axis(self) -> int | None:
+        """The axis the tensor is split along, or None when it is replicated."""
+        return None if self.axis.data < 0 else self.axis.data
+
+    def with_axis(self, axis: int | None) -> ShardingAttr:
+        """The same mesh, split along `axis` (None: replicated)."""
+        return ShardingAttr(self.devices, axis)
+
+    def __str__(self) -> str:
+        mesh = ", ".join(map(str, self.devices))
+        axis = "" if self.split_axis is None else f", axis {self.split_axis}"
+        return f"#fusion.sharding<mesh [{mesh}]{axis}>"
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(f"mesh [{', '.join(map(str, self.devices))}]")
+            if self.split_axis is not None:
+                printer.print_string(f", axis {self.split_axis}")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[ArrayAttr[IntAttr], IntAttr]:
+        with parser.in_angle_brackets():
+            parser.parse_keyword("mesh")
+            start = parser.pos
+            devices = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE,
+                lambda: parser.parse_integer(allow_boolean=False),
+                " in a sharding's mesh",
+            )
+            if (error := mesh_error(devices)) is not None:
+                parser.raise_error(f"#fusion.sharding: {error}", start, parser.pos)
+            axis = -1
+            if parser.parse_optional_punctuation(",") is not None:
+                parser.parse_keyword("axis")
+                axis = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return ArrayAttr(IntAttr(d) for d in devices), IntAttr(axis)
+
+    def verify(self) -> None:
+        if (error := mesh_error(self.devices)) is not None:
+            raise VerifyException(f"{self}: {error}")
+        if self.axis.data < -1:
+            raise VerifyException(f"{self} has a negative axis")
+
+
+def mesh_error(devices: Sequence[int]) -> str | None:
+    """Why `devices` is not a device mesh (empty, a negative rank, a rank twice), or None."""
+    if not devices:
+        return "a mesh needs at least one device"
+    if any(d < 0 for d in devices):
+        return f"mesh {list(devices)} has a negative device; devices are ranks from 0"
+    if len(set(devices)) != len(devices):
+        return f"mesh {list(devices)} lists a device twice; a mesh's devices are distinct"
+    return None
+
+
+class ShardingAttrError(OpVerifyException):
+    """A `fusion.sharding` that does not fit the op carrying it (fuser-opt reports the error at
+    that op, even when the verifier of the enclosing fusion found it)."""
+
+
+def sharding(op: Operation) -> ShardingAttr | None:
+    """The sharding `op`'s results were given, or None (checked by `verify_shardings`)."""
+    attr = op.attributes.get(SHARDING)
+    return attr if isinstance(attr, ShardingAttr) else None
+
+
+def input_shardings(fusion: FusionOp) -> tuple[ShardingAttr, ...] | None:
+    """The shardings of `fusion`'s inputs, or None when it gives none."""
+    attr = fusion.attributes.get(INPUT_SHARDINGS)
+    if not isinstance(attr, ArrayAttr):
+        return None
+    return tuple(cast(ArrayAttr[ShardingAttr], attr).data)
+
+
+def is_sharded(fusion: FusionOp) -> bool:
+    """Whether `fusion` says where its tensors live (any `fusion.sharding` or input shardings):
+    then it runs on a mesh of devices, through `fuser-shard`."""
+    return INPUT_SHARDINGS in fusion.attributes or any(
+        SHARDING in op.attributes for op in fusion.body.walk()
+    )
+
+
+def sharding_fits(s: ShardingAttr, t: Attribute, what: str) -> str | None:
+    """Why sharding `s` cannot describe a value of type `t` (`what` names the value), or None."""
+    axis = s.split_axis
+    if not isinstance(t, TensorType):
+        return None if axis is None else f"{what} is the scalar {t}; a scalar cannot be split"
+    if axis is None:
+        return None
+    shape = t.get_shape()
+    if axis >= len(shape):
+        return f"{what} of type {t} (rank {len(shape)}) cannot be split along axis {axis}"
+    n = len(s.devices)
+    if shape[axis] != DYNAMIC_INDEX and shape[axis] % n:
+        return (
+            f"{what} of type {t} cannot be split along axis {axis} over {n} devices: "
+            f"{shape[axis]} is not a multiple of {n}"
+        )
+    return None
+
+
+def verify_shardings(fusion: FusionOp) -> None:
+    """Checks `fusion.input_shardings` of `fusion` and every `fusion.sharding` in it: a
+    `#fusion.sharding` each, one per input, an axis in range of the tensor's rank whose static
+    extent the mesh divides (raises VerificationError located at the op)."""
+    attr = fusion.attributes.get(INPUT_SHARDINGS)
+    if attr is not None:
+        if not isinstance(attr, ArrayAttr) or not all(
+            isinstance(a, ShardingAttr) for a in cast(ArrayAttr[Attribute], attr).data
+        ):
+            raise VerifyException(
+                f"'{fusion.display_name}' {INPUT_SHARDINGS} must be an array of "
+                f"#fusion.sharding, got {attr}"
+            )
+        given = input_shardings(fusion) or ()
+        if len(given) != len(fusion.inputs):
+            raise VerifyException(
+                f"'{fusion.display_name}' {INPUT_SHARDINGS} has {len(given)} entries for "
+                f"{len(fusion.inputs)} inputs"
+            )
+        for i, (s, arg) in enumerate(zip(given, fusion.inputs, strict=True)):
+            if (why := sharding_fits(s, arg.type, f"input #{i}")) is not None:
+                raise VerifyException(f"'{fusion.display_name}' {INPUT_SHARDINGS}: {why}")
+    for op in fusion.body.walk():
+        attr = op.attributes.get(SHARDING)
+        if attr is None:
+            continue
+        if not isinstance(attr, ShardingAttr):
+            raise ShardingAttrError(
+                op, f"'{op.name}' {SHARDING} must be a #fusion.sharding, got {attr}"
+            )
+        tensors = [r for r in op.results if isinstance(r.type, TensorType)]
+        if not tensors:
+            raise ShardingAttrError(op, f"'{op.name}' {SHARDING} needs a tensor result")
+        for i, r in enumerate(tensors):
+            if (why := sharding_fits(attr, r.type, f"result #{i}")) is not None:
+                raise ShardingAttrError(op, f"'{op.name}' {SHARDING}: {why}")
+
+
 Fusion = Dialect(
     "fusion",
     [
@@ -3458,5 +3640,5 @@ Fusion = Dialect(
         PartialSumOp,
         MatmulOp,
     ],
-    [GeluApproximationAttr],
+    [GeluApproximationAttr, ShardingAttr],
 )

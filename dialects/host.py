@@ -15,11 +15,26 @@ Work is issued on the *current stream*, a piece of evaluator state: `host.get_cu
 `host.synchronize %s` (the current stream waits for the work issued so far on `%s`, through an
 event; the host does not block) let a program spread independent launches over streams. A
 launch may also name its stream with `on %s`.
+
+Multi-GPU programs (nvFuser's multidevice host IR) run one program per rank; each rank's program
+names the ranks it talks to. Communication ops (`host.allreduce`, `host.reduce_scatter`,
+`host.allgather`, `host.broadcast` over a `mesh` of ranks, `host.send` and `host.recv` between
+two) issue an NCCL call on the current stream, or on `%s` with `on %s`, and return a
+`!host.work`, the handle of the communication in flight. They are asynchronous: their results
+are valid on the current stream only after `host.wait %w` of their work (the current stream
+waits for the communication through an event; the host does not block). `host.allreduce`
+reduces in place into its operands' buffers, so it must be each operand's only use; the others
+write into tensors the runtime allocates (so a receiving rank's result type must be static),
+except on a broadcast's root, whose result is its operand. `host.run_fusion` runs
+a whole `fusion.fusion` of the module on the current stream (nvFuser's PostOnStream of a
+HostUnit): a program's stages of computation, between its communications.
 """
 
 from __future__ import annotations
 
+from abc import ABC
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -27,6 +42,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     IndexType,
     IntegerAttr,
+    StringAttr,
     SymbolRefAttr,
     TensorType,
     i64,
@@ -55,6 +71,14 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
+)
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -70,10 +94,12 @@ from xdsl.traits import (
     ensure_terminator,
 )
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from fuser.dialects.common import FuncLikeOp, TensorDimOp
 from fuser.dialects.fusion import (
     ELEMENT_TYPES,
+    FusionOp,
     IotaLikeOp,
     PermuteLikeOp,
     ReshapeLikeOp,
@@ -81,7 +107,7 @@ from fuser.dialects.fusion import (
     format_shape,
 )
 from fuser.dialects.kernel import FuncOp as KernelFuncOp
-from fuser.dialects.kernel import TensorParamType
+from fuser.dialects.kernel import ReduceKind, TensorParamType
 
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
@@ -103,6 +129,19 @@ class StreamType(ParametrizedAttribute, TypeAttribute):
         count differs from the type's."""
         if parser.parse_optional_punctuation("<") is not None:
             parser.raise_error("!host.stream takes no parameters")
+        return ()
+
+
+@irdl_attr_definition
+class WorkType(ParametrizedAttribute, TypeAttribute):
+    """The handle of one communication in flight: `!host.work` (see `host.wait`)."""
+
+    name = "host.work"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        if parser.parse_optional_punctuation("<") is not None:
+            parser.raise_error("!host.work takes no parameters")
         return ()
 
 
@@ -822,6 +861,569 @@ class SynchronizeOp(IRDLOperation):
         super().__init__(operands=[stream])
 
 
+# --------------------------------------------------------------------------------------------
+# Communication among ranks (multi-GPU)
+# --------------------------------------------------------------------------------------------
+
+REDUCTIONS = tuple(k.value for k in ReduceKind)
+"""The reductions of `host.allreduce` and `host.reduce_scatter` (NCCL's ncclSum, ncclMax, ...)."""
+
+
+def _check_reduction(op_name: str, reduction: StringAttr) -> None:
+    if reduction.data not in REDUCTIONS:
+        raise VerifyException(
+            f"'{op_name}' kind '{reduction.data}' must be one of {', '.join(REDUCTIONS)}"
+        )
+
+
+def _check_static(op_name: str, t: TensorType) -> None:
+    if DYNAMIC_INDEX in t.get_shape():
+        raise VerifyException(
+            f"'{op_name}' result {t} is not static: the receiving rank allocates the result, "
+            "so its shape must be static"
+        )
+
+
+def _check_peer(op_name: str, peer: int) -> None:
+    if peer < 0:
+        raise VerifyException(f"'{op_name}' peer {peer} is negative")
+
+
+def _stream_operand(stream: SSAValue | None) -> list[SSAValue]:
+    return [] if stream is None else [stream]
+
+
+@irdl_custom_directive
+class BareReduction(CustomDirective):
+    """A reduction kind written as a bare word (`sum`), held in a StringAttr property that the
+    op's verifier checks (so a bad kind is a verifier error that names the op)."""
+
+    reduction: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.reduction.set(state, StringAttr(parser.parse_identifier()))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        reduction = self.reduction.get(op)
+        assert isinstance(reduction, StringAttr)
+        printer.print_string(reduction.data)
+
+
+class CollectiveOp(IRDLOperation, ABC):
+    """A communication among the ranks of `mesh` (undecorated: subclasses name the op). `mesh`
+    lists global ranks, non-negative and unique, printed `mesh [0, 1]`; its order is the order
+    of the shards (rank `mesh[i]` holds shard i)."""
+
+    mesh = prop_def(DenseArrayBase.constr(i64))
+
+    @property
+    def mesh_ranks(self) -> tuple[int, ...]:
+        return tuple(self.mesh.get_values())
+
+    def verify_mesh(self) -> None:
+        ranks = self.mesh_ranks
+        if not ranks:
+            raise VerifyException(f"'{self.name}' mesh must name at least one rank")
+        seen: set[int] = set()
+        for r in ranks:
+            if r < 0:
+                raise VerifyException(f"'{self.name}' mesh rank {r} is negative")
+            if r in seen:
+                raise VerifyException(f"'{self.name}' mesh {list(ranks)} names rank {r} twice")
+            seen.add(r)
+
+
+@irdl_op_definition
+class AllreduceOp(CollectiveOp):
+    """Reduces each operand over the ranks of the mesh, in place (ncclAllReduce, the operands
+    coalesced into one NCCL group):
+
+    `%r0, %r1, %w = host.allreduce sum %a, %b mesh [0, 1] on %s : tensor<?xf32>, tensor<8xf32>
+    -> tensor<?xf32>, tensor<8xf32>`
+
+    The runtime reduces into each operand's buffer: result i is operand i's buffer, holding the
+    reduction once `host.wait %w` has made the current stream wait for it. So this op must be
+    each operand's only use (no later op may read the operand expecting its old values). The
+    last result is the `!host.work` of the communication.
+    """
+
+    name = "host.allreduce"
+
+    reduction = prop_def(StringAttr)
+    inputs = var_operand_def(base(TensorType))
+    stream = opt_operand_def(StreamType)
+    outputs = var_result_def(base(TensorType))
+    work = result_def(WorkType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    custom_directives = (BareReduction,)
+
+    assembly_format = (
+        "custom<BareReduction>($reduction) $inputs `mesh` $mesh (`on` $stream^)? attr-dict "
+        "`:` type($inputs) `->` type($outputs)"
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        inputs: Sequence[SSAValue],
+        mesh: Sequence[int],
+        stream: SSAValue | None = None,
+    ):
+        super().__init__(
+            operands=[inputs, _stream_operand(stream)],
+            result_types=[[v.type for v in inputs], WorkType()],
+            properties={
+                "reduction": StringAttr(kind),
+                "mesh": DenseArrayBase.from_list(i64, mesh),
+            },
+        )
+
+    @property
+    def kind(self) -> str:
+        return self.reduction.data
+
+    def verify_(self) -> None:
+        _check_reduction(self.name, self.reduction)
+        self.verify_mesh()
+        if not self.inputs:
+            raise VerifyException(f"'{self.name}' needs at least one tensor operand")
+        if len(self.outputs) != len(self.inputs):
+            raise VerifyException(
+                f"'{self.name}' has {len(self.inputs)} operands and {len(self.outputs)} tensor "
+                "results: expected one result per operand"
+            )
+        for i, (v, r) in enumerate(zip(self.inputs, self.outputs, strict=True)):
+            _check_tensor(self.name, f"operand #{i}", v.type)
+            if r.type != v.type:
+                raise VerifyException(
+                    f"'{self.name}' result #{i} has type {r.type}, expected {v.type}, the type "
+                    f"of operand #{i}"
+                )
+            uses = v.uses.get_length()
+            if uses != 1:
+                raise VerifyException(
+                    f"'{self.name}' operand #{i} has {uses} uses: the allreduce reduces in "
+                    "place into its buffer, so it must be the operand's only use"
+                )
+
+
+class AlongMeshOp(CollectiveOp, ABC):
+    """A collective whose result is its operand with dim `along` divided (reduce-scatter) or
+    multiplied (allgather) by the mesh size; a `?` extent stays `?` (undecorated)."""
+
+    input = operand_def(base(TensorType))
+    along = prop_def(IntegerAttr.constr(i64))
+    stream = opt_operand_def(StreamType)
+    result = result_def(base(TensorType))
+    work = result_def(WorkType)
+
+    GATHERS: ClassVar[bool]
+    """Whether dim `along` is multiplied by the mesh size (else divided)."""
+
+    @classmethod
+    def result_type_for(cls, t: TensorType, axis: int, mesh_size: int) -> TensorType:
+        """The result type for operand type `t` (`t` itself where `axis` is out of range or the
+        mesh is empty: the verifier reports those)."""
+        shape = list(t.get_shape())
+        if 0 <= axis < len(shape) and shape[axis] != DYNAMIC_INDEX and mesh_size > 0:
+            shape[axis] = shape[axis] * mesh_size if cls.GATHERS else shape[axis] // mesh_size
+        return TensorType(t.element_type, shape)
+
+    def _init(
+        self,
+        input: SSAValue,
+        axis: int,
+        mesh: Sequence[int],
+        stream: SSAValue | None,
+        properties: dict[str, Attribute],
+    ) -> None:
+        t = input.type
+        assert isa(t, TensorType[Attribute])
+        super().__init__(
+            operands=[input, _stream_operand(stream)],
+            result_types=[self.result_type_for(t, axis, len(mesh)), WorkType()],
+            properties={
+                "along": IntegerAttr(axis, i64),
+                "mesh": DenseArrayBase.from_list(i64, mesh),
+                **properties,
+            },
+        )
+
+    @property
+    def axis(self) -> int:
+        return self.along.value.data
+
+    def verify_(self) -> None:
+        self.verify_mesh()
+        t, r = self.input.type, self.result.type
+        _check_tensor(self.name, "operand", t)
+        assert isa(t, TensorType[Attribute])
+        shape, axis, n = t.get_shape(), self.axis, len(self.mesh_ranks)
+        if not 0 <= axis < len(shape):
+            raise VerifyException(
+                f"'{self.name}' along {axis} is out of range for rank {len(shape)}"
+            )
+        if not self.GATHERS and shape[axis] != DYNAMIC_INDEX and shape[axis] % n:
+            raise VerifyException(
+                f"'{self.name}' dim {axis} of {t} (extent {shape[axis]}) is not divisible by "
+                f"the mesh size {n}"
+            )
+        expected = self.result_type_for(t, axis, n)
+        if r != expected:
+            how = "times" if self.GATHERS else "divided by"
+            raise VerifyException(
+                f"'{self.name}' result {r} must be the operand with dim {axis} {how} the mesh "
+                f"size {n}: expected {expected}"
+            )
+
+
+@irdl_op_definition
+class ReduceScatterOp(AlongMeshOp):
+    """Reduces the operand over the ranks of the mesh and leaves shard i of the reduction,
+    split along dim `along`, on rank `mesh[i]` (ncclReduceScatter, out of place into a tensor
+    the runtime allocates):
+
+    `%r, %w = host.reduce_scatter sum %x along 0 mesh [0, 1] on %s : tensor<8x?xf32> ->
+    tensor<4x?xf32>`
+
+    A static extent along `along` must be divisible by the mesh size. The result is valid on
+    the current stream after `host.wait %w`.
+    """
+
+    name = "host.reduce_scatter"
+
+    reduction = prop_def(StringAttr)
+
+    GATHERS: ClassVar[bool] = False
+
+    custom_directives = (BareReduction,)
+
+    assembly_format = (
+        "custom<BareReduction>($reduction) $input `along` $along `mesh` $mesh "
+        "(`on` $stream^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        input: SSAValue,
+        axis: int,
+        mesh: Sequence[int],
+        stream: SSAValue | None = None,
+    ):
+        self._init(input, axis, mesh, stream, {"reduction": StringAttr(kind)})
+
+    @property
+    def kind(self) -> str:
+        return self.reduction.data
+
+    def verify_(self) -> None:
+        _check_reduction(self.name, self.reduction)
+        super().verify_()
+
+
+@irdl_op_definition
+class AllgatherOp(AlongMeshOp):
+    """Concatenates the operands of the ranks of the mesh along dim `along`, rank `mesh[i]`'s
+    as shard i, on every rank (ncclAllGather, out of place into a tensor the runtime
+    allocates):
+
+    `%r, %w = host.allgather %x along 1 mesh [0, 1] on %s : tensor<4x2xf32> -> tensor<4x4xf32>`
+
+    The result is valid on the current stream after `host.wait %w`.
+    """
+
+    name = "host.allgather"
+
+    GATHERS: ClassVar[bool] = True
+
+    assembly_format = (
+        "$input `along` $along `mesh` $mesh (`on` $stream^)? attr-dict "
+        "`:` type($input) `->` type($result)"
+    )
+
+    def __init__(
+        self, input: SSAValue, axis: int, mesh: Sequence[int], stream: SSAValue | None = None
+    ):
+        self._init(input, axis, mesh, stream, {})
+
+
+@irdl_op_definition
+class BroadcastOp(CollectiveOp):
+    """Sends the root's tensor to every rank of the mesh (ncclBroadcast). The root's program
+    passes the operand; the other ranks' programs have none:
+
+    `%r, %w = host.broadcast %x root 0 mesh [0, 1] on %s : tensor<4x8xf32> -> tensor<4x8xf32>`
+    `%r, %w = host.broadcast root 0 mesh [0, 1] on %s : tensor<4x8xf32>`
+
+    On the root the result is the operand's buffer (nothing is copied) and has its type; on
+    the other ranks the runtime allocates the result, so its type must be static, and receives
+    into it. The result is valid on the current stream after `host.wait %w`.
+    """
+
+    name = "host.broadcast"
+
+    root_rank = prop_def(IntegerAttr.constr(i64))
+    input = opt_operand_def(base(TensorType))
+    stream = opt_operand_def(StreamType)
+    result = result_def(base(TensorType))
+    work = result_def(WorkType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        source: SSAValue | TensorType,
+        root: int,
+        mesh: Sequence[int],
+        stream: SSAValue | None = None,
+    ):
+        """`source` is the operand on the root's program, the result type on the others'."""
+        if isinstance(source, SSAValue):
+            operand, result_type = [source], source.type
+        else:
+            operand, result_type = [], source
+        super().__init__(
+            operands=[operand, _stream_operand(stream)],
+            result_types=[result_type, WorkType()],
+            properties={
+                "root_rank": IntegerAttr(root, i64),
+                "mesh": DenseArrayBase.from_list(i64, mesh),
+            },
+        )
+
+    @property
+    def root(self) -> int:
+        return self.root_rank.value.data
+
+    def verify_(self) -> None:
+        self.verify_mesh()
+        if self.root not in self.mesh_ranks:
+            raise VerifyException(
+                f"'{self.name}' root {self.root} is not in the mesh {list(self.mesh_ranks)}"
+            )
+        r = self.result.type
+        if self.input is None:
+            _check_tensor(self.name, "result", r)
+            assert isinstance(r, TensorType)
+            _check_static(self.name, r)
+            return
+        t = self.input.type
+        _check_tensor(self.name, "operand", t)
+        if r != t:
+            raise VerifyException(f"'{self.name}' result {r} must have the operand's type {t}")
+
+    def print(self, printer: Printer) -> None:
+        if self.input is not None:
+            printer.print_string(" ")
+            printer.print_operand(self.input)
+        printer.print_string(f" root {self.root} mesh [{', '.join(map(str, self.mesh_ranks))}]")
+        if self.stream is not None:
+            printer.print_string(" on ")
+            printer.print_operand(self.stream)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        if self.input is not None:
+            printer.print_attribute(self.input.type)
+            printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BroadcastOp:
+        operand = parser.parse_optional_unresolved_operand()
+        parser.parse_keyword("root")
+        root = parser.parse_integer(allow_boolean=False)
+        parser.parse_keyword("mesh")
+        mesh = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+        )
+        stream: list[SSAValue] = []
+        if parser.parse_optional_keyword("on") is not None:
+            stream.append(parser.resolve_operand(parser.parse_unresolved_operand(), StreamType()))
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        inputs: list[SSAValue] = []
+        result_type = parser.parse_type()
+        if operand is not None:
+            inputs.append(parser.resolve_operand(operand, result_type))
+            parser.parse_punctuation("->")
+            result_type = parser.parse_type()
+        op = cls.build(
+            operands=[inputs, stream],
+            result_types=[result_type, WorkType()],
+            properties={
+                "root_rank": IntegerAttr(root, i64),
+                "mesh": DenseArrayBase.from_list(i64, mesh),
+            },
+        )
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class SendOp(IRDLOperation):
+    """Sends the operand to rank `peer` (ncclSend; that rank's program has the matching
+    `host.recv`): `%w = host.send %x to 1 on %s : tensor<4x8xf32>`. The operand must not be
+    written until `host.wait %w`."""
+
+    name = "host.send"
+
+    input = operand_def(base(TensorType))
+    peer_rank = prop_def(IntegerAttr.constr(i64))
+    stream = opt_operand_def(StreamType)
+    work = result_def(WorkType)
+
+    assembly_format = "$input `to` $peer_rank (`on` $stream^)? attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, peer: int, stream: SSAValue | None = None):
+        super().__init__(
+            operands=[input, _stream_operand(stream)],
+            result_types=[WorkType()],
+            properties={"peer_rank": IntegerAttr(peer, i64)},
+        )
+
+    @property
+    def peer(self) -> int:
+        return self.peer_rank.value.data
+
+    def verify_(self) -> None:
+        _check_peer(self.name, self.peer)
+        _check_tensor(self.name, "operand", self.input.type)
+
+
+@irdl_op_definition
+class RecvOp(IRDLOperation):
+    """Receives a tensor from rank `peer` (ncclRecv, matching that rank's `host.send`) into a
+    tensor the runtime allocates, so its type must be static:
+    `%r, %w = host.recv from 0 on %s : tensor<4x8xf32>`. The result is valid on the current
+    stream after `host.wait %w`."""
+
+    name = "host.recv"
+
+    peer_rank = prop_def(IntegerAttr.constr(i64))
+    stream = opt_operand_def(StreamType)
+    result = result_def(base(TensorType))
+    work = result_def(WorkType)
+
+    assembly_format = "`from` $peer_rank (`on` $stream^)? attr-dict `:` type($result)"
+
+    def __init__(self, result_type: TensorType, peer: int, stream: SSAValue | None = None):
+        super().__init__(
+            operands=[_stream_operand(stream)],
+            result_types=[result_type, WorkType()],
+            properties={"peer_rank": IntegerAttr(peer, i64)},
+        )
+
+    @property
+    def peer(self) -> int:
+        return self.peer_rank.value.data
+
+    def verify_(self) -> None:
+        _check_peer(self.name, self.peer)
+        t = self.result.type
+        _check_tensor(self.name, "result", t)
+        assert isinstance(t, TensorType)
+        _check_static(self.name, t)
+
+
+@irdl_op_definition
+class WaitOp(IRDLOperation):
+    """The current stream waits for the communication `%w` (an event recorded after its NCCL
+    call, `cudaStreamWaitEvent` on the current stream); the host does not block. After it, the
+    communication's results are valid on the current stream. `host.wait %w`"""
+
+    name = "host.wait"
+
+    work = operand_def(WorkType)
+
+    assembly_format = "$work attr-dict"
+
+    def __init__(self, work: SSAValue):
+        super().__init__(operands=[work])
+
+
+@irdl_op_definition
+class RunFusionOp(IRDLOperation):
+    """Runs a whole `fusion.fusion` of the module on the current stream, or on `%s` with
+    `on %s` (nvFuser's PostOnStream of a HostUnit): the runtime compiles that fusion on its own
+    (segmenting and scheduling it as for a single-GPU call) and runs all its kernels.
+
+    `%y, %z = host.run_fusion @stage0(%x, %n) on %s : (tensor<?x8xf32>, f32) ->
+    (tensor<?x8xf32>, tensor<?xf32>)`
+
+    The operands and results have the types of the fusion's inputs and outputs, one result per
+    output (an output that aliases an input is that input's buffer after the run). The callee
+    must be a `fusion.fusion` of the enclosing symbol table (the module).
+    """
+
+    name = "host.run_fusion"
+
+    callee = prop_def(SymbolRefAttr)
+    args = var_operand_def()
+    stream = opt_operand_def(StreamType)
+    outputs = var_result_def()
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "$callee `(` $args `)` (`on` $stream^)? attr-dict `:` functional-type($args, $outputs)"
+    )
+
+    def __init__(
+        self,
+        callee: str | SymbolRefAttr,
+        args: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        stream: SSAValue | None = None,
+    ):
+        if isinstance(callee, str):
+            callee = SymbolRefAttr(callee)  # FlatSymbolRefAttr is a type alias; this is its class
+        super().__init__(
+            operands=[args, _stream_operand(stream)],
+            result_types=[result_types],
+            properties={"callee": callee},
+        )
+
+    @classmethod
+    def of(
+        cls, fusion: FusionOp, args: Sequence[SSAValue], stream: SSAValue | None = None
+    ) -> RunFusionOp:
+        """A run of `fusion`, with its output types."""
+        return cls(fusion.sym_name.data, args, fusion.function_type.outputs.data, stream)
+
+    def verify_(self) -> None:
+        sym = str(self.callee)  # @name, or @module::@name
+        callee = _lookup(self, self.callee)
+        if callee is None:
+            raise VerifyException(f"'{self.name}' no fusion.fusion {sym} in the module")
+        if not isinstance(callee, FusionOp):
+            raise VerifyException(f"'{self.name}' {sym} is a '{callee.name}', not a fusion.fusion")
+        inputs = callee.function_type.inputs.data
+        outputs = callee.function_type.outputs.data
+        if len(self.args) != len(inputs):
+            raise VerifyException(
+                f"'{self.name}' passes {len(self.args)} arguments to {sym}, which takes "
+                f"{len(inputs)}"
+            )
+        if len(self.outputs) != len(outputs):
+            raise VerifyException(
+                f"'{self.name}' has {len(self.outputs)} results, but {sym} has {len(outputs)} "
+                "outputs"
+            )
+        for what, values, types, theirs in (
+            ("argument", self.args, inputs, "input"),
+            ("result", self.outputs, outputs, "output"),
+        ):
+            for i, (v, t) in enumerate(zip(values, types, strict=True)):
+                if v.type != t:
+                    raise VerifyException(
+                        f"'{self.name}' {what} #{i} of type {v.type} does not match {theirs} "
+                        f"#{i} of {sym} ({t})"
+                    )
+
+
 Host = Dialect(
     "host",
     [
@@ -846,6 +1448,14 @@ Host = Dialect(
         SetCurrentStreamOp,
         StreamOp,
         SynchronizeOp,
+        AllreduceOp,
+        ReduceScatterOp,
+        AllgatherOp,
+        BroadcastOp,
+        SendOp,
+        RecvOp,
+        WaitOp,
+        RunFusionOp,
     ],
-    [StreamType, WorkspaceType],
+    [StreamType, WorkType, WorkspaceType],
 )

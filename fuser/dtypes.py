@@ -82,11 +82,14 @@ class ParallelType(Enum):
     """How a fusion may spread its work beyond one kernel launch (`fd.parallelize`).
 
     `Serial` runs on one CUDA stream; `Stream` computes a tensor slice by slice along an axis,
-    the slices spread over CUDA streams (`fusion.stream_axis`).
+    the slices spread over CUDA streams (`fusion.stream_axis`); `mesh_x` splits an axis of a
+    tensor over the devices of its mesh (`tv.axis(i).parallelize(ParallelType.mesh_x)`, after
+    `tv.set_device_mesh`; `fusion.sharding`).
     """
 
     Serial = "serial"
     Stream = "stream"
+    mesh_x = "mesh_x"
 
 
 #: Each supported DataType's element type: the one its value spells (`DataType.Float` -> `f32`).

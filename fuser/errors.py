@@ -34,3 +34,13 @@ class CompilationError(FuserError):
 
 class CudaError(FuserError):
     """A CUDA driver call failed; the message names the call and the CUDA error."""
+
+
+class CommunicationError(FuserError):
+    """A multi-GPU run failed between processes: a rendezvous, a collective that timed out, a
+    rank that stopped; the message names the rank, the communication and the cause."""
+
+
+class ShardingError(FuserError):
+    """A sharded fusion cannot be split over its devices as written (a sharding the `fuser-shard`
+    pass does not decompose, an extent the mesh does not divide); the message names the op."""

@@ -25,10 +25,10 @@ import numbers
 import threading
 from collections.abc import Callable, Sequence
 from enum import Enum, auto
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar, cast
 
 from xdsl.builder import Builder
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
@@ -41,6 +41,8 @@ from fuser import dump
 from fuser.dialects.common import op_text
 from fuser.dialects.fusion import (
     I1,
+    INPUT_SHARDINGS,
+    SHARDING,
     STREAM_AXIS,
     AbsOp,
     AcoshOp,
@@ -128,6 +130,7 @@ from fuser.dialects.fusion import (
     ScatterOp,
     SegmentSetOp,
     SetOp,
+    ShardingAttr,
     ShiftLeftOp,
     ShiftRightOp,
     SigmoidOp,
@@ -173,7 +176,7 @@ from fuser.dtypes import (
 )
 from fuser.errors import DefinitionError, InputError, ValidationError, VerificationError
 from fuser.options import DEFAULT_STREAMS, check_options
-from fuser.python_definition import Call, definition_text, recorded
+from fuser.python_definition import Call, definition_text, python_text, recorded
 
 Number = bool | int | float
 
@@ -350,6 +353,115 @@ class Tensor(_Value):
 
     def __repr__(self) -> str:
         return f"Tensor({self.name}: {self._value.type})"
+
+    # ---- where the tensor lives on a multi-GPU run (nvFuser's multidevice schedule) --------
+
+    def set_device_mesh(self, mesh: Any) -> None:
+        """Places the tensor on the devices of `mesh` (a `fuser.multidevice.DeviceMesh`),
+        replicated until an axis is parallelized with `ParallelType.mesh_x`."""
+        from fuser.multidevice import DeviceMesh
+
+        self._fd._check_open("Tensor.set_device_mesh")
+        if not isinstance(mesh, DeviceMesh):
+            raise DefinitionError(
+                f"Tensor.set_device_mesh: argument 'mesh' must be a multidevice.DeviceMesh, "
+                f"got {mesh!r}"
+            )
+        old = self._fd._placements.get(self._value)
+        self._fd._placements[self._value] = _Placement(mesh, old.axis if old else None)
+        self._fd._record(f"{python_text(self)}.set_device_mesh", (mesh,))
+
+    def outer_split(self, axis: int, factor: int) -> None:
+        """nvFuser's `outer_split(axis, d)` before `axis(axis).parallelize(mesh_x)`: names the
+        split of `axis` into `d` blocks, one per device; `d` must be the mesh's size."""
+        self.split(axis, factor, inner_split=False)
+
+    def split(self, axis: int, factor: int, inner_split: bool = True) -> None:
+        """nvFuser's `split`: only the outer split of an axis into one block per device of the
+        mesh (`inner_split=False`, factor = the mesh's size) is taken, as the split that
+        `parallelize(ParallelType.mesh_x)` then spreads over the mesh."""
+        what = "Tensor.split" if inner_split else "Tensor.outer_split"
+        placement = self._mesh_placement(what)
+        dim = self._fd.ops._dims(what, axis, self.ndim, "axis")[0]
+        if inner_split or factor != placement.mesh.size:
+            raise DefinitionError(
+                f"{what}: only an outer split of an axis into the mesh's {placement.mesh.size} "
+                f"devices is taken (the block each device holds), got "
+                f"{'an inner' if inner_split else 'an outer'} split by {factor!r}"
+            )
+        self._fd._placements[self._value] = _Placement(placement.mesh, placement.axis, dim)
+        if inner_split:
+            self._fd._record(f"{python_text(self)}.split", (axis, factor), inner_split=True)
+        else:
+            self._fd._record(f"{python_text(self)}.outer_split", (axis, factor))
+
+    def axis(self, i: int) -> _Axis:
+        """Loop axis `i` of the tensor (its dim `i`; after `outer_split(a, d)`, axis `a` is the
+        split's outer part), for `parallelize`."""
+        placement = self._fd._placements.get(self._value)
+        split = placement.split if placement else None
+        n = self.ndim + (split is not None)
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not -n <= i < n:
+            raise DefinitionError(f"Tensor.axis: {i!r} is not an axis of {self}")
+        i = int(i) % n
+        if split is not None and i > split:
+            if i - 1 == split:
+                return _Axis(self, None, i)
+            return _Axis(self, i - 1, i)
+        return _Axis(self, i, i)
+
+    def _mesh_placement(self, what: str) -> _Placement:
+        self._fd._check_open(what)
+        placement = self._fd._placements.get(self._value)
+        if placement is None:
+            raise DefinitionError(f"{what}: call set_device_mesh(mesh) on {self.name} first")
+        return placement
+
+
+class _Axis:
+    """One axis of a tensor, as `tv.axis(i)` gives it, to parallelize."""
+
+    def __init__(self, tensor: Tensor, dim: int | None, loop_axis: int):
+        self.tensor = tensor
+        self.dim = dim
+        """The tensor dim this axis is (None: the inner part of a split)."""
+        self.loop_axis = loop_axis
+
+    def parallelize(self, ptype: ParallelType) -> None:
+        """`ParallelType.mesh_x` splits the tensor's dim evenly over its mesh, in mesh order;
+        `ParallelType.Serial` undoes it."""
+        t = self.tensor
+        placement = t._mesh_placement("IterDomain.parallelize")
+        if ptype is ParallelType.Serial:
+            t._fd._placements[t._value] = _Placement(placement.mesh, None)
+            t._fd._record(f"{python_text(t)}.axis({self.loop_axis}).parallelize", (ptype,))
+            return
+        if ptype is not ParallelType.mesh_x:
+            raise DefinitionError(
+                f"IterDomain.parallelize: {ptype!r} is not a device parallel type; use "
+                "ParallelType.mesh_x (or fd.parallelize for ParallelType.Stream)"
+            )
+        if self.dim is None:
+            raise DefinitionError(
+                f"IterDomain.parallelize: the inner part of {t.name}'s split cannot be spread "
+                "over the mesh; parallelize the outer axis"
+            )
+        if placement.split is not None and placement.split != self.dim:
+            raise DefinitionError(
+                f"IterDomain.parallelize: {t.name} was split along axis {placement.split}, "
+                f"not {self.dim}"
+            )
+        t._fd._placements[t._value] = _Placement(placement.mesh, self.dim, placement.split)
+        t._fd._record(f"{python_text(t)}.axis({self.loop_axis}).parallelize", (ptype,))
+
+
+class _Placement(NamedTuple):
+    """Where a tensor of a definition lives: its mesh, the dim split over it (None:
+    replicated), and the dim `outer_split` named."""
+
+    mesh: Any
+    axis: int | None
+    split: int | None = None
 
 
 class Scalar(_Value):
@@ -2836,6 +2948,11 @@ class FusionDefinition:
         """How many entry points are running (a call is recorded at depth 0)."""
         self._fusion: FusionOp | None = None
         self._module: ModuleOp | None = None
+        self._placements: dict[SSAValue, _Placement] = {}
+        """Where tensors live on a multi-GPU run (`Tensor.set_device_mesh`)."""
+        self._sharded = False
+        self._multidevice: Any = None
+        """The multi-GPU executor of a sharded definition, made on first use."""
         self._compiler: FusionCompiler | None = None
         self._profile: FusionProfile | None = None
         """What the last `execute(..., profile=True)` measured."""
@@ -2875,13 +2992,47 @@ class FusionDefinition:
             Region(self._block),
         )
         module = ModuleOp([fusion])
+        if self._placements:
+            self._place(fusion)
         try:
             module.verify()
         except VerifyException as e:
             raise VerificationError(f"fusion '{self.name}' does not verify: {e}") from e
         self._fusion, self._module = fusion, module
+        self._sharded = bool(self._placements)
         self._state = _State.DONE
         dump.dump("python_definition", f"@{self.name}", lambda: repr(self))
+
+    def _record(self, name: str, args: tuple[Any, ...], **kwargs: Any) -> None:
+        """Records a call on a tensor's placement (`T0.set_device_mesh(...)`) for
+        `python_definition`."""
+        if not self._depth:
+            self._calls.append(Call(name, recorded(args), tuple(kwargs.items()), None))
+
+    def _place(self, fusion: FusionOp) -> None:
+        """Writes the placements given by `set_device_mesh`/`parallelize` into the fusion:
+        `fusion.input_shardings` (inputs given nothing are replicated on the first mesh given)
+        and `fusion.sharding` on the ops of the other tensors."""
+        first = next(iter(self._placements.values())).mesh
+
+        def attr(p: _Placement | None) -> ShardingAttr:
+            return (
+                ShardingAttr(first.devices) if p is None else ShardingAttr(p.mesh.devices, p.axis)
+            )
+
+        fusion.attributes[INPUT_SHARDINGS] = ArrayAttr(
+            [attr(self._placements.get(a)) for a in fusion.inputs]
+        )
+        for value, placement in self._placements.items():
+            owner = value.owner
+            if not isinstance(owner, Operation):
+                continue
+            given = owner.attributes.get(SHARDING)
+            if given is not None and given != attr(placement):
+                raise DefinitionError(
+                    f"the results of {owner.name} are placed twice: {given} and {attr(placement)}"
+                )
+            owner.attributes[SHARDING] = attr(placement)
 
     def _mark(self) -> tuple[Any, ...]:
         """Where the definition stands, for `_undo`: its last op, its arguments, its names and
@@ -3248,6 +3399,9 @@ class FusionDefinition:
     def parallelize(self, t: Any, axis: Any, ptype: Any) -> None:
         """Parallelizes dim `axis` of `t` (negative counts from the end) with `ptype`.
 
+        `ParallelType.mesh_x` splits dim `axis` of `t` over its mesh (`t.set_device_mesh`), as
+        `t.axis(axis).parallelize(ParallelType.mesh_x)` does.
+
         `ParallelType.Stream` computes the op that produces `t` (all its results) slice by slice
         along `axis`, the slices spread over CUDA streams (`fusion.stream_axis` on that op; see
         `transforms/lower_stream_parallel.py`). Stream-parallel ops whose axes map through
@@ -3261,6 +3415,9 @@ class FusionDefinition:
         if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
             _fail(op, f"argument 'axis' must be an int, got {axis!r}")
         dim = self.ops._dims(op, axis, tensor.ndim, "axis")
+        if ptype is ParallelType.mesh_x:  # nvFuser's spelling of tv.axis(i).parallelize(...)
+            tensor.axis(dim[0]).parallelize(ptype)
+            return
         producer = tensor._value.owner
         if not isinstance(producer, Operation):
             _fail(
@@ -3385,12 +3542,32 @@ class FusionDefinition:
         """
         if (device is not None or options) and _check_execute_options(inputs, device, options):
             return self._execute_profiled(inputs)
+        if self._sharded:
+            return self._execute_sharded(inputs)
         if self._cpu_inputs:
             inputs = self._host_values(inputs)
         compiler = self._compiler  # not @_api: this is the hot path
         if compiler is None:
             compiler = self._fusion_compiler()
         return compiler.execute(inputs)
+
+    def _execute_sharded(self, inputs: Sequence[Any]) -> list[Any]:
+        """`execute` of a fusion placed on devices (`Tensor.set_device_mesh`): this process's
+        rank program (`fuser-shard`) on its pieces of the inputs (`multidevice.shard_tensor`),
+        returning its pieces of the outputs."""
+        if self._multidevice is None:
+            from fuser.compiler import FusionCompiler
+            from fuser.multidevice import Communicator, rank_executor
+            from fuser.runtime.multidevice import DeviceRunner
+
+            comm = Communicator.instance()
+            runner = DeviceRunner(
+                lambda f: FusionCompiler(f, streams=self.streams, welford=self.welford)
+            )
+            self._multidevice = rank_executor(
+                self.fusion, comm.rank(), comm.backend, runner, comm.size()
+            )
+        return self._multidevice.run(inputs)
 
     def _execute_profiled(self, inputs: Sequence[Any]) -> list[Any]:
         """`execute(inputs, profile=True)`: the run, its profile kept for `profile()`."""

@@ -70,7 +70,10 @@ def definition_text(name: str, options: Sequence[tuple[str, Any]], calls: Sequen
     given = "".join(f", {k}={python_text(v)}" for k, v in options)
     lines = [f"with FusionDefinition({name!r}{given}) as fd:"]
     lines += [f"    {line}" for call in calls if (line := printed(call)) is not None]
-    return HEADER + "\n".join(lines) + "\n"
+    header = HEADER
+    if any("multidevice.DeviceMesh(" in line for line in lines):
+        header = HEADER.replace("\n\n", "\nfrom fuser import multidevice\n\n")
+    return header + "\n".join(lines) + "\n"
 
 
 def python_text(x: Any) -> str:
@@ -78,6 +81,7 @@ def python_text(x: Any) -> str:
     numbers exactly (`float("inf")`, other enums as their ints), DataType and ParallelType by
     member, sequences element by element."""
     from fuser.frontend import Extent  # the frontend imports this module
+    from fuser.multidevice import DeviceMesh
 
     if _is_handle(x):
         order = getattr(x, "_stride_order", None)
@@ -85,6 +89,8 @@ def python_text(x: Any) -> str:
         return name if order is None else f"fd.ops.stride_order({name}, {list(order)})"
     if isinstance(x, Extent):
         return f"{python_text(x.tensor)}.size({x.axis})"
+    if isinstance(x, DeviceMesh):
+        return f"multidevice.DeviceMesh({list(x.devices)})"
     if isinstance(x, DataType | ParallelType):
         return f"{type(x).__name__}.{x.name}"
     if x is None or isinstance(x, bool | str):

@@ -137,7 +137,7 @@ def test_datatype_maps_to_dialect_element_types() -> None:
     for dtype, el in expected.items():
         assert dtype.element_type == el
         assert DataType.from_element_type(el) is dtype
-    assert {p.name for p in ParallelType} == {"Serial", "Stream"}
+    assert {p.name for p in ParallelType} == {"Serial", "Stream", "mesh_x"}
 
 
 @pytest.mark.parametrize(

@@ -68,8 +68,14 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TranslateWelfordPass
 
+    def get_shard() -> type[ModulePass]:
+        from fuser.transforms.shard import ShardPass
+
+        return ShardPass
+
     return {
         "fuser-schedule": get_schedule,
+        "fuser-shard": get_shard,
         "fuser-decompose": get_decompose,
         "fuser-output-layouts": get_output_layouts,
         "fuser-hoist-views": get_hoist_views,

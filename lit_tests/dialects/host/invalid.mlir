@@ -368,3 +368,231 @@ host.program @p(%x: tensor<4x6x2xf32>) {
   %v = host.permute %x [2, 0, 1] : tensor<4x6x2xf32> -> tensor<6x4x2xf32>
   host.return
 }
+
+// -----
+
+// Communication.
+
+%a = "test.op"() : () -> tensor<8xf32>
+// expected-error @+1 {{'host.allreduce' kind 'avg' must be one of sum, max, min, prod}}
+%r, %w = host.allreduce avg %a mesh [0, 1] : tensor<8xf32> -> tensor<8xf32>
+
+// -----
+
+%a = "test.op"() : () -> tensor<8xf32>
+// expected-error @+1 {{'host.allreduce' mesh must name at least one rank}}
+%r, %w = host.allreduce sum %a mesh [] : tensor<8xf32> -> tensor<8xf32>
+
+// -----
+
+%a = "test.op"() : () -> tensor<8xf32>
+// expected-error @+1 {{'host.allreduce' mesh rank -1 is negative}}
+%r, %w = host.allreduce sum %a mesh [0, -1] : tensor<8xf32> -> tensor<8xf32>
+
+// -----
+
+%a = "test.op"() : () -> tensor<8xf32>
+// expected-error @+1 {{'host.allreduce' mesh [0, 1, 0] names rank 0 twice}}
+%r, %w = host.allreduce sum %a mesh [0, 1, 0] : tensor<8xf32> -> tensor<8xf32>
+
+// -----
+
+// expected-error @+1 {{'host.allreduce' needs at least one tensor operand}}
+%w = "host.allreduce"() <{reduction = "sum", mesh = array<i64: 0, 1>, operandSegmentSizes = array<i32: 0, 0>}> : () -> !host.work
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<8xf32>, tensor<4xf32>)
+// expected-error @+1 {{'host.allreduce' has 2 operands and 1 tensor results: expected one result per operand}}
+%r, %w = "host.allreduce"(%a, %b) <{reduction = "sum", mesh = array<i64: 0, 1>, operandSegmentSizes = array<i32: 2, 0>}> : (tensor<8xf32>, tensor<4xf32>) -> (tensor<8xf32>, !host.work)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<?xf32>, tensor<8xf32>)
+// expected-error @+1 {{'host.allreduce' result #1 has type tensor<4xf32>, expected tensor<8xf32>, the type of operand #1}}
+%r0, %r1, %w = host.allreduce sum %a, %b mesh [0, 1] : tensor<?xf32>, tensor<8xf32> -> tensor<?xf32>, tensor<4xf32>
+
+// -----
+
+%a = "test.op"() : () -> tensor<8xui8>
+// expected-error @+1 {{'host.allreduce' operand #0 has type tensor<8xui8>, expected a ranked tensor of f16, bf16, f32, f64, i32, i64 or i1}}
+%r, %w = host.allreduce sum %a mesh [0, 1] : tensor<8xui8> -> tensor<8xui8>
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<8xf32>, tensor<8xf32>)
+// expected-error @+1 {{'host.allreduce' operand #1 has 2 uses: the allreduce reduces in place into its buffer, so it must be the operand's only use}}
+%r0, %r1, %r2, %w = host.allreduce sum %a, %b, %b mesh [0, 1] : tensor<8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+
+// -----
+
+host.program @p(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'host.allreduce' operand #0 has 2 uses: the allreduce reduces in place into its buffer, so it must be the operand's only use}}
+  %r, %w = host.allreduce sum %a mesh [0, 1] : tensor<8xf32> -> tensor<8xf32>
+  host.return %a : tensor<8xf32>
+}
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x?xf32>
+// expected-error @+1 {{'host.reduce_scatter' kind 'mean' must be one of sum, max, min, prod}}
+%r, %w = host.reduce_scatter mean %x along 0 mesh [0, 1] : tensor<8x?xf32> -> tensor<4x?xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x?xf32>
+// expected-error @+1 {{'host.reduce_scatter' mesh [1, 1] names rank 1 twice}}
+%r, %w = host.reduce_scatter sum %x along 0 mesh [1, 1] : tensor<8x?xf32> -> tensor<4x?xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x?xf32>
+// expected-error @+1 {{'host.reduce_scatter' along 2 is out of range for rank 2}}
+%r, %w = host.reduce_scatter sum %x along 2 mesh [0, 1] : tensor<8x?xf32> -> tensor<4x?xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<6x?xf32>
+// expected-error @+1 {{'host.reduce_scatter' dim 0 of tensor<6x?xf32> (extent 6) is not divisible by the mesh size 4}}
+%r, %w = host.reduce_scatter sum %x along 0 mesh [0, 1, 2, 3] : tensor<6x?xf32> -> tensor<1x?xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x?xf32>
+// expected-error @+1 {{'host.reduce_scatter' result tensor<8x?xf64> must be the operand with dim 1 divided by the mesh size 2: expected tensor<8x?xf32>}}
+%r, %w = host.reduce_scatter sum %x along 1 mesh [0, 1] : tensor<8x?xf32> -> tensor<8x?xf64>
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x?xf32>
+// expected-error @+1 {{'host.reduce_scatter' result tensor<8x?xf32> must be the operand with dim 0 divided by the mesh size 2: expected tensor<4x?xf32>}}
+%r, %w = host.reduce_scatter sum %x along 0 mesh [0, 1] : tensor<8x?xf32> -> tensor<8x?xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<4x2xf32>
+// expected-error @+1 {{'host.allgather' result tensor<4x2xf32> must be the operand with dim 1 times the mesh size 2: expected tensor<4x4xf32>}}
+%r, %w = host.allgather %x along 1 mesh [0, 1] : tensor<4x2xf32> -> tensor<4x2xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<4x2xf32>
+// expected-error @+1 {{'host.allgather' along -1 is out of range for rank 2}}
+%r, %w = host.allgather %x along -1 mesh [0, 1] : tensor<4x2xf32> -> tensor<4x2xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<4x2xi8>
+// expected-error @+1 {{'host.allgather' operand has type tensor<4x2xi8>, expected a ranked tensor of f16, bf16, f32, f64, i32, i64 or i1}}
+%r, %w = host.allgather %x along 0 mesh [0, 1] : tensor<4x2xi8> -> tensor<8x2xi8>
+
+// -----
+
+%x = "test.op"() : () -> tensor<4x8xf32>
+// expected-error @+1 {{'host.broadcast' root 2 is not in the mesh [0, 1]}}
+%r, %w = host.broadcast %x root 2 mesh [0, 1] : tensor<4x8xf32> -> tensor<4x8xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<4x8xf32>
+// expected-error @+1 {{'host.broadcast' result tensor<4x?xf32> must have the operand's type tensor<4x8xf32>}}
+%r, %w = host.broadcast %x root 0 mesh [0, 1] : tensor<4x8xf32> -> tensor<4x?xf32>
+
+// -----
+
+// expected-error @+1 {{'host.broadcast' result tensor<4x?xf32> is not static: the receiving rank allocates the result, so its shape must be static}}
+%r, %w = host.broadcast root 0 mesh [0, 1] : tensor<4x?xf32>
+
+// -----
+
+// expected-error @+1 {{'host.broadcast' mesh must name at least one rank}}
+%r, %w = host.broadcast root 0 mesh [] : tensor<4x8xf32>
+
+// -----
+
+%x = "test.op"() : () -> tensor<4x8xf32>
+// expected-error @+1 {{'host.send' peer -1 is negative}}
+%w = host.send %x to -1 : tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'host.recv' peer -2 is negative}}
+%r, %w = host.recv from -2 : tensor<4x8xf32>
+
+// -----
+
+// expected-error @+1 {{'host.recv' result tensor<?x8xf32> is not static: the receiving rank allocates the result, so its shape must be static}}
+%r, %w = host.recv from 0 : tensor<?x8xf32>
+
+// -----
+
+%s = "test.op"() : () -> !host.stream
+// expected-error @+1 {{operand 'work' at position 0 does not verify:}}
+"host.wait"(%s) : (!host.stream) -> ()
+
+// -----
+
+host.program @p(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'host.run_fusion' no fusion.fusion @stage0 in the module}}
+  %y = host.run_fusion @stage0(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  host.return
+}
+
+// -----
+
+kernel.func @stage0(%x: !kernel.tensor<f32, 2>) {
+  kernel.return
+}
+host.program @p(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'host.run_fusion' @stage0 is a 'kernel.func', not a fusion.fusion}}
+  %y = host.run_fusion @stage0(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  host.return
+}
+
+// -----
+
+fusion.fusion @stage0(%x: tensor<?x8xf32>, %alpha: f32) -> (tensor<?x8xf32>) {
+  %y = fusion.mul %x, %alpha : (tensor<?x8xf32>, f32) -> tensor<?x8xf32>
+  fusion.output %y : tensor<?x8xf32>
+}
+host.program @p(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'host.run_fusion' passes 1 arguments to @stage0, which takes 2}}
+  %y = host.run_fusion @stage0(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  host.return
+}
+
+// -----
+
+fusion.fusion @stage0(%x: tensor<?x8xf32>, %alpha: f32) -> (tensor<?x8xf32>) {
+  %y = fusion.mul %x, %alpha : (tensor<?x8xf32>, f32) -> tensor<?x8xf32>
+  fusion.output %y : tensor<?x8xf32>
+}
+host.program @p(%x: tensor<?x8xf32>, %alpha: f64) {
+  // expected-error @+1 {{'host.run_fusion' argument #1 of type f64 does not match input #1 of @stage0 (f32)}}
+  %y = host.run_fusion @stage0(%x, %alpha) : (tensor<?x8xf32>, f64) -> tensor<?x8xf32>
+  host.return
+}
+
+// -----
+
+fusion.fusion @stage0(%x: tensor<?x8xf32>, %alpha: f32) -> (tensor<?x8xf32>) {
+  %y = fusion.mul %x, %alpha : (tensor<?x8xf32>, f32) -> tensor<?x8xf32>
+  fusion.output %y : tensor<?x8xf32>
+}
+host.program @p(%x: tensor<?x8xf32>, %alpha: f32) {
+  // expected-error @+1 {{'host.run_fusion' has 2 results, but @stage0 has 1 outputs}}
+  %y, %z = host.run_fusion @stage0(%x, %alpha) : (tensor<?x8xf32>, f32) -> (tensor<?x8xf32>, tensor<?x8xf32>)
+  host.return
+}
+
+// -----
+
+fusion.fusion @stage0(%x: tensor<?x8xf32>, %alpha: f32) -> (tensor<?x8xf32>) {
+  %y = fusion.mul %x, %alpha : (tensor<?x8xf32>, f32) -> tensor<?x8xf32>
+  fusion.output %y : tensor<?x8xf32>
+}
+host.program @p(%x: tensor<?x8xf32>, %alpha: f32) {
+  // expected-error @+1 {{'host.run_fusion' result #0 of type tensor<4x8xf32> does not match output #0 of @stage0 (tensor<?x8xf32>)}}
+  %y = host.run_fusion @stage0(%x, %alpha) : (tensor<?x8xf32>, f32) -> tensor<4x8xf32>
+  host.return
+}
