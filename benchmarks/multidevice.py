@@ -11,8 +11,9 @@
   torch.distributed and torch.matmul (cuBLAS), measured in the same run.
 
 Every time is the median over CUDA events after warm-up, the L2 emptied before each run
-(`median_ms`); each rank times its own runs (collectives keep them in step) and the table
-gives the slowest rank's median. Rank 0 writes DIR/multidevice.md and .json.
+(`run.median_ms`, every rank running the same number of runs); each rank times its own runs
+(collectives keep them in step) and the table gives the slowest rank's median.
+Rank 0 writes DIR/multidevice.md and .json.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import cProfile
 import io
 import json
 import pstats
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,44 +31,17 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from multidevice_definitions import layer_norm, rms_norm, tp_mlp
+from run import median_ms
 
 from fuser import DataType
 from fuser.multidevice import Communicator, DeviceMesh, shard_tensor
 
 PROFILE = True
 """Whether the small RMS norm case prints rank 0's host profile of the sharded call."""
-
-
-def median_ms(fn: Any, warmup_ms: float = 50, rep_ms: float = 300) -> float:
-    """`run.median_ms` for work that communicates: every rank runs `fn` the same number of
-    times (the counts come from the slowest rank's estimate), or the collectives would not
-    pair up. The L2 is emptied (a 256 MiB read) before each timed run."""
-    flush = torch.ones(256 * 2**20 // 4, device="cuda")
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(5):
-        flush.sum()
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    estimate = slowest(max(start.elapsed_time(end) / 5, 1e-3))
-    for _ in range(max(1, int(warmup_ms / estimate))):
-        fn()
-    samples = []
-    for _ in range(max(5, int(rep_ms / estimate))):
-        flush.sum()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        samples.append((start, end))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in samples)
 
 
 def host_us(fn: Any, calls: int = 200) -> float:
@@ -126,9 +99,9 @@ def bench_norm(kind: str, rows: int, hidden: int, size: int) -> dict[str, Any]:
     block = shard_tensor(y1, 1, mesh)
     err = (y.float() - block.float()).abs().max().item()
     statistic = torch.empty(rows * stats, device="cuda", dtype=torch.float32)
-    t_sharded = slowest(median_ms(lambda: sharded.execute(pieces)))
-    t_single = slowest(median_ms(lambda: single.execute(full)))
-    t_allreduce = slowest(median_ms(lambda: dist.all_reduce(statistic)))
+    t_sharded = slowest(median_ms(lambda: sharded.execute(pieces), agree=slowest))
+    t_single = slowest(median_ms(lambda: single.execute(full), agree=slowest))
+    t_allreduce = slowest(median_ms(lambda: dist.all_reduce(statistic), agree=slowest))
     target = t_single / size + t_allreduce
     host = {
         "host_us_sharded": host_us(lambda: sharded.execute(pieces)),
@@ -191,11 +164,11 @@ def bench_mlp(rows: int, hidden: int, ffn: int, size: int) -> dict[str, Any]:
     (y,) = fuser_mlp()
     ref = torch_mlp()
     err = (y.float() - ref.float()).abs().max().item()
-    t_fuser = slowest(median_ms(fuser_mlp, rep_ms=1000))
-    t_torch = slowest(median_ms(torch_mlp, rep_ms=1000))
-    t_chunked = slowest(median_ms(torch_mlp_chunked, rep_ms=1000))
+    t_fuser = slowest(median_ms(fuser_mlp, rep_ms=1000, agree=slowest))
+    t_torch = slowest(median_ms(torch_mlp, rep_ms=1000, agree=slowest))
+    t_chunked = slowest(median_ms(torch_mlp_chunked, rep_ms=1000, agree=slowest))
     allreduce = torch.empty(rows, hidden, dtype=x.dtype, device=x.device)
-    t_allreduce = slowest(median_ms(lambda: dist.all_reduce(allreduce)))
+    t_allreduce = slowest(median_ms(lambda: dist.all_reduce(allreduce), agree=slowest))
     return {
         "case": f"TP MLP bf16 x [{rows}, {hidden}], ffn {ffn} split over {size}",
         "fuser_ms": t_fuser,

@@ -40,9 +40,11 @@ timed run: against a workload of 100-300 MB that alone costs 5-15% (benchmarks/R
 run 6), and far less against the 2 GiB copy the table compares with."""
 
 
-def median_ms(fn: Any, warmup_ms: float = 50, rep_ms: float = 300) -> float:
+def median_ms(fn: Any, warmup_ms: float = 50, rep_ms: float = 300, agree: Any = None) -> float:
     """The median time of `fn` in ms over CUDA events, after warm-up; the L2 is emptied before
-    every run (see L2_FLUSH)."""
+    every run (see L2_FLUSH). `agree` maps this process's estimate of one run to the one every
+    process of a multi-GPU run uses (their slowest), so all run `fn` the same number of times
+    and their collectives pair up."""
     if L2_FLUSH == "zero":
         return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
     flush = torch.ones(256 * 2**20 // 4, device="cuda")
@@ -56,6 +58,8 @@ def median_ms(fn: Any, warmup_ms: float = 50, rep_ms: float = 300) -> float:
     end.record()
     torch.cuda.synchronize()
     estimate = max(start.elapsed_time(end) / 5, 1e-3)
+    if agree is not None:
+        estimate = agree(estimate)
     for _ in range(max(1, int(warmup_ms / estimate))):
         fn()
     samples = []

@@ -3467,7 +3467,7 @@ def input_shardings(fusion: FusionOp) -> tuple[ShardingAttr, ...] | None:
 def is_sharded(fusion: FusionOp) -> bool:
     """Whether `fusion` says where its tensors live (any `fusion.sharding` or input shardings):
     then it runs on a mesh of devices, through `fuser-shard`."""
-    return INPUT_SHARDINGS in fusion.attributes or any(
+    return bool(input_shardings(fusion)) or any(
         SHARDING in op.attributes for op in fusion.body.walk()
     )
 

@@ -3540,10 +3540,15 @@ class FusionDefinition:
         "fuse_matmul") are accepted and have no effect; any other keyword is an InputError
         naming it. Without keywords the check costs one test.
         """
+        if self._sharded:
+            if (device is not None or options) and _check_execute_options(inputs, device, options):
+                raise InputError(
+                    "fd.execute: profile=True times the kernels of one GPU's fusion; a fusion "
+                    "placed on devices runs stages and communications, and is not profiled"
+                )
+            return self._execute_sharded(inputs)
         if (device is not None or options) and _check_execute_options(inputs, device, options):
             return self._execute_profiled(inputs)
-        if self._sharded:
-            return self._execute_sharded(inputs)
         if self._cpu_inputs:
             inputs = self._host_values(inputs)
         compiler = self._compiler  # not @_api: this is the hot path
@@ -3567,6 +3572,14 @@ class FusionDefinition:
             self._multidevice = rank_executor(
                 self.fusion, comm.rank(), comm.backend, runner, comm.size()
             )
+        if self._multidevice.communicator is not None:  # NCCL takes torch's tensors only
+            for i, x in enumerate(inputs):
+                if hasattr(x, "shape") and not hasattr(x, "is_cuda"):
+                    raise InputError(
+                        f"fd.execute: input #{i} is a {type(x).__name__}; a run of several "
+                        "processes takes torch CUDA tensors (shard_tensor of a torch tensor "
+                        "gives this process's piece on its GPU)"
+                    )
         return self._multidevice.run(inputs)
 
     def _execute_profiled(self, inputs: Sequence[Any]) -> list[Any]:

@@ -102,3 +102,39 @@ def tp_mlp(
         w1.axis(0).parallelize(ParallelType.mesh_x)
         w2.axis(1).parallelize(ParallelType.mesh_x)
     return fd
+
+
+def reduce_scatter_sum(size: int) -> FusionDefinition:
+    """A sum over the split axis placed split along the kept one: a reduce-scatter."""
+    mesh = DeviceMesh(range(size))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([8 * size, 6 * size], dtype=DataType.Float)
+        s = fd.ops.sum(x, [1])
+        fd.add_output(s)
+        for t in (x, s):
+            t.set_device_mesh(mesh)
+        x.axis(1).parallelize(ParallelType.mesh_x)
+        s.axis(0).parallelize(ParallelType.mesh_x)
+    return fd
+
+
+def broadcast_from_one(size: int) -> FusionDefinition:
+    """A tensor computed on device 0, then set onto every device: a broadcast."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([5, 7], dtype=DataType.Float)
+        y = fd.ops.set(fd.ops.exp(x))
+        fd.add_output(fd.ops.add(y, 1.0))
+        x.set_device_mesh(DeviceMesh([0]))
+        y.set_device_mesh(DeviceMesh(range(size)))
+    return fd
+
+
+def pipeline() -> FusionDefinition:
+    """Device 0 computes, device 1 goes on from its result: a send and a recv."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([64, 32], dtype=DataType.Float)
+        h = fd.ops.set(fd.ops.tanh(x))
+        fd.add_output(fd.ops.mul(h, 2.0))
+        x.set_device_mesh(DeviceMesh([0]))
+        h.set_device_mesh(DeviceMesh([1]))
+    return fd

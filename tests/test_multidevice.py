@@ -14,7 +14,15 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from multidevice_definitions import layer_norm, pointwise, rms_norm, tp_mlp
+from multidevice_definitions import (
+    broadcast_from_one,
+    layer_norm,
+    pipeline,
+    pointwise,
+    reduce_scatter_sum,
+    rms_norm,
+    tp_mlp,
+)
 
 from fuser import DataType, FusionDefinition, ParallelType
 from fuser.dialects import fusion as fu
@@ -161,19 +169,9 @@ def test_tensor_parallel_mlp(size: int, rows: int) -> None:
 
 
 def test_reduce_scatter() -> None:
-    size = 2
-    mesh = DeviceMesh(range(size))
-    with FusionDefinition() as fd:
-        x = fd.define_tensor([4, 6], dtype=DataType.Float)
-        s = fd.ops.sum(x, [1])
-        fd.add_output(s)
-        for t in (x, s):
-            t.set_device_mesh(mesh)
-        x.axis(1).parallelize(ParallelType.mesh_x)
-        s.axis(0).parallelize(ParallelType.mesh_x)
-    per_rank = check_world(fd, [_array((4, 6))], size)
-    assert per_rank[1][0].shape == (2,)
-    assert "host.reduce_scatter" in op_names(program(fd))
+    per_rank = check_world(reduce_scatter_sum(2), [_array((16, 12))], 2)
+    assert per_rank[1][0].shape == (8,)
+    assert "host.reduce_scatter" in op_names(program(reduce_scatter_sum(2)))
 
 
 def test_replicated_input_is_sliced_locally() -> None:
@@ -194,29 +192,18 @@ def test_replicated_input_is_sliced_locally() -> None:
 
 
 def test_broadcast_from_one_device() -> None:
-    with FusionDefinition() as fd:
-        x = fd.define_tensor([3, 5], dtype=DataType.Float)
-        y = fd.ops.set(fd.ops.exp(x))
-        fd.add_output(fd.ops.add(y, 1.0))
-        x.set_device_mesh(DeviceMesh([0]))
-        y.set_device_mesh(DeviceMesh([0, 1, 2]))
-    per_rank = check_world(fd, [_array((3, 5))], 3)
-    assert all(out[0].shape == (3, 5) for out in per_rank)
+    fd = broadcast_from_one(3)
+    per_rank = check_world(fd, [_array((5, 7))], 3)
+    assert all(out[0].shape == (5, 7) for out in per_rank)
     assert "host.broadcast" in op_names(program(fd, 2))
 
 
 def test_pipeline_send_recv() -> None:
     """Stage 1 on device 0, stage 2 on device 1: a send and a recv; rank 0 returns an empty
     tensor for the output it does not hold."""
-    with FusionDefinition() as fd:
-        x = fd.define_tensor([4, 4], dtype=DataType.Float)
-        h = fd.ops.set(fd.ops.tanh(x))
-        y = fd.ops.mul(h, 2.0)
-        fd.add_output(y)
-        x.set_device_mesh(DeviceMesh([0]))
-        h.set_device_mesh(DeviceMesh([1]))
-    per_rank = check_world(fd, [_array((4, 4))], 2)
-    assert per_rank[0][0].size == 0 and per_rank[1][0].shape == (4, 4)
+    fd = pipeline()
+    per_rank = check_world(fd, [_array((64, 32))], 2)
+    assert per_rank[0][0].size == 0 and per_rank[1][0].shape == (64, 32)
     assert op_names(program(fd, 0)) == [
         "host.run_fusion",
         "host.send",
@@ -324,3 +311,88 @@ def test_fd_parallelize_mesh_x_is_the_axis_spelling() -> None:
         fd.parallelize(x, 1, ParallelType.mesh_x)
     assert "#fusion.sharding<mesh [0, 1], axis 1>" in fd.fusion_ir()
     assert "fd.parallelize(T0, 1, ParallelType.mesh_x)" in fd.python_definition()
+
+
+def test_full_sized_by_a_split_extent_is_split_alike() -> None:
+    mesh = DeviceMesh(range(2))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        f = fd.ops.full([x.size(1)], 1.5, DataType.Float)
+        fd.add_output(fd.ops.add(f, fd.ops.sum(x, [0])))
+        x.set_device_mesh(mesh)
+        x.axis(1).parallelize(ParallelType.mesh_x)
+    check_world(fd, [_array((3, 8))], 2)
+
+
+def test_scalar_arithmetic_is_recomputed_in_each_stage() -> None:
+    mesh = DeviceMesh(range(2))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, 8], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Float)
+        scale = fd.ops.add(s, 1.0)
+        total = fd.ops.sum(fd.ops.mul(x, scale), [1], keepdim=True)
+        fd.add_output(fd.ops.mul(fd.ops.div(x, total), scale))
+        x.set_device_mesh(mesh)
+        x.axis(1).parallelize(ParallelType.mesh_x)
+    check_world(fd, [_array((5, 8)), np.float32(0.5)], 2)  # type: ignore[list-item]
+
+
+def test_an_output_a_later_stage_reads_is_written_once() -> None:
+    mesh = DeviceMesh(range(2))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([4, 8], dtype=DataType.Float)
+        e = fd.ops.exp(x)
+        fd.add_output(fd.ops.div(e, fd.ops.sum(e, [1], keepdim=True)))
+        fd.add_output(e)
+        x.set_device_mesh(mesh)
+        x.axis(1).parallelize(ParallelType.mesh_x)
+    check_world(fd, [_array((4, 8))], 2)
+    fusions, _ = rank_parts(shard_for_rank(fd.fusion, 0))
+    written = [len(f.function_type.outputs.data) for f in fusions]
+    assert written == [2, 1]  # stage 0: e and the partial sum; stage 1: the quotient
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ("send", r"moves %t2 of type tensor<\?x4xf32> .*\(sendrecv\).* shape must be static"),
+        ("broadcast", r"\(broadcast\).* shape must be static"),
+    ],
+)
+def test_a_received_tensor_needs_a_static_shape(schedule: str, message: str) -> None:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, 4], dtype=DataType.Float)
+        h = fd.ops.set(fd.ops.tanh(x))
+        fd.add_output(h)
+        x.set_device_mesh(DeviceMesh([0]))
+        h.set_device_mesh(DeviceMesh([1] if schedule == "send" else [0, 1]))
+    with pytest.raises(ShardingError, match=message):
+        plan_sharding(fd.fusion)
+
+
+def test_squeezing_the_split_axis_is_named() -> None:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([4, 1], dtype=DataType.Float)
+        fd.add_output(fd.ops.squeeze(x, [1]))
+        x.set_device_mesh(DeviceMesh([0]))
+        x.axis(1).parallelize(ParallelType.mesh_x)
+    with pytest.raises(ShardingError, match=r"fusion.squeeze.*drops axis 1"):
+        plan_sharding(fd.fusion)
+
+
+def test_an_extent_from_another_mesh_is_named() -> None:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, 4], dtype=DataType.Float)
+        y = fd.define_tensor([4], dtype=DataType.Float)
+        fd.add_output(fd.ops.broadcast_in_dim(y, [x.size(0), 4], [1]))
+        fd.add_output(fd.ops.exp(x))
+        x.set_device_mesh(DeviceMesh([0]))
+        y.set_device_mesh(DeviceMesh([1]))
+    with pytest.raises(ShardingError, match=r"broadcast_in_dim.*meshes \[0\] and \[1\]"):
+        plan_sharding(fd.fusion)
+
+
+def test_profiling_a_sharded_fusion_is_refused() -> None:
+    fd = rms_norm(2, 8)
+    with pytest.raises(InputError, match="profile=True"):
+        fd.execute([_array((3, 4)), _array((4,))], profile=True)

@@ -180,7 +180,17 @@ def plan_sharding(fusion: fu.FusionOp) -> ShardingPlan:
             target = asked or computed.sharding
             plan.placed[r] = target
             if computed.partial is not None or target != computed.sharding:
-                plan.reshard[r] = Communication(_kind(op, computed, target), computed, target)
+                kind = _kind(op, computed, target)
+                t = r.type
+                assert isinstance(t, TensorType)
+                if kind in ("broadcast", "sendrecv") and any(e < 0 for e in t.get_shape()):
+                    raise _fail(
+                        op,
+                        f"moves {_label(r)} of type {t} to devices that do not hold it "
+                        f"({kind}): a receiving device allocates it before it arrives, so its "
+                        "shape must be static",
+                    )
+                plan.reshard[r] = Communication(kind, computed, target)
     return plan
 
 
@@ -236,6 +246,9 @@ def _computed(plan: ShardingPlan, op: Operation, default_mesh: tuple[int, ...]) 
     operands it slices."""
     tensors = [(i, v) for i, v in enumerate(op.operands) if isinstance(v.type, TensorType)]
     meshes = {plan.placed[v].devices for _, v in tensors}
+    meshes |= {  # an extent is read from its tensor, on that tensor's mesh
+        plan.placed[v.owner.input].devices for v in op.operands if isinstance(v.owner, fu.DimOp)
+    }
     if isinstance(op, fu.SetOp):  # nvFuser's resharding set: a copy, then its placement
         return Computed(plan.placed[op.input])
     if len(meshes) > 1:
@@ -259,9 +272,10 @@ def _computed(plan: ShardingPlan, op: Operation, default_mesh: tuple[int, ...]) 
         _slice_replicated(plan, op, axes, {i: axis for i in axes})
         return Computed(base.with_axis(axis))
     if isinstance(op, fu.BroadcastInDimOp):
-        result_axes = set()
-        if axes[0] is not None:
-            result_axes.add(op.dims[axes[0]])
+        result_axes: set[int] = set()
+        carried = axes.get(0)  # (a broadcast of a scalar has no tensor operand)
+        if carried is not None:
+            result_axes.add(op.dims[carried])
         for v, d in sized:
             if plan.extent_split[v].devices != mesh:
                 raise _fail(op, f"its size {_label(v)} is split over another mesh")
@@ -272,6 +286,8 @@ def _computed(plan: ShardingPlan, op: Operation, default_mesh: tuple[int, ...]) 
     if isinstance(op, fu.RenumberOp):
         axis = axes[0]
         assert axis is not None
+        if axis not in op.source_dims:
+            raise _fail(op, f"drops axis {axis}, which its operand is split along")
         return Computed(base.with_axis(op.source_dims.index(axis)))
     if type(op) in REDUCTION_KINDS:
         assert isinstance(op, fu.ReductionOp)
@@ -385,6 +401,7 @@ class _RankBuilder:
         self.stages: dict[int, _Stage] = {}
         self.comms: list[_Comm] = []
         self.cheap: dict[_Key, bool] = {}
+        self.outputs = set(self.fusion.output_op.values)
         self.aliases: dict[_Key, _Key] = {}
         """A resharding `fusion.set`'s result as computed: its operand, which it only names."""
 
@@ -451,17 +468,18 @@ class _RankBuilder:
             return stage.values[key]
         v, placed = key
         owner = v.owner
-        if isinstance(owner, fu.ConstantOp | fu.DimOp):
+        if isinstance(owner, Operation) and not any(
+            isinstance(r.type, TensorType) for r in owner.results
+        ):  # constants, extents, scalar arithmetic: recomputed in each stage that reads them
             operands = [self.value_in(stage, self.key(o)) for o in owner.operands]
             new = owner.clone()
             for i, o in enumerate(operands):
                 new.operands[i] = o
             stage.block.add_op(new)
-            stage.values[key] = new.results[0]
-            new.results[0].name_hint = v.name_hint
-            return new.results[0]
-        if isinstance(owner, Operation) and not isinstance(v.type, TensorType):
-            raise _fail(owner, "is a scalar op: a sharded fusion takes constants and extents only")
+            for old, r in zip(owner.results, new.results, strict=True):
+                stage.values[(old, key[1])] = r
+                r.name_hint = old.name_hint
+            return stage.values[key]
         if isinstance(owner, Operation) and self.recomputable(key):
             self.compute_in(stage, owner)
             return stage.values[key]
@@ -510,6 +528,9 @@ class _RankBuilder:
         if key in self.cheap:
             return self.cheap[key]
         v, placed = key
+        if v in self.outputs:  # an output is written once, by the stage that computes it
+            self.cheap[key] = False
+            return False
         owner = v.owner
         comm = self.plan.reshard.get(v)
         ok = (

@@ -24,9 +24,17 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multidevice_definitions import layer_norm, pointwise, rms_norm, tp_mlp
+from multidevice_definitions import (
+    broadcast_from_one,
+    layer_norm,
+    pipeline,
+    pointwise,
+    reduce_scatter_sum,
+    rms_norm,
+    tp_mlp,
+)
 
-from fuser import DataType, FusionDefinition, ParallelType
+from fuser import DataType, FusionDefinition
 from fuser.multidevice import Communicator, DeviceMesh, shard_tensor
 
 TORCH = {
@@ -162,56 +170,21 @@ def check() -> None:
         )
     c.run(
         "reduce_scatter",
-        _reduce_scatter(size),
+        reduce_scatter_sum(size),
         None,
         _inputs([(8 * size, 6 * size)], torch.float32, seed := seed + 1),
         1e-5,
     )
     c.run(
         "broadcast",
-        _broadcast(size),
+        broadcast_from_one(size),
         None,
         _inputs([(5, 7)], torch.float32, seed := seed + 1),
         1e-6,
     )
-    c.run(
-        "send/recv", _pipeline(), None, _inputs([(64, 32)], torch.float32, seed := seed + 1), 1e-6
-    )
+    c.run("send/recv", pipeline(), None, _inputs([(64, 32)], torch.float32, seed := seed + 1), 1e-6)
     torch.cuda.synchronize()
     print(f"rank {c.rank}: {c.count} checks passed", flush=True)
-
-
-def _reduce_scatter(size: int) -> FusionDefinition:
-    mesh = DeviceMesh(range(size))
-    with FusionDefinition() as fd:
-        x = fd.define_tensor([8 * size, 6 * size], dtype=DataType.Float)
-        s = fd.ops.sum(x, [1])
-        fd.add_output(s)
-        for t in (x, s):
-            t.set_device_mesh(mesh)
-        x.axis(1).parallelize(ParallelType.mesh_x)
-        s.axis(0).parallelize(ParallelType.mesh_x)
-    return fd
-
-
-def _broadcast(size: int) -> FusionDefinition:
-    with FusionDefinition() as fd:
-        x = fd.define_tensor([5, 7], dtype=DataType.Float)
-        y = fd.ops.set(fd.ops.exp(x))
-        fd.add_output(fd.ops.add(y, 1.0))
-        x.set_device_mesh(DeviceMesh([0]))
-        y.set_device_mesh(DeviceMesh(range(size)))
-    return fd
-
-
-def _pipeline() -> FusionDefinition:
-    with FusionDefinition() as fd:
-        x = fd.define_tensor([64, 32], dtype=DataType.Float)
-        h = fd.ops.set(fd.ops.tanh(x))
-        fd.add_output(fd.ops.mul(h, 2.0))
-        x.set_device_mesh(DeviceMesh([0]))
-        h.set_device_mesh(DeviceMesh([1]))
-    return fd
 
 
 def fail(stall: bool) -> None:
