@@ -45,7 +45,7 @@ def median_ms(fn: Any, warmup_ms: float = 50, rep_ms: float = 300, agree: Any = 
     every run (see L2_FLUSH). `agree` maps this process's estimate of one run to the one every
     process of a multi-GPU run uses (their slowest), so all run `fn` the same number of times
     and their collectives pair up."""
-    if L2_FLUSH == "zero":
+    if L2_FLUSH == "zero" and agree is None:  # (do_bench's counts are its own: one process)
         return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
     flush = torch.ones(256 * 2**20 // 4, device="cuda")
     fn()

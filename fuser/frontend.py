@@ -3572,9 +3572,12 @@ class FusionDefinition:
             self._multidevice = rank_executor(
                 self.fusion, comm.rank(), comm.backend, runner, comm.size()
             )
-        if self._multidevice.communicator is not None:  # NCCL takes torch's tensors only
-            for i, x in enumerate(inputs):
-                if hasattr(x, "shape") and not hasattr(x, "is_cuda"):
+        if self._cpu_inputs:
+            inputs = self._host_values(inputs)
+        if self._multidevice.communicator is not None:  # NCCL takes torch's CUDA tensors only
+            for i, arg in enumerate(self.fusion.inputs[: len(inputs)]):
+                x = inputs[i]
+                if isinstance(arg.type, TensorType) and not getattr(x, "is_cuda", False):
                     raise InputError(
                         f"fd.execute: input #{i} is a {type(x).__name__}; a run of several "
                         "processes takes torch CUDA tensors (shard_tensor of a torch tensor "

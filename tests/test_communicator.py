@@ -29,12 +29,11 @@ from fuser.runtime.communicator import (
     MULTICAST_OFF,
     Communicator,
     LaunchEnvironment,
-    SimulatedCommunicator,
-    SimulatedWorld,
     TorchCommunicator,
     communication_timeout,
     launch_environment,
 )
+from fuser.runtime.simulated_world import SimulatedCommunicator, SimulatedWorld
 
 RANKS = [1, 2, 3, 4]
 UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}

@@ -1,6 +1,6 @@
 """Sharded fusions on a simulated world: each rank's program of `fuser-shard` runs on the CPU
 (its local fusions on the numpy reference, its communications through
-`fuser.runtime.communicator.SimulatedWorld`) and every rank's outputs are compared with its
+`fuser.runtime.simulated_world.SimulatedWorld`) and every rank's outputs are compared with its
 piece of the unsharded fusion's reference on the global inputs. Also the nvFuser spelling of
 placements (`set_device_mesh`, `axis(i).parallelize(ParallelType.mesh_x)`, `outer_split`), the
 decomposition's choices (stages, collectives, one allreduce for two sums) and the errors.
@@ -29,9 +29,9 @@ from fuser.dialects import fusion as fu
 from fuser.dialects import host
 from fuser.errors import CommunicationError, DefinitionError, InputError, ShardingError
 from fuser.multidevice import DeviceMesh, rank_executor, shard_tensor
-from fuser.runtime.communicator import SimulatedWorld
 from fuser.runtime.multidevice import ReferenceRunner
 from fuser.runtime.reference import evaluate
+from fuser.runtime.simulated_world import SimulatedWorld
 from fuser.transforms.shard import plan_sharding, rank_parts, shard_for_rank
 
 RNG = np.random.default_rng(17)
@@ -396,3 +396,33 @@ def test_profiling_a_sharded_fusion_is_refused() -> None:
     fd = rms_norm(2, 8)
     with pytest.raises(InputError, match="profile=True"):
         fd.execute([_array((3, 4)), _array((4,))], profile=True)
+
+
+class _CudaLike(np.ndarray):
+    """A numpy array that says it is on a GPU (as a torch CUDA tensor does)."""
+
+    is_cuda = True
+
+
+def test_a_run_of_several_processes_takes_cuda_tensors_and_any_scalars() -> None:
+    mesh = DeviceMesh(range(2))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, 8], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(x, s))
+        x.set_device_mesh(mesh)
+        x.axis(1).parallelize(ParallelType.mesh_x)
+    piece = _array((3, 4))
+
+    def run(comm: Any) -> Any:  # (the fusion communicates nothing: rank 1 has no part here)
+        if comm.rank == 1:
+            return None
+        fd._multidevice = rank_executor(  # pyright: ignore[reportPrivateUsage]
+            fd.fusion, 0, comm, ReferenceRunner(), 2
+        )
+        with pytest.raises(InputError, match=r"input #0 is a ndarray; a run of several"):
+            fd.execute([piece, np.float32(2.0)])
+        return fd.execute([piece.view(_CudaLike), np.float32(2.0)])[0]
+
+    (got, _) = SimulatedWorld(2).run(run)
+    np.testing.assert_allclose(got, piece * 2.0)

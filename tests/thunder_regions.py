@@ -259,8 +259,11 @@ def rope_backward(dtype: DataType, b: int, t: int, heads: int, hs: int) -> Regio
     return fd, expected
 
 
-P_DROP = 0.1
-"""The dropout probability of the dropout region."""
+P_DROP = 0.125
+"""The dropout probability of the dropout region: 1 - p = 0.875 is exact in f32, so a draw on the
+threshold is kept or dropped alike by the GPU (comparing in f32) and the float64 oracle (whose
+casts to f32 do not round; with p = 0.1 a draw of exactly 0.9f told them apart about once in 90
+runs)."""
 
 
 def dropout_residual(dtype: DataType, b: int, t: int, c: int) -> Region:
