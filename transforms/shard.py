@@ -24,13 +24,16 @@ pass makes the program of rank `r`, as nvFuser's `DecomposeReshardings` and `Hos
    - replicated on one device -> replicated on a mesh holding it: `broadcast`;
    - onto a disjoint mesh of the same size, split alike: `send`/`recv` between the devices of
      the same position;
-   anything else (split along another axis, meshes that overlap otherwise) is a ShardingError
-   naming the op.
+   anything else (split along another axis, meshes that overlap otherwise, a tensor of
+   dynamic shape sent to devices that must allocate it first) is a ShardingError naming the op.
 2. **The rank's program** (`shard_for_rank`). The ops that rank `r` takes part in (its meshes
    hold `r`) are cut into *stages* by their communication depth: stage k holds the ops that come
    after k rounds of communication. Each stage is an ordinary `fusion.fusion` (`@f_r0_s0`, ...)
    on the device's local tensors (split extents divided by the mesh size), which the ordinary
-   pipeline segments, schedules and compiles. A `host.program @f` runs them
+   pipeline segments, schedules and compiles. Pointwise, broadcast and renumbering ops of inputs
+   and communicated values are recomputed in the stage that reads them rather than written by
+   an earlier one (outputs are written once), and scalars (constants, extents, scalar math) in
+   every stage that reads them. A `host.program @f` runs them
    (`host.run_fusion`) and issues the communications between them (`host.allreduce`, ...,
    `host.wait` before the first use of a result). The allreduces of one round on one mesh and
    of one kind are one `host.allreduce` (one NCCL group): layer norm's two sums take one round.
