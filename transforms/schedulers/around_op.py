@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuser.dialects import fusion as fu
-from fuser.transforms.schedulers.base import AnalyzedScheduler, info_mismatch
+from fuser.transforms.schedulers.base import AnalyzedScheduler, call_shapes
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
     DimMap,
@@ -33,7 +33,6 @@ from fuser.transforms.schedulers.iteration_space import (
 )
 from fuser.transforms.schedulers.kernel_builder import KernelBuilder, compute_element, op_label
 from fuser.transforms.schedulers.scalar_lowering import is_pointwise
-from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
 Reads = tuple[tuple[int, DimMap], ...]
 """Tensor inputs read, as (input index, map)."""
@@ -145,12 +144,9 @@ def call_extents(
     """The extents of the operand and of the results for one call (`info`), or why the call's
     shapes do not fit them: an output of another shape, an input of an extent neither 1 nor
     the space's along a dim it is read by."""
-    if (problem := info_mismatch(fusion, info)) is not None:
-        return problem
-    try:
-        env = value_shapes(fusion, info.input_shapes)
-    except ShapeMismatch as e:
-        return str(e)
+    env = call_shapes(fusion, info)
+    if isinstance(env, str):
+        return env
     operand = cast(tuple[int, ...], env[around.op.operands[0]])
     result = cast(tuple[int, ...], env[around.op.results[0]])
     for o, value in enumerate(fusion.output_op.values):

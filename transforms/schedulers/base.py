@@ -28,6 +28,7 @@ from fuser.dialects.fusion import FusionOp
 from fuser.errors import CompilationError
 from fuser.transforms.schedulers.analyses import active, memoized
 from fuser.transforms.schedulers.info import FusionInfo
+from fuser.transforms.schedulers.shapes import ShapeEnv, ShapeMismatch, value_shapes
 
 
 class SchedulingError(CompilationError, DiagnosticException):
@@ -182,6 +183,17 @@ def cached_heuristics(scheduler: Scheduler, fusion: FusionOp, info: FusionInfo) 
     return memoized(
         "params", (scheduler.name, fusion, key), lambda: scheduler.heuristics(fusion, info)
     )
+
+
+def call_shapes(fusion: FusionOp, info: FusionInfo) -> ShapeEnv | str:
+    """The shape of every value of `fusion` for one call (`info`), or why the call does not fit:
+    `info` describes other inputs (`info_mismatch`), or its shapes disagree (`ShapeMismatch`)."""
+    if (problem := info_mismatch(fusion, info)) is not None:
+        return problem
+    try:
+        return value_shapes(fusion, info.input_shapes)
+    except ShapeMismatch as e:
+        return str(e)
 
 
 def info_mismatch(fusion: FusionOp, info: FusionInfo) -> str | None:

@@ -70,8 +70,8 @@ from fuser.transforms.schedulers.base import (
     LaunchConfig,
     Params,
     Verdict,
+    call_shapes,
     check_grid,
-    info_mismatch,
     reject,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
@@ -91,7 +91,6 @@ from fuser.transforms.schedulers.kernel_builder import (
 )
 from fuser.transforms.schedulers.matmul_tiles import has_wgmma, matmul_tile
 from fuser.transforms.schedulers.scalar_lowering import convert, is_pointwise
-from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
 MMA_SHAPES: dict[tuple[int, int, int], tuple[tuple[int, int], int]] = {
     (128, 256, 64): ((2, 4), 4),
@@ -302,12 +301,9 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> _Problem | str:
     structure = _structure_of(fusion)
     if isinstance(structure, str):
         return structure
-    if (problem := info_mismatch(fusion, info)) is not None:
-        return problem
-    try:
-        env = value_shapes(fusion, info.input_shapes)
-    except ShapeMismatch as e:
-        return str(e)
+    env = call_shapes(fusion, info)
+    if isinstance(env, str):
+        return env
     shape = cast(tuple[int, ...], env[structure.matmul.result])
     for i, value in enumerate(fusion.output_op.values):
         got = cast(tuple[int, ...], env[value])  # outputs are tensors

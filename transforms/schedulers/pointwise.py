@@ -47,8 +47,8 @@ from fuser.transforms.schedulers.base import (
     AnalyzedScheduler,
     LaunchConfig,
     Params,
+    call_shapes,
     check_grid,
-    info_mismatch,
 )
 from fuser.transforms.schedulers.info import FusionInfo, TensorMeta
 from fuser.transforms.schedulers.iteration_space import (
@@ -77,7 +77,6 @@ from fuser.transforms.schedulers.kernel_builder import (
     op_label,
 )
 from fuser.transforms.schedulers.scalar_lowering import constant, is_pointwise
-from fuser.transforms.schedulers.shapes import ShapeMismatch, value_shapes
 
 INT32_MAX = 2**31 - 1
 UNROLLS = (4, 2, 1)
@@ -182,14 +181,11 @@ def _analysis(fusion: fu.FusionOp, info: FusionInfo) -> PointwiseAnalysis | str:
     """The iteration space for `info`'s shapes, or why this template cannot handle them."""
     if (problem := _structure_problem(fusion)) is not None:
         return problem
-    if (problem := info_mismatch(fusion, info)) is not None:
-        return problem
     if not fusion.output_op.values:
         return "the fusion has no outputs"
-    try:
-        env = value_shapes(fusion, info.input_shapes)
-    except ShapeMismatch as e:
-        return str(e)
+    env = call_shapes(fusion, info)
+    if isinstance(env, str):
+        return env
     outputs = tuple(cast(tuple[int, ...], env[v]) for v in fusion.output_op.values)
 
     # the reference is the largest output; of equal ones (empty outputs, extent-1 dims) one of
