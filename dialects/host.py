@@ -105,6 +105,7 @@ from fuser.dialects.fusion import (
     ReshapeLikeOp,
     SliceLikeOp,
     format_shape,
+    mesh_error,
 )
 from fuser.dialects.kernel import FuncOp as KernelFuncOp
 from fuser.dialects.kernel import ReduceKind, TensorParamType
@@ -922,16 +923,9 @@ class CollectiveOp(IRDLOperation, ABC):
         return tuple(self.mesh.get_values())
 
     def verify_mesh(self) -> None:
-        ranks = self.mesh_ranks
-        if not ranks:
-            raise VerifyException(f"'{self.name}' mesh must name at least one rank")
-        seen: set[int] = set()
-        for r in ranks:
-            if r < 0:
-                raise VerifyException(f"'{self.name}' mesh rank {r} is negative")
-            if r in seen:
-                raise VerifyException(f"'{self.name}' mesh {list(ranks)} names rank {r} twice")
-            seen.add(r)
+        """The mesh's rules are the fusion dialect's (`fusion.mesh_error`)."""
+        if (error := mesh_error(self.mesh_ranks)) is not None:
+            raise VerifyException(f"'{self.name}' {error}")
 
 
 @irdl_op_definition

@@ -47,10 +47,10 @@ class DeviceMesh:
             raise DefinitionError(
                 f"DeviceMesh: expected a non-empty sequence of device ranks, got {devices!r}"
             )
-        if any(r < 0 for r in ranks) or len(set(ranks)) != len(ranks):
-            raise DefinitionError(
-                f"DeviceMesh: ranks must be distinct and non-negative, got {ranks}"
-            )
+        from fuser.dialects.fusion import mesh_error  # (the rules of #fusion.sharding's mesh)
+
+        if (error := mesh_error(ranks)) is not None:
+            raise DefinitionError(f"DeviceMesh: {error}")
         self.devices: tuple[int, ...] = tuple(ranks)
 
     @property

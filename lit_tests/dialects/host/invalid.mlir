@@ -380,19 +380,19 @@ host.program @p(%x: tensor<4x6x2xf32>) {
 // -----
 
 %a = "test.op"() : () -> tensor<8xf32>
-// expected-error @+1 {{'host.allreduce' mesh must name at least one rank}}
+// expected-error @+1 {{'host.allreduce' a mesh needs at least one device}}
 %r, %w = host.allreduce sum %a mesh [] : tensor<8xf32> -> tensor<8xf32>
 
 // -----
 
 %a = "test.op"() : () -> tensor<8xf32>
-// expected-error @+1 {{'host.allreduce' mesh rank -1 is negative}}
+// expected-error @+1 {{'host.allreduce' mesh [0, -1] has a negative device}}
 %r, %w = host.allreduce sum %a mesh [0, -1] : tensor<8xf32> -> tensor<8xf32>
 
 // -----
 
 %a = "test.op"() : () -> tensor<8xf32>
-// expected-error @+1 {{'host.allreduce' mesh [0, 1, 0] names rank 0 twice}}
+// expected-error @+1 {{'host.allreduce' mesh [0, 1, 0] lists a device twice}}
 %r, %w = host.allreduce sum %a mesh [0, 1, 0] : tensor<8xf32> -> tensor<8xf32>
 
 // -----
@@ -441,7 +441,7 @@ host.program @p(%a: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 %x = "test.op"() : () -> tensor<8x?xf32>
-// expected-error @+1 {{'host.reduce_scatter' mesh [1, 1] names rank 1 twice}}
+// expected-error @+1 {{'host.reduce_scatter' mesh [1, 1] lists a device twice}}
 %r, %w = host.reduce_scatter sum %x along 0 mesh [1, 1] : tensor<8x?xf32> -> tensor<4x?xf32>
 
 // -----
@@ -505,7 +505,7 @@ host.program @p(%a: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
-// expected-error @+1 {{'host.broadcast' mesh must name at least one rank}}
+// expected-error @+1 {{'host.broadcast' a mesh needs at least one device}}
 %r, %w = host.broadcast root 0 mesh [] : tensor<4x8xf32>
 
 // -----
