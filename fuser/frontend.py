@@ -3512,6 +3512,13 @@ class FusionDefinition:
         """The definition's one compiler, made on first use (under a lock: two threads whose
         first calls meet must not each make one and count or compile apart)."""
         if self._compiler is None:
+            if self._sharded:
+                raise DefinitionError(
+                    f"fusion '{self.name}' places its tensors on devices (set_device_mesh): it "
+                    "runs as each process's rank program, through fd.execute; "
+                    "fd.execute(profile=True), fd.compile and the other views of one GPU's "
+                    "compiled fusion do not apply to it"
+                )
             from fuser.compiler import FusionCompiler
 
             with _COMPILER_LOCK:
@@ -3540,19 +3547,14 @@ class FusionDefinition:
         "fuse_matmul") are accepted and have no effect; any other keyword is an InputError
         naming it. Without keywords the check costs one test.
         """
-        if self._sharded:
-            if (device is not None or options) and _check_execute_options(inputs, device, options):
-                raise InputError(
-                    "fd.execute: profile=True times the kernels of one GPU's fusion; a fusion "
-                    "placed on devices runs stages and communications, and is not profiled"
-                )
-            return self._execute_sharded(inputs)
         if (device is not None or options) and _check_execute_options(inputs, device, options):
             return self._execute_profiled(inputs)
         if self._cpu_inputs:
             inputs = self._host_values(inputs)
         compiler = self._compiler  # not @_api: this is the hot path
         if compiler is None:
+            if self._sharded:  # (never given a compiler: `_fusion_compiler` refuses it one)
+                return self._execute_sharded(inputs)
             compiler = self._fusion_compiler()
         return compiler.execute(inputs)
 
@@ -3570,19 +3572,13 @@ class FusionDefinition:
                 lambda f: FusionCompiler(f, streams=self.streams, welford=self.welford)
             )
             self._multidevice = rank_executor(
-                self.fusion, comm.rank(), comm.backend, runner, comm.size()
+                self.fusion,
+                comm.rank(),
+                comm.backend,
+                runner,
+                comm.size(),
+                cuda_tensors=comm.backend is not None,  # NCCL takes torch's CUDA tensors only
             )
-        if self._cpu_inputs:
-            inputs = self._host_values(inputs)
-        if self._multidevice.communicator is not None:  # NCCL takes torch's CUDA tensors only
-            for i, arg in enumerate(self.fusion.inputs[: len(inputs)]):
-                x = inputs[i]
-                if isinstance(arg.type, TensorType) and not getattr(x, "is_cuda", False):
-                    raise InputError(
-                        f"fd.execute: input #{i} is a {type(x).__name__}; a run of several "
-                        "processes takes torch CUDA tensors (shard_tensor of a torch tensor "
-                        "gives this process's piece on its GPU)"
-                    )
         return self._multidevice.run(inputs)
 
     def _execute_profiled(self, inputs: Sequence[Any]) -> list[Any]:

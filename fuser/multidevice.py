@@ -165,11 +165,16 @@ def shard_tensor(tensor: Any, dim: int, mesh: DeviceMesh, rank: int | None = Non
 
 
 def rank_executor(
-    fusion: FusionOp, rank: int, communicator: Any | None, runner: StageRunner, world: int
+    fusion: FusionOp,
+    rank: int,
+    communicator: Any | None,
+    runner: StageRunner,
+    world: int,
+    cuda_tensors: bool = False,
 ) -> MultiDeviceExecutor:
     """The executor of rank `rank`'s program of the sharded `fusion` (`fuser-shard`), in a run
-    of `world` processes; raises CommunicationError when the fusion's meshes name a device the
-    run does not have."""
+    of `world` processes (`cuda_tensors`: its tensor inputs must be torch CUDA tensors); raises
+    CommunicationError when the fusion's meshes name a device the run does not have."""
     from fuser.dialects.fusion import input_shardings, sharding
     from fuser.runtime.multidevice import MultiDeviceExecutor
     from fuser.transforms.shard import rank_parts, shard_for_rank
@@ -184,4 +189,4 @@ def rank_executor(
             f"{devices[-1] + 1} script.py, or torchrun)"
         )
     fusions, program = rank_parts(shard_for_rank(fusion, rank))
-    return MultiDeviceExecutor(program, fusions, communicator, runner)
+    return MultiDeviceExecutor(program, fusions, communicator, runner, cuda_tensors)

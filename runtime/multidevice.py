@@ -100,6 +100,7 @@ class MultiDeviceExecutor:
         fusions: Sequence[fu.FusionOp],
         communicator: Any | None,
         runner: StageRunner,
+        cuda_tensors: bool = False,
     ):
         rank = program.attributes.get("fuser.rank")
         self.rank = rank.value.data if isinstance(rank, IntegerAttr) else 0
@@ -107,6 +108,8 @@ class MultiDeviceExecutor:
         self.fusions = {f.sym_name.data: f for f in fusions}
         self.communicator = communicator
         self.runner = runner
+        self.cuda_tensors = cuda_tensors
+        """Whether tensor inputs must be torch CUDA tensors (NCCL's, in a run of processes)."""
         self._registers: dict[SSAValue, int] = {}
         args = program.body.block.args
         for a in args:
@@ -134,6 +137,13 @@ class MultiDeviceExecutor:
             )
         for i, a, expected in self._checks:
             shape = getattr(inputs[i], "shape", None)
+            if self.cuda_tensors and not getattr(inputs[i], "is_cuda", False):
+                raise InputError(
+                    f"input #{i} (%{a.name_hint}) on rank {self.rank} is a "
+                    f"{type(inputs[i]).__name__}; a run of several processes takes torch CUDA "
+                    "tensors (shard_tensor of a torch tensor gives this process's piece on its "
+                    "GPU)"
+                )
             if (
                 shape is None
                 or len(shape) != len(expected)

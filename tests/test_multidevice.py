@@ -392,10 +392,15 @@ def test_an_extent_from_another_mesh_is_named() -> None:
         plan_sharding(fd.fusion)
 
 
-def test_profiling_a_sharded_fusion_is_refused() -> None:
+def test_one_gpu_views_of_a_sharded_fusion_are_refused() -> None:
+    """profile=True and compile would run the global fusion on one device's pieces."""
     fd = rms_norm(2, 8)
-    with pytest.raises(InputError, match="profile=True"):
-        fd.execute([_array((3, 4)), _array((4,))], profile=True)
+    for call in (
+        lambda: fd.execute([_array((3, 4)), _array((4,))], profile=True),
+        lambda: fd.compile([_array((3, 4)), _array((4,))], arch="sm_90"),
+    ):
+        with pytest.raises(DefinitionError, match=r"places its tensors on devices.*profile=True"):
+            call()
 
 
 class _CudaLike(np.ndarray):
@@ -418,9 +423,9 @@ def test_a_run_of_several_processes_takes_cuda_tensors_and_any_scalars() -> None
         if comm.rank == 1:
             return None
         fd._multidevice = rank_executor(  # pyright: ignore[reportPrivateUsage]
-            fd.fusion, 0, comm, ReferenceRunner(), 2
+            fd.fusion, 0, comm, ReferenceRunner(), 2, cuda_tensors=True
         )
-        with pytest.raises(InputError, match=r"input #0 is a ndarray; a run of several"):
+        with pytest.raises(InputError, match=r"input #0 \(%t0\) on rank 0 is a ndarray; a run"):
             fd.execute([piece, np.float32(2.0)])
         return fd.execute([piece.view(_CudaLike), np.float32(2.0)])[0]
 
