@@ -111,6 +111,12 @@ class Communication:
     target: fu.ShardingAttr
 
     @property
+    def moves_data(self) -> bool:
+        """Whether devices exchange data (every kind but a local slice): users then read a
+        value the program receives, one round later."""
+        return self.kind != "slice"
+
+    @property
     def mesh(self) -> tuple[int, ...]:
         """The ranks taking part: the mesh of a collective, the sender's then the receivers'."""
         src, dst = self.source.sharding.devices, self.target.devices
@@ -432,8 +438,6 @@ class _RankBuilder:
         if isinstance(owner, Block | fu.ConstantOp):
             return 0
         assert isinstance(owner, Operation)
-        if isinstance(owner, fu.DimOp):
-            return self.level_of(self.key(owner.input))
         return max((self.level_of(self.key(o)) for o in owner.operands), default=0)
 
     def plan_levels(self) -> None:
@@ -449,7 +453,7 @@ class _RankBuilder:
             for r in tensors:
                 self.level[(r, False)] = level
                 comm = p.reshard.get(r)
-                if comm is None or comm.kind == "slice":
+                if comm is None or not comm.moves_data:
                     self.level[(r, True)] = level
                     continue
                 self.level[(r, True)] = level + 1
@@ -501,8 +505,7 @@ class _RankBuilder:
                 continue
             if not self.holds(p.computed[tensors[0]].sharding):
                 continue
-            comm = p.reshard.get(tensors[0])
-            if isinstance(op, fu.SetOp) and comm is not None and comm.kind != "slice":
+            if isinstance(op, fu.SetOp) and self.is_communicated(self.key(tensors[0])):
                 # a resharding set moves no data on the device: its operand is the source
                 self.aliases[(tensors[0], False)] = self.key(op.input)
                 continue
@@ -515,7 +518,7 @@ class _RankBuilder:
         self.clone_into(stage, op, tensors)
         for r in tensors:
             comm = self.plan.reshard.get(r)
-            if comm is not None and comm.kind == "slice":
+            if comm is not None and not comm.moves_data:
                 sliced = self.local_slice(stage, stage.values[(r, False)], comm.target, op)
                 stage.values[(r, True)] = sliced
                 stage.defined.append((r, True))
@@ -530,15 +533,14 @@ class _RankBuilder:
         a cast of an input for the next one to read."""
         if key in self.cheap:
             return self.cheap[key]
-        v, placed = key
+        v = key[0]
         if v in self.outputs:  # an output is written once, by the stage that computes it
             self.cheap[key] = False
             return False
         owner = v.owner
-        comm = self.plan.reshard.get(v)
         ok = (
             isinstance(owner, RECOMPUTED)
-            and not (placed and comm is not None and comm.kind != "slice")
+            and not self.is_communicated(key)
             and (v, False) not in self.aliases
             and all(
                 not isinstance(o.type, TensorType)
@@ -552,8 +554,9 @@ class _RankBuilder:
         return ok
 
     def is_communicated(self, key: _Key) -> bool:
+        """Whether `key` is a value the program receives (not one a stage computes)."""
         comm = self.plan.reshard.get(key[0])
-        return key[1] and comm is not None and comm.kind != "slice"
+        return key[1] and comm is not None and comm.moves_data
 
     def resolve(self, key: _Key) -> _Key:
         return self.aliases.get(key, key)
@@ -767,7 +770,7 @@ class _RankBuilder:
                     op = host.SendOp(ready(c.source), peer)
                     block.add_op(op)
                     op.results[-1].name_hint = f"{c.value.name_hint or 'send'}_work"
-                    pending[(c.value, False)] = op.results[-1]
+                    pending[(c.value, False)] = op.results[-1]  # waited for by the end
                     continue
                 peer = src[dst.index(self.rank)]
                 assert isinstance(result_type, TensorType)
