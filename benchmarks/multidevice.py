@@ -40,9 +40,6 @@ from run import median_ms
 from fuser import DataType
 from fuser.multidevice import Communicator, DeviceMesh, shard_tensor
 
-PROFILE = True
-"""Whether the small RMS norm case prints rank 0's host profile of the sharded call."""
-
 
 def host_us(fn: Any, calls: int = 200) -> float:
     """The host's time per call of `fn`, in µs, over `calls` calls issued back to back (the
@@ -77,7 +74,9 @@ def slowest(ms: float) -> float:
     return float(t.item())
 
 
-def bench_norm(kind: str, rows: int, hidden: int, size: int) -> dict[str, Any]:
+def bench_norm(
+    kind: str, rows: int, hidden: int, size: int, profile: bool = False
+) -> dict[str, Any]:
     mesh = DeviceMesh(range(size))
     g = torch.Generator().manual_seed(7)
     x = torch.randn(rows, hidden, generator=g).to(torch.bfloat16).cuda()
@@ -110,11 +109,10 @@ def bench_norm(kind: str, rows: int, hidden: int, size: int) -> dict[str, Any]:
             lambda: dist.all_reduce(statistic, async_op=True).wait()  # type: ignore[union-attr]
         ),
     }
-    if PROFILE and rows == 4096 and dist.get_rank() == 0:
-        print(host_profile(lambda: sharded.execute(pieces)), flush=True)
-    elif PROFILE and rows == 4096:
-        for _ in range(200):  # the same collectives as rank 0's profiled calls
-            sharded.execute(pieces)
+    if profile:  # every rank profiles (the same collectives); rank 0 prints
+        text = host_profile(lambda: sharded.execute(pieces))
+        if dist.get_rank() == 0:
+            print(text, flush=True)
     return {
         "case": f"{'RMS' if kind == 'rms' else 'layer'} norm bf16 [{rows}, {hidden}], hidden split",
         "sharded_ms": t_sharded,
@@ -184,14 +182,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="gpu-out/multidevice")
     parser.add_argument("--only", default="", help="run the cases whose name holds this")
+    parser.add_argument(
+        "--profile", action="store_true", help="print rank 0's host profile of each sharded norm"
+    )
     args = parser.parse_args()
     comm = Communicator.instance()
     size, rank = comm.size(), comm.rank()
     rows: list[dict[str, Any]] = []
     cases = [
-        ("rms", lambda: bench_norm("rms", 16384, 8192, size)),
-        ("layer", lambda: bench_norm("layer", 16384, 8192, size)),
-        ("rms small", lambda: bench_norm("rms", 4096, 4096, size)),
+        ("rms", lambda: bench_norm("rms", 16384, 8192, size, args.profile)),
+        ("layer", lambda: bench_norm("layer", 16384, 8192, size, args.profile)),
+        ("rms small", lambda: bench_norm("rms", 4096, 4096, size, args.profile)),
         ("mlp", lambda: bench_mlp(8192, 8192, 4 * 8192, size)),
     ]
     for name, case in cases:
