@@ -390,10 +390,7 @@ class Tensor(_Value):
                 f"{'an inner' if inner_split else 'an outer'} split by {factor!r}"
             )
         self._fd._placements[self._value] = _Placement(placement.mesh, placement.axis, dim)
-        if inner_split:
-            self._fd._record(f"{python_text(self)}.split", (axis, factor), inner_split=True)
-        else:
-            self._fd._record(f"{python_text(self)}.outer_split", (axis, factor))
+        self._fd._record(f"{python_text(self)}.outer_split", (axis, factor))
 
     def axis(self, i: int) -> _Axis:
         """Loop axis `i` of the tensor (its dim `i`; after `outer_split(a, d)`, axis `a` is the
@@ -3573,10 +3570,8 @@ class FusionDefinition:
             )
             self._multidevice = rank_executor(
                 self.fusion,
-                comm.rank(),
                 comm.backend,
                 runner,
-                comm.size(),
                 cuda_tensors=comm.backend is not None,  # NCCL takes torch's CUDA tensors only
             )
         return self._multidevice.run(inputs)

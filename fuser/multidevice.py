@@ -125,15 +125,6 @@ class Communicator:
         if self._backend is not None:
             self._backend.barrier()
 
-    def check_mesh(self, devices: tuple[int, ...]) -> None:
-        """Raises CommunicationError when the world does not hold every device of a mesh."""
-        if max(devices) >= self.size():
-            raise CommunicationError(
-                f"rank {self.rank()}: the fusion's mesh [{', '.join(map(str, devices))}] needs "
-                f"{max(devices) + 1} processes, the run has {self.size()} (start it with "
-                f"fuser-launch -n {max(devices) + 1} or torchrun)"
-            )
-
 
 def shard_tensor(tensor: Any, dim: int, mesh: DeviceMesh, rank: int | None = None) -> Any:
     """`rank`'s block (default: this process's) of `tensor` split evenly along `dim` over `mesh`:
@@ -165,16 +156,13 @@ def shard_tensor(tensor: Any, dim: int, mesh: DeviceMesh, rank: int | None = Non
 
 
 def rank_executor(
-    fusion: FusionOp,
-    rank: int,
-    communicator: Any | None,
-    runner: StageRunner,
-    world: int,
-    cuda_tensors: bool = False,
+    fusion: FusionOp, communicator: Any | None, runner: StageRunner, cuda_tensors: bool = False
 ) -> MultiDeviceExecutor:
-    """The executor of rank `rank`'s program of the sharded `fusion` (`fuser-shard`), in a run
-    of `world` processes (`cuda_tensors`: its tensor inputs must be torch CUDA tensors); raises
-    CommunicationError when the fusion's meshes name a device the run does not have."""
+    """The executor of this process's program of the sharded `fusion` (`fuser-shard`), for the
+    rank and world of `communicator` (None: rank 0 of a world of one; `cuda_tensors`: its
+    tensor inputs must be torch CUDA tensors); raises CommunicationError when the fusion's
+    meshes name a device the run does not have."""
+    rank, world = (0, 1) if communicator is None else (communicator.rank, communicator.size)
     from fuser.dialects.fusion import input_shardings, sharding
     from fuser.runtime.multidevice import MultiDeviceExecutor
     from fuser.transforms.shard import rank_parts, shard_for_rank

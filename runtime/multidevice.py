@@ -61,13 +61,12 @@ class DeviceRunner:
 
     def __init__(self, compiler: Callable[[fu.FusionOp], Any]):
         self._make = compiler
-        self._compilers: dict[str, Any] = {}
+        self._compilers: dict[fu.FusionOp, Any] = {}
 
     def run(self, fusion: fu.FusionOp, inputs: Sequence[Any]) -> list[Any]:
-        name = fusion.sym_name.data
-        compiler = self._compilers.get(name)
+        compiler = self._compilers.get(fusion)
         if compiler is None:
-            compiler = self._compilers[name] = self._make(fusion)
+            compiler = self._compilers[fusion] = self._make(fusion)
         return compiler.execute(inputs)
 
     def empty(self, shape: Sequence[int], element_type: Attribute) -> Any:

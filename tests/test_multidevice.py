@@ -62,7 +62,7 @@ def run_world(
         return pieces
 
     def run(comm: Any) -> list[Any]:
-        executor = rank_executor(fusion, comm.rank, comm, ReferenceRunner(), size)
+        executor = rank_executor(fusion, comm, ReferenceRunner())
         return executor.run(rank_inputs(comm.rank))
 
     return world.run(run), evaluate(fusion, inputs)
@@ -287,7 +287,7 @@ def test_device_mesh_checks_its_ranks() -> None:
 def test_world_too_small_is_a_clear_error() -> None:
     fd = pointwise(4, gather=True)
     with pytest.raises(CommunicationError, match=r"needs? .*4|4 process|fuser-launch -n 4"):
-        rank_executor(fd.fusion, 0, None, ReferenceRunner(), 1)
+        rank_executor(fd.fusion, None, ReferenceRunner())
 
 
 def test_wrong_piece_is_an_input_error() -> None:
@@ -295,7 +295,7 @@ def test_wrong_piece_is_an_input_error() -> None:
     world = SimulatedWorld(2)
 
     def run(comm: Any) -> Any:
-        ex = rank_executor(fd.fusion, comm.rank, comm, ReferenceRunner(), 2)
+        ex = rank_executor(fd.fusion, comm, ReferenceRunner())
         return ex.run([_array((3, 8)), _array((4,))])  # the whole x, not the rank's piece
 
     with pytest.raises(InputError, match=r"input #0 .* rank \d must be this rank's piece"):
@@ -423,7 +423,7 @@ def test_a_run_of_several_processes_takes_cuda_tensors_and_any_scalars() -> None
         if comm.rank == 1:
             return None
         fd._multidevice = rank_executor(  # pyright: ignore[reportPrivateUsage]
-            fd.fusion, 0, comm, ReferenceRunner(), 2, cuda_tensors=True
+            fd.fusion, comm, ReferenceRunner(), cuda_tensors=True
         )
         with pytest.raises(InputError, match=r"input #0 \(%t0\) on rank 0 is a ndarray; a run"):
             fd.execute([piece, np.float32(2.0)])
